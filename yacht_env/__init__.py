@@ -1,0 +1,19 @@
+"""yacht-rl: the dice game Yacht as a reinforcement-learning environment, with its exact optimal solver.
+
+``import yacht_env`` registers ``"Yacht-v0"`` with Gymnasium.
+"""
+
+import gymnasium
+
+from yacht_env.env import YachtEnv
+from yacht_env.rules import CATEGORIES, PRESETS, Category, Rules, get_rules, score
+
+__all__ = ["CATEGORIES", "PRESETS", "Category", "Rules", "YachtEnv", "get_rules", "score"]
+__version__ = "0.1.0"
+
+if "Yacht-v0" not in gymnasium.registry:
+    gymnasium.register(
+        id="Yacht-v0",
+        entry_point="yacht_env.env:YachtEnv",
+        vector_entry_point="yacht_env.vector:YachtVectorEnv",
+    )

@@ -1,0 +1,93 @@
+"""The observation encoder shared by :class:`~yacht_env.YachtEnv` and the vector env.
+
+Both envs build every observation with :meth:`ObservationEncoder.flat` or
+:meth:`ObservationEncoder.structured` on the rules core's state integers, scalar or batched, so their
+observations cannot drift apart.
+
+Flat layout (``float32``, 64 values, every value in ``[0, 1]``):
+
+=========  =====  ==============================================================================
+index      size   meaning
+=========  =====  ==============================================================================
+0..29      30     the five sorted dice, one-hot: ``obs[6 * i + (face - 1)] = 1`` for die ``i``
+30..35     6      face counts / 5: ``obs[30 + f]`` = (number of dice showing ``f + 1``) / 5
+36..38     3      rolls left, one-hot: ``obs[36 + rolls_left] = 1``
+39..50     12     open categories: ``obs[39 + k] = 1`` iff ``CATEGORIES[k]`` is open
+51..62     12     what each open category would score now / 50 (0 for filled categories)
+63         1      fraction of the 12 categories still open
+=========  =====  ==============================================================================
+
+Structured (``observation_type="dict"``): ``{"dice": int8 (5,) sorted values 1..6,
+"rolls_left": int in 0..2, "open_categories": int8 (12,) 0/1}``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+from yacht_env import rules as R
+
+OBS_SIZE = 64
+DICE_SLICE = slice(0, 30)
+COUNTS_SLICE = slice(30, 36)
+ROLLS_LEFT_SLICE = slice(36, 39)
+OPEN_SLICE = slice(39, 51)
+SCORE_NOW_SLICE = slice(51, 63)
+OPEN_FRACTION_INDEX = 63
+SCORE_SCALE = 50.0  # the largest score of any category in the presets (a Yacht)
+
+
+class ObservationEncoder:
+    """Builds observations from ``(roll, rolls_left, open_mask)``, one state or a batch of them."""
+
+    def __init__(self, rules: str | R.Rules = "standard") -> None:
+        self.rules = R.get_rules(rules)
+        # Everything that depends only on (roll, rolls_left): dice one-hot, counts, rolls-left one-hot.
+        dice_one_hot = np.zeros((R.NUM_ROLLS, R.NUM_DICE, R.NUM_FACES), dtype=np.float32)
+        for r, dice in enumerate(R.ROLLS):
+            dice_one_hot[r, np.arange(R.NUM_DICE), dice - 1] = 1.0
+        roll_part = np.concatenate(
+            [dice_one_hot.reshape(R.NUM_ROLLS, -1), R.ROLL_COUNTS.astype(np.float32) / R.NUM_DICE], axis=1
+        )
+        rolls_left_part = np.eye(R.ROLLS_PER_TURN, dtype=np.float32)
+        self._roll_rolls_left = np.concatenate(
+            [
+                np.repeat(roll_part, R.ROLLS_PER_TURN, axis=0),
+                np.tile(rolls_left_part, (R.NUM_ROLLS, 1)),
+            ],
+            axis=1,
+        )  # row 3 * roll + rolls_left, 39 values
+        self._open = R.OPEN_BITS.astype(np.float32)  # (4096, 12)
+        self._open_fraction = self._open.sum(axis=1, keepdims=True) / R.NUM_CATEGORIES
+        self._score_now = R.score_table(self.rules).astype(np.float32) / SCORE_SCALE  # (252, 12)
+        self.flat_space = spaces.Box(0.0, 1.0, shape=(OBS_SIZE,), dtype=np.float32)
+        self.dict_space = spaces.Dict(
+            {
+                "dice": spaces.Box(1, R.NUM_FACES, shape=(R.NUM_DICE,), dtype=np.int8),
+                "rolls_left": spaces.Discrete(R.ROLLS_PER_TURN),
+                "open_categories": spaces.MultiBinary(R.NUM_CATEGORIES),
+            }
+        )
+
+    def flat(self, roll, rolls_left, open_mask, out: np.ndarray | None = None) -> np.ndarray:
+        """The flat ``float32`` observation, shape ``(..., 64)``; written into ``out`` if given."""
+        open_bits = self._open[open_mask]
+        parts = (
+            self._roll_rolls_left[np.asarray(roll) * R.ROLLS_PER_TURN + rolls_left],
+            open_bits,
+            self._score_now[roll] * open_bits,
+            self._open_fraction[open_mask],
+        )
+        if out is None:
+            return np.concatenate(parts, axis=-1)
+        np.concatenate(parts, axis=-1, out=out)
+        return out
+
+    def structured(self, roll, rolls_left, open_mask) -> dict[str, np.ndarray]:
+        """The ``Dict`` observation; batched arrays gain a leading axis."""
+        return {
+            "dice": R.ROLLS[roll].copy(),
+            "rolls_left": np.asarray(rolls_left, dtype=np.int64),
+            "open_categories": R.OPEN_BITS[open_mask].astype(np.int8),
+        }

@@ -1,0 +1,384 @@
+"""The rules of Yacht: presets, scoring, dice encoding, keep-masks, legal actions and transitions.
+
+This is the only module that knows how Yacht scores or how an action is encoded. It is pure numpy and
+imports neither gymnasium nor torch; the env, the vector env, the solver and the agents all read its
+tables.
+
+A game's whole state between decisions is three small integers:
+
+* ``roll``: which of the 252 sorted rolls is showing (a row of :data:`ROLLS`),
+* ``rolls_left``: 0, 1 or 2 re-rolls still allowed this turn,
+* ``open_mask``: a 12-bit mask of the categories still open (bit ``k`` is ``CATEGORIES[k]``).
+
+Actions (``Discrete(44)``):
+
+* ``a`` in ``0..31`` is a keep-mask: bit ``i`` set (``a >> i & 1``) keeps die ``i`` of the sorted dice,
+  the other dice are re-rolled. ``31`` (keep everything) is never legal. By default only the canonical
+  (numerically smallest) mask of each distinct kept multiset is legal.
+* ``a = 32 + k`` scores the dice in ``CATEGORIES[k]``.
+
+Every function that takes a state accepts plain ints or numpy arrays of any (matching) shape, so the
+single env and the vector env share one code path.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Literal
+
+import numpy as np
+
+CATEGORIES: tuple[str, ...] = (
+    "ones",
+    "twos",
+    "threes",
+    "fours",
+    "fives",
+    "sixes",
+    "full_house",
+    "four_of_a_kind",
+    "little_straight",
+    "big_straight",
+    "choice",
+    "yacht",
+)
+
+
+class Category(enum.IntEnum):
+    """The 12 categories, valued by their index in :data:`CATEGORIES` (and ``action - 32``)."""
+
+    ONES = 0
+    TWOS = 1
+    THREES = 2
+    FOURS = 3
+    FIVES = 4
+    SIXES = 5
+    FULL_HOUSE = 6
+    FOUR_OF_A_KIND = 7
+    LITTLE_STRAIGHT = 8
+    BIG_STRAIGHT = 9
+    CHOICE = 10
+    YACHT = 11
+
+
+NUM_DICE = 5
+NUM_FACES = 6
+NUM_CATEGORIES = len(CATEGORIES)
+NUM_ROLLS = 252  # sorted rolls of five dice: C(10, 5)
+NUM_KEEPS = 32  # keep-masks over five dice
+KEEP_ALL = NUM_KEEPS - 1  # keeps every die, re-rolls nothing: never legal
+PICK_OFFSET = NUM_KEEPS  # action 32 + k scores category k
+NUM_ACTIONS = NUM_KEEPS + NUM_CATEGORIES  # 44
+MAX_ROLLS_LEFT = 2  # re-rolls after the automatic first roll of a turn
+ROLLS_PER_TURN = MAX_ROLLS_LEFT + 1
+ALL_OPEN = (1 << NUM_CATEGORIES) - 1
+NUM_OPEN_MASKS = 1 << NUM_CATEGORIES
+
+
+# --------------------------------------------------------------------------------------------------
+# Rule presets
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rules:
+    """A rules preset: the data that tells two Yacht variants apart.
+
+    Attributes:
+        name: The preset's name.
+        four_of_a_kind: ``"four_dice"`` scores 4 x the face (the fifth die never counts);
+            ``"all_dice"`` scores the sum of all five dice.
+        little_straight: Points for exactly 1-2-3-4-5.
+        big_straight: Points for exactly 2-3-4-5-6.
+        yacht: Points for five of a kind.
+    """
+
+    name: str
+    four_of_a_kind: Literal["four_dice", "all_dice"] = "four_dice"
+    little_straight: int = 30
+    big_straight: int = 30
+    yacht: int = 50
+
+    def __post_init__(self) -> None:
+        if self.four_of_a_kind not in ("four_dice", "all_dice"):
+            raise ValueError(
+                f"four_of_a_kind must be 'four_dice' or 'all_dice', got {self.four_of_a_kind!r}"
+            )
+        for name in ("little_straight", "big_straight", "yacht"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 1000:
+                raise ValueError(f"{name} must be an int in 0..1000, got {value!r}")
+
+    def as_dict(self) -> dict[str, object]:
+        """The preset's fields, e.g. to key a cache or write a run's config."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+PRESETS: dict[str, Rules] = {
+    "standard": Rules("standard", four_of_a_kind="four_dice"),
+    "classic": Rules("classic", four_of_a_kind="all_dice"),
+}
+
+
+def get_rules(rules: str | Rules = "standard") -> Rules:
+    """Returns the :class:`Rules` for a preset name, or ``rules`` itself if it already is one.
+
+    Raises:
+        ValueError: ``rules`` is neither a preset name nor a :class:`Rules`.
+    """
+    if isinstance(rules, Rules):
+        return rules
+    if isinstance(rules, str) and rules in PRESETS:
+        return PRESETS[rules]
+    raise ValueError(f"unknown rules {rules!r}; expected one of {sorted(PRESETS)} or a Rules object")
+
+
+# --------------------------------------------------------------------------------------------------
+# Dice encoding
+# --------------------------------------------------------------------------------------------------
+def _multisets(size: int) -> list[tuple[int, ...]]:
+    return list(itertools.combinations_with_replacement(range(1, NUM_FACES + 1), size))
+
+
+#: ``ROLLS[r]``: the five dice of sorted roll ``r``, ascending (int8, shape (252, 5)).
+ROLLS = np.array(_multisets(NUM_DICE), dtype=np.int8)
+ROLLS.flags.writeable = False
+ROLL_TUPLES: tuple[tuple[int, ...], ...] = tuple(tuple(int(v) for v in row) for row in ROLLS)
+
+#: Every multiset of 0..5 dice (462 of them): what a keep-mask can keep, ordered by size.
+KEPT: tuple[tuple[int, ...], ...] = tuple(m for k in range(NUM_DICE + 1) for m in _multisets(k))
+NUM_KEPT = len(KEPT)
+
+# A multiset of dice is identified by its face counts written in base 6 (no count exceeds 5):
+# code = sum over dice of 6 ** (face - 1). Order-free, so no sort is ever needed.
+FACE_WEIGHT = np.array([0] + [NUM_FACES**f for f in range(NUM_FACES)], dtype=np.int32)
+_MAX_CODE = NUM_DICE * NUM_FACES ** (NUM_FACES - 1)
+_CODE_TO_ROLL = np.full(_MAX_CODE + 1, -1, dtype=np.int16)
+_CODE_TO_ROLL[FACE_WEIGHT[ROLLS].sum(axis=1)] = np.arange(NUM_ROLLS)
+_CODE_TO_ROLL.flags.writeable = False
+_CODE_TO_KEPT = np.full(_MAX_CODE + 1, -1, dtype=np.int16)
+for _index, _kept in enumerate(KEPT):
+    _CODE_TO_KEPT[FACE_WEIGHT[list(_kept)].sum()] = _index
+_CODE_TO_KEPT.flags.writeable = False
+
+#: ``ROLL_COUNTS[r, f]``: how many dice of roll ``r`` show face ``f + 1`` (int8, shape (252, 6)).
+ROLL_COUNTS = np.stack([(ROLLS == f).sum(axis=1) for f in range(1, NUM_FACES + 1)], axis=1).astype(np.int8)
+ROLL_COUNTS.flags.writeable = False
+
+#: ``KEEP_BITS[m, i]``: whether keep-mask ``m`` keeps die ``i`` (bool, shape (32, 5)).
+KEEP_BITS = np.array([[(m >> i) & 1 for i in range(NUM_DICE)] for m in range(NUM_KEEPS)], dtype=bool)
+KEEP_BITS.flags.writeable = False
+
+
+def _keep_tables() -> tuple[np.ndarray, np.ndarray]:
+    kept = np.empty((NUM_ROLLS, NUM_KEEPS), dtype=np.int16)
+    canonical = np.zeros((NUM_ROLLS, NUM_KEEPS), dtype=bool)
+    for r, dice in enumerate(ROLLS):
+        seen = set()
+        for m in range(NUM_KEEPS):  # ascending, so the first mask of each multiset is the smallest
+            index = _CODE_TO_KEPT[FACE_WEIGHT[dice[KEEP_BITS[m]]].sum()]
+            kept[r, m] = index
+            canonical[r, m] = index not in seen and m != KEEP_ALL
+            seen.add(index)
+    return kept, canonical
+
+
+#: ``KEEP[r, m]``: the index in :data:`KEPT` of what keep-mask ``m`` keeps of roll ``r``.
+#: ``CANONICAL_KEEPS[r, m]``: ``m`` is the smallest mask keeping that multiset and is not ``31``.
+KEEP, CANONICAL_KEEPS = _keep_tables()
+KEEP.flags.writeable = False
+CANONICAL_KEEPS.flags.writeable = False
+_ANY_KEEP = np.ones((NUM_ROLLS, NUM_KEEPS), dtype=bool)
+_ANY_KEEP[:, KEEP_ALL] = False
+_ANY_KEEP.flags.writeable = False
+
+#: ``OPEN_BITS[o, k]``: whether category ``k`` is open in open-mask ``o`` (bool, shape (4096, 12)).
+OPEN_BITS = ((np.arange(NUM_OPEN_MASKS)[:, None] >> np.arange(NUM_CATEGORIES)) & 1).astype(bool)
+OPEN_BITS.flags.writeable = False
+
+
+def _transition_matrix() -> np.ndarray:
+    """``P[K, r]``: the chance that keeping multiset ``KEPT[K]`` and re-rolling the rest gives roll ``r``."""
+    matrix = np.zeros((NUM_KEPT, NUM_ROLLS))
+    for index, kept in enumerate(KEPT):
+        n_rolled = NUM_DICE - len(kept)
+        outcomes = np.array(list(itertools.product(range(1, NUM_FACES + 1), repeat=n_rolled)), dtype=np.int64)
+        codes = FACE_WEIGHT[list(kept)].sum() + FACE_WEIGHT[outcomes].sum(axis=1)
+        np.add.at(matrix[index], _CODE_TO_ROLL[codes], 1.0)
+        matrix[index] /= NUM_FACES**n_rolled
+    return matrix
+
+
+#: ``TRANSITION[K, r]``: chance of roll ``r`` after keeping ``KEPT[K]`` (float64, shape (462, 252)).
+#: ``TRANSITION[0]`` (nothing kept) is the distribution of a turn's first roll.
+TRANSITION = _transition_matrix()
+TRANSITION.flags.writeable = False
+
+
+def roll_index(dice: np.ndarray | Sequence[int]) -> np.ndarray | int:
+    """The sorted-roll index of five dice in any order; batched over leading axes.
+
+    No validation: use :func:`validate_dice` on untrusted input.
+    """
+    codes = FACE_WEIGHT[np.asarray(dice)].sum(axis=-1)
+    index = _CODE_TO_ROLL[codes]
+    return int(index) if np.ndim(index) == 0 else index.astype(np.intp)
+
+
+def validate_dice(dice: object) -> np.ndarray:
+    """Returns ``dice`` as an int array of five values in 1..6.
+
+    Raises:
+        ValueError: ``dice`` is not five integers in 1..6.
+    """
+    try:
+        values = [int(v) for v in dice]  # type: ignore[union-attr]
+        ok = len(values) == NUM_DICE and all(1 <= v <= NUM_FACES and v == d for v, d in zip(values, dice))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        shown = list(dice) if isinstance(dice, (tuple, np.ndarray)) else dice
+        raise ValueError(f"dice must be 5 values in 1..6, got {shown!r}")
+    return np.array(values, dtype=np.int8)
+
+
+def category_index(category: int | str | Category) -> int:
+    """The index 0..11 of a category given by name, index or :class:`Category`.
+
+    Raises:
+        ValueError: not one of the 12 categories.
+    """
+    if isinstance(category, str):
+        if category in CATEGORIES:
+            return CATEGORIES.index(category)
+    elif isinstance(category, (int, np.integer)) and not isinstance(category, bool):
+        if 0 <= category < NUM_CATEGORIES:
+            return int(category)
+    raise ValueError(
+        f"unknown category {category!r}; expected a name in {CATEGORIES}, an index 0..11 or a Category"
+    )
+
+
+def open_mask_from(open_categories: object) -> int:
+    """A 12-bit open mask from category names/indices, a 12-long boolean mask, or an int mask.
+
+    Raises:
+        ValueError: the argument cannot be read as a set of categories.
+    """
+    if isinstance(open_categories, (int, np.integer)) and not isinstance(open_categories, bool):
+        if 0 <= open_categories <= ALL_OPEN:
+            return int(open_categories)
+        raise ValueError(f"an open mask must be an int in 0..{ALL_OPEN}, got {open_categories!r}")
+    if isinstance(open_categories, str):
+        open_categories = [open_categories]
+    try:
+        items = list(open_categories)  # type: ignore[call-overload]
+    except TypeError:
+        raise ValueError(
+            f"open categories must be names/indices, a 12-long boolean mask or an int mask, "
+            f"got {open_categories!r}"
+        ) from None
+    if len(items) == NUM_CATEGORIES and all(isinstance(v, (bool, np.bool_)) for v in items):
+        return sum(1 << k for k, is_open in enumerate(items) if is_open)
+    mask = 0
+    for item in items:
+        mask |= 1 << category_index(item)
+    return mask
+
+
+# --------------------------------------------------------------------------------------------------
+# Scoring: the one place that knows what each category is worth
+# --------------------------------------------------------------------------------------------------
+def _score_counts(counts: np.ndarray, rules: Rules) -> list[int]:
+    """Points of each category for a roll given by its face counts (counts[f] = number of f+1s)."""
+    faces = np.arange(1, NUM_FACES + 1)
+    total = int((counts * faces).sum())
+    most = int(counts.max())
+    most_face = int(faces[counts.argmax()])
+    upper = [int(counts[f] * faces[f]) for f in range(NUM_FACES)]
+    full_house = total if sorted(c for c in counts if c) == [2, 3] else 0
+    if most >= 4:
+        four_of_a_kind = 4 * most_face if rules.four_of_a_kind == "four_dice" else total
+    else:
+        four_of_a_kind = 0
+    little = rules.little_straight if list(counts) == [1, 1, 1, 1, 1, 0] else 0
+    big = rules.big_straight if list(counts) == [0, 1, 1, 1, 1, 1] else 0
+    yacht = rules.yacht if most == NUM_DICE else 0
+    return [*upper, full_house, four_of_a_kind, little, big, total, yacht]
+
+
+@functools.lru_cache(maxsize=None)
+def score_table(rules: str | Rules = "standard") -> np.ndarray:
+    """``SCORE[r, k]``: points for scoring sorted roll ``r`` in category ``k`` (int16, shape (252, 12)).
+
+    Built once per preset and read-only.
+    """
+    rules = get_rules(rules)
+    table = np.array([_score_counts(counts, rules) for counts in ROLL_COUNTS], dtype=np.int16)
+    table.flags.writeable = False
+    return table
+
+
+def score(dice: Sequence[int], category: int | str | Category, rules: str | Rules = "standard") -> int:
+    """Points for scoring ``dice`` (five ints 1..6, any order) in ``category``.
+
+    Args:
+        dice: Five dice values in 1..6, in any order.
+        category: A name from :data:`CATEGORIES`, an index 0..11 or a :class:`Category`.
+        rules: A preset name (``"standard"``, ``"classic"``) or a :class:`Rules`.
+
+    Raises:
+        ValueError: bad dice, category or rules; the message says what is accepted.
+
+    Example:
+        >>> score([4, 4, 4, 4, 1], "four_of_a_kind"), score([4, 4, 4, 4, 1], 7, rules="classic")
+        (16, 17)
+    """
+    values = validate_dice(dice)
+    k = category_index(category)
+    return int(score_table(get_rules(rules))[roll_index(values), k])
+
+
+# --------------------------------------------------------------------------------------------------
+# Legal actions and transitions (scalar or batched)
+# --------------------------------------------------------------------------------------------------
+def keep_table(canonical_keeps: bool = True) -> np.ndarray:
+    """``LEGAL[r, m]``: whether keep-mask ``m`` may be used on roll ``r`` when re-rolls are left."""
+    return CANONICAL_KEEPS if canonical_keeps else _ANY_KEEP
+
+
+def legal_action_mask(roll, rolls_left, open_mask, canonical_keeps: bool = True) -> np.ndarray:
+    """Legal actions of a state, shape ``(..., 44)`` bool.
+
+    Keep-masks are legal while re-rolls are left (never ``31``; only canonical masks unless
+    ``canonical_keeps`` is False); a category pick is legal iff that category is open.
+    """
+    keeps = keep_table(canonical_keeps)[roll] & (np.asarray(rolls_left) > 0)[..., None]
+    return np.concatenate([keeps, OPEN_BITS[open_mask]], axis=-1)
+
+
+def reroll(roll, keep_mask, fresh_dice) -> np.ndarray | int:
+    """The roll after keeping ``keep_mask`` of ``roll`` and re-rolling the rest.
+
+    Die ``i`` of the sorted roll is kept if bit ``i`` of ``keep_mask`` is set, else replaced by
+    ``fresh_dice[..., i]``; the result is sorted again (returned as its roll index).
+    """
+    dice = np.where(KEEP_BITS[keep_mask], ROLLS[roll], fresh_dice)
+    return roll_index(dice)
+
+
+def describe_illegal(action: int, rolls_left: int, open_mask: int, roll: int, canonical_keeps: bool) -> str:
+    """Why ``action`` is illegal in a state (assumes it is)."""
+    if action >= PICK_OFFSET:
+        return f"action {action} scores {CATEGORIES[action - PICK_OFFSET]!r}, which is already filled"
+    if rolls_left == 0:
+        return f"action {action} is a keep-mask but no re-rolls are left this turn"
+    if action == KEEP_ALL:
+        return "action 31 keeps all five dice and re-rolls nothing"
+    canonical = int(np.flatnonzero(KEEP[roll] == KEEP[roll, action])[0])
+    return (
+        f"action {action} keeps the same dice as mask {canonical}; with canonical_keeps=True only the "
+        f"smallest mask of each kept multiset is legal"
+    )

@@ -84,6 +84,16 @@ class ObservationEncoder:
         np.concatenate(parts, axis=-1, out=out)
         return out
 
+    @staticmethod
+    def decode(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The state ``(roll, rolls_left, open_mask)`` behind flat observations of shape ``(..., 64)``."""
+        obs = np.asarray(obs)
+        dice = obs[..., DICE_SLICE].reshape(*obs.shape[:-1], R.NUM_DICE, R.NUM_FACES).argmax(axis=-1) + 1
+        roll = R.roll_index(dice)
+        rolls_left = obs[..., ROLLS_LEFT_SLICE].argmax(axis=-1)
+        open_mask = (obs[..., OPEN_SLICE] > 0.5) @ (1 << np.arange(R.NUM_CATEGORIES))
+        return np.asarray(roll), rolls_left, open_mask
+
     def structured(self, roll, rolls_left, open_mask) -> dict[str, np.ndarray]:
         """The ``Dict`` observation; batched arrays gain a leading axis."""
         return {

@@ -74,9 +74,9 @@ class YachtEnv(gym.Env):
     ``observation_type="flat"`` (default): ``Box(0, 1, (64,), float32)``, laid out as
 
     * ``[0:30]`` the sorted dice one-hot (``6 * i + face - 1``), ``[30:36]`` face counts / 5,
-    * ``[36:39]`` rolls left one-hot, ``[39:51]`` open categories (1 = open),
-    * ``[51:63]`` what each open category would score now / 50 (0 when filled),
-    * ``[63]`` the fraction of categories still open.
+    * ``[36:39]`` rolls left one-hot,
+    * ``[39:51]`` what each open category would score now / 50 (0 when filled),
+    * ``[51:63]`` open categories (1 = open), ``[63]`` the fraction of categories still open.
 
     ``observation_type="dict"``: ``Dict(dice=Box(1, 6, (5,), int8), rolls_left=Discrete(3),
     open_categories=MultiBinary(12))``. The layout lives in ``yacht_env/encoding.py``.
@@ -119,9 +119,10 @@ class YachtEnv(gym.Env):
     * ``render_mode``: ``"ansi"`` returns the score sheet as text, ``"human"`` prints it.
 
     ``reset(seed=s)`` reproduces a game exactly: all dice come from ``self.np_random``, drawn at reset
-    as a ``(12, 3, 5)`` dice stream (turn, roll of the turn, die). ``reset(options={"dice_stream": s})``
-    plays a given stream instead (replays, common random numbers). A re-rolled die ``i`` of the sorted
-    dice takes value ``stream[turn, roll, i]``.
+    as a ``(12, 3, 5)`` dice stream (turn, roll of the turn, die; see ``rules.draw_prefix_codes``). ``reset(options={"dice_stream": s})``
+    plays a given stream instead (replays, common random numbers). Roll ``j`` of a turn (0 = the
+    automatic first roll) uses row ``stream[turn, j]``: a re-roll of ``m`` dice takes that row's first
+    ``m`` values.
 
     ## Version History
     * v0: initial release.
@@ -156,7 +157,7 @@ class YachtEnv(gym.Env):
         self.action_space = spaces.Discrete(R.NUM_ACTIONS)
         self.observation_space = self._encoder.flat_space if observation_type == "flat" else self._encoder.dict_space
 
-        self._stream = np.ones(DICE_STREAM_SHAPE, dtype=np.int8)
+        self._codes = np.zeros((R.NUM_CATEGORIES * R.ROLLS_PER_TURN, R.NUM_DICE + 1), dtype=np.int32)
         self._roll = 0
         self._rolls_left = 0
         self._open = 0
@@ -173,12 +174,13 @@ class YachtEnv(gym.Env):
         unknown = set(options) - {"dice_stream"}
         if unknown:
             raise ValueError(f"unknown reset options {sorted(unknown)}; accepted: ['dice_stream']")
+        # The game's dice: row 3 * turn + j holds roll j of the turn, as rules.prefix_codes.
         if "dice_stream" in options:
-            self._stream = check_dice_stream(options["dice_stream"])
+            self._codes = R.prefix_codes(check_dice_stream(options["dice_stream"]).reshape(-1, R.NUM_DICE))
         else:
-            self._stream = self.np_random.integers(1, R.NUM_FACES + 1, size=DICE_STREAM_SHAPE, dtype=np.int8)
+            self._codes = R.draw_prefix_codes(self.np_random, (R.NUM_CATEGORIES * R.ROLLS_PER_TURN,))
         self._turn = 0
-        self._roll = R.roll_index(self._stream[0, 0])
+        self._roll = R.roll_from_code(self._codes[0, R.NUM_DICE])
         self._rolls_left = R.MAX_ROLLS_LEFT
         self._open = R.ALL_OPEN
         self._sheet = [None] * R.NUM_CATEGORIES
@@ -214,8 +216,8 @@ class YachtEnv(gym.Env):
             reward = self.illegal_action_penalty
             truncated = self.max_illegal_actions is not None and self._illegal_count >= self.max_illegal_actions
         elif action < R.PICK_OFFSET:
-            fresh = self._stream[self._turn, R.ROLLS_PER_TURN - self._rolls_left]
-            self._roll = R.reroll(self._roll, action, fresh)
+            row = self._turn * R.ROLLS_PER_TURN + R.ROLLS_PER_TURN - self._rolls_left
+            self._roll = R.reroll(self._roll, action, self._codes[row])
             self._rolls_left -= 1
         else:
             category = action - R.PICK_OFFSET
@@ -229,7 +231,7 @@ class YachtEnv(gym.Env):
                 self._rolls_left = 0
             else:
                 self._turn += 1
-                self._roll = R.roll_index(self._stream[self._turn, 0])
+                self._roll = R.roll_from_code(self._codes[self._turn * R.ROLLS_PER_TURN, R.NUM_DICE])
                 self._rolls_left = R.MAX_ROLLS_LEFT
         self._done = terminated or truncated
         if self.render_mode == "human":
@@ -259,12 +261,13 @@ class YachtEnv(gym.Env):
         return self._encoder.structured(self._roll, self._rolls_left, self._open)
 
     def _get_info(self, illegal: bool) -> dict[str, Any]:
+        self._mask = self.action_masks()
         return {
             "dice": R.ROLL_TUPLES[self._roll],
             "rolls_left": self._rolls_left,
             "scores": dict(zip(R.CATEGORIES, self._sheet)),
             "total": self._total,
-            "action_mask": self.action_masks().astype(np.int8),
+            "action_mask": self._mask.view(np.int8),
             "illegal_action": illegal,
         }
 

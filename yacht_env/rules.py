@@ -222,8 +222,7 @@ def roll_index(dice: np.ndarray | Sequence[int]) -> np.ndarray | int:
 
     No validation: use :func:`validate_dice` on untrusted input.
     """
-    codes = FACE_WEIGHT[np.asarray(dice)].sum(axis=-1)
-    index = _CODE_TO_ROLL[codes]
+    index = _CODE_TO_ROLL[FACE_WEIGHT[np.asarray(dice)].sum(axis=-1)]
     return int(index) if np.ndim(index) == 0 else index.astype(np.intp)
 
 
@@ -349,24 +348,115 @@ def keep_table(canonical_keeps: bool = True) -> np.ndarray:
     return CANONICAL_KEEPS if canonical_keeps else _ANY_KEEP
 
 
+def _keep_words(legal: np.ndarray) -> np.ndarray:
+    """``WORDS[3 * r + rolls_left]``: the legal keep-masks of a state as the low 32 bits of a uint64."""
+    words = (legal.astype(np.uint64) << np.arange(NUM_KEEPS, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+    table = np.zeros((NUM_ROLLS, ROLLS_PER_TURN), dtype=np.uint64)
+    table[:, 1:] = words[:, None]  # keeps only while re-rolls are left
+    table = table.reshape(-1)
+    table.flags.writeable = False
+    return table
+
+
+_KEEP_WORDS = {True: _keep_words(CANONICAL_KEEPS), False: _keep_words(_ANY_KEEP)}
+_KEEP_ROWS = {  # row 3 * roll + rolls_left: the legal keep-masks as 32 bools
+    canonical: np.unpackbits(words.view(np.uint8).reshape(-1, 8), axis=1, count=NUM_KEEPS, bitorder="little").view(bool)
+    for canonical, words in _KEEP_WORDS.items()
+}
+
+
 def legal_action_mask(roll, rolls_left, open_mask, canonical_keeps: bool = True) -> np.ndarray:
     """Legal actions of a state, shape ``(..., 44)`` bool.
 
     Keep-masks are legal while re-rolls are left (never ``31``; only canonical masks unless
     ``canonical_keeps`` is False); a category pick is legal iff that category is open.
     """
-    keeps = keep_table(canonical_keeps)[roll] & (np.asarray(rolls_left) > 0)[..., None]
-    return np.concatenate([keeps, OPEN_BITS[open_mask]], axis=-1)
+    if type(roll) is int:  # the single env's fast path
+        keeps = _KEEP_ROWS[canonical_keeps][roll * ROLLS_PER_TURN + rolls_left]
+        return np.concatenate((keeps, OPEN_BITS[open_mask]))
+    # Action a is bit a of one 64-bit word per state; unpacking the words is faster than gathers.
+    words = _KEEP_WORDS[canonical_keeps][np.asarray(roll) * ROLLS_PER_TURN + rolls_left] | (
+        np.asarray(open_mask, dtype=np.uint64) << np.uint64(NUM_KEEPS)
+    )
+    words = np.asarray(words, dtype="<u8")
+    shape = words.shape
+    as_bytes = words.reshape(-1).view(np.uint8).reshape(*shape, 8)
+    return np.unpackbits(as_bytes, axis=-1, count=NUM_ACTIONS, bitorder="little").view(bool)
 
 
-def reroll(roll, keep_mask, fresh_dice) -> np.ndarray | int:
-    """The roll after keeping ``keep_mask`` of ``roll`` and re-rolling the rest.
+# A re-roll replaces the unkept dice by the FIRST m values of a row of five fresh dice (m = number of
+# dice re-rolled). Storing each row as its prefix codes makes a re-roll three table lookups.
+#: ``KEPT_CODE[r, m]``: the multiset code of what keep-mask ``m`` keeps of roll ``r`` (int32, (252, 32)).
+KEPT_CODE = np.array(
+    [[FACE_WEIGHT[ROLLS[r][KEEP_BITS[m]]].sum() for m in range(NUM_KEEPS)] for r in range(NUM_ROLLS)],
+    dtype=np.int32,
+)
+KEPT_CODE.flags.writeable = False
+#: ``REROLLED[m]``: how many dice keep-mask ``m`` re-rolls.
+REROLLED = NUM_DICE - KEEP_BITS.sum(axis=1).astype(np.intp)
+REROLLED.flags.writeable = False
 
-    Die ``i`` of the sorted roll is kept if bit ``i`` of ``keep_mask`` is set, else replaced by
-    ``fresh_dice[..., i]``; the result is sorted again (returned as its roll index).
+
+def _prefix_table() -> np.ndarray:
+    rows = np.array(list(itertools.product(range(1, NUM_FACES + 1), repeat=NUM_DICE)), dtype=np.int64)
+    table = np.zeros((len(rows), NUM_DICE + 1), dtype=np.int32)
+    np.cumsum(FACE_WEIGHT[rows], axis=1, out=table[:, 1:])
+    table.flags.writeable = False
+    return table
+
+
+#: ``_ROW_PREFIX[v]``: prefix codes of the row of five dice whose base-6 digits (face - 1, die 0
+#: first) spell ``v`` in 0..7775.
+_ROW_PREFIX = _prefix_table()
+_DIGIT_WEIGHT = NUM_FACES ** np.arange(NUM_DICE - 1, -1, -1)
+
+
+def prefix_codes(fresh_dice: np.ndarray) -> np.ndarray:
+    """Prefix codes of rows of five fresh dice: ``[..., j]`` is the code of the row's first ``j`` dice.
+
+    Shape ``(..., 5)`` -> ``(..., 6)`` int32; ``[..., 5]`` is the code of the whole row.
     """
-    dice = np.where(KEEP_BITS[keep_mask], ROLLS[roll], fresh_dice)
-    return roll_index(dice)
+    return _ROW_PREFIX[(np.asarray(fresh_dice, dtype=np.int64) - 1) @ _DIGIT_WEIGHT]
+
+
+def draw_prefix_codes(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Draws rows of five fair dice from ``rng`` as their prefix codes, shape ``shape + (6,)``.
+
+    One draw per row: the row is the base-6 number ``rng.integers(7776)``, die 0 its leading digit.
+    Same as ``prefix_codes(rows_of_dice(...))`` on the dice that number spells, so a drawn stream and
+    a given ``dice_stream`` play identically.
+    """
+    return _ROW_PREFIX[rng.integers(0, len(_ROW_PREFIX), size=shape)]
+
+
+def rows_of_dice(values: np.ndarray) -> np.ndarray:
+    """The five dice (values 1..6, shape ``(..., 5)``) of row numbers in 0..7775 (die 0 leading digit)."""
+    values = np.asarray(values, dtype=np.int64)
+    return (values[..., None] // _DIGIT_WEIGHT % NUM_FACES + 1).astype(np.int8)
+
+
+def roll_from_code(code) -> np.ndarray | int:
+    """The sorted-roll index of a five-dice multiset code (e.g. ``prefix_codes(dice)[..., 5]``)."""
+    index = _CODE_TO_ROLL[code]
+    return int(index) if np.ndim(index) == 0 else index.astype(np.intp)
+
+
+def reroll(roll, keep_mask, fresh_codes) -> np.ndarray | int:
+    """The roll after keeping ``keep_mask`` of ``roll`` and re-rolling the other dice.
+
+    Args:
+        roll: Sorted-roll index (or array of them).
+        keep_mask: Keep-mask 0..30 over the sorted dice.
+        fresh_codes: :func:`prefix_codes` of a row of five fresh dice, shape ``(..., 6)``; the
+            ``m`` re-rolled dice take the row's first ``m`` values.
+    """
+    fresh_codes = np.asarray(fresh_codes)
+    m = REROLLED[keep_mask]
+    if fresh_codes.ndim == 1:
+        fresh = fresh_codes[m]
+    else:
+        fresh = np.take_along_axis(fresh_codes, np.asarray(m)[..., None], axis=-1)[..., 0]
+    return roll_from_code(KEPT_CODE[roll, keep_mask] + fresh)
 
 
 def describe_illegal(action: int, rolls_left: int, open_mask: int, roll: int, canonical_keeps: bool) -> str:

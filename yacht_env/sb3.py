@@ -1,0 +1,114 @@
+"""``YachtSB3VecEnv``: the native vector env as a Stable-Baselines3 ``VecEnv``.
+
+``MaskablePPO("MlpPolicy", YachtSB3VecEnv(64))`` trains on it directly: sb3-contrib asks a VecEnv for
+its masks with ``env_method("action_masks")``, which this adapter answers with one ``(N, 44)`` array.
+Episodes reset in the same step (SB3's convention): a finished game's last observation is in
+``infos[i]["terminal_observation"]`` and its score in ``infos[i]["episode"]["r"]`` (as SB3's ``Monitor``
+writes it, so ``ep_rew_mean`` is logged without a wrapper).
+
+Needs the ``train`` extra (stable-baselines3); the rest of ``yacht_env`` does not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
+
+from yacht_env.vector import YachtVectorEnv
+
+
+class YachtSB3VecEnv(VecEnv):
+    """N games of Yacht for Stable-Baselines3, stepped by :class:`~yacht_env.vector.YachtVectorEnv`.
+
+    Args:
+        num_envs: Number of games stepped together.
+        **env_kwargs: Any argument of :class:`yacht_env.YachtEnv` except ``observation_type`` (SB3's
+            ``MlpPolicy`` wants the flat observation) and ``render_mode``.
+    """
+
+    def __init__(self, num_envs: int, **env_kwargs: Any) -> None:
+        for name in ("observation_type", "render_mode", "autoreset_mode"):
+            if name in env_kwargs:
+                raise ValueError(f"{name} is fixed by the SB3 adapter and cannot be passed")
+        self.vector_env = YachtVectorEnv(num_envs, autoreset_mode="same_step", **env_kwargs)
+        self.render_mode = None
+        super().__init__(num_envs, self.vector_env.single_observation_space, self.vector_env.single_action_space)
+        self._actions = np.zeros(num_envs, dtype=np.intp)
+        self._episode_length = np.zeros(num_envs, dtype=np.int64)
+        self._episode_start = np.full(num_envs, time.time())
+
+    def reset(self) -> np.ndarray:
+        seed = self._seeds[0]
+        obs, _ = self.vector_env.reset(seed=seed)
+        self._reset_seeds()
+        self._reset_options()
+        self._episode_length[:] = 0
+        self._episode_start[:] = time.time()
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions).reshape(self.num_envs).astype(np.intp)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, terminated, truncated, info = self.vector_env.step(self._actions)
+        self._episode_length += 1
+        dones = terminated | truncated
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if dones.any():
+            now = time.time()
+            for i in np.flatnonzero(dones):
+                infos[i] = {
+                    "terminal_observation": info["final_obs"][i],
+                    "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
+                    "episode": {
+                        "r": float(info["final_total"][i]),
+                        "l": int(self._episode_length[i]),
+                        "t": round(now - self._episode_start[i], 6),
+                    },
+                }
+            self._episode_length[dones] = 0
+            self._episode_start[dones] = now
+        return obs, rewards.astype(np.float32), dones, infos
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions of every game, bool (N, 44)."""
+        return self.vector_env.action_masks()
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any] | np.ndarray:
+        if method_name == "action_masks":
+            # One (N, 44) array: np.stack (what sb3-contrib applies to the result) leaves it as it is.
+            return self.action_masks()[self._indices(indices)]
+        raise AttributeError(f"YachtSB3VecEnv has no per-env method {method_name!r}; only 'action_masks'")
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        value = getattr(self.vector_env, attr_name)
+        return [value for _ in self._indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        raise AttributeError(f"YachtSB3VecEnv attributes are fixed at construction; cannot set {attr_name!r}")
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        # The adapter writes Monitor's "episode" info itself, so SB3's evaluation helpers may rely on it.
+        wrapped = issubclass(Monitor, wrapper_class)
+        return [wrapped for _ in self._indices(indices)]
+
+    def close(self) -> None:
+        self.vector_env.close()
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        return [None for _ in range(self.num_envs)]
+
+    def _indices(self, indices: VecEnvIndices) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, int):
+            return [indices]
+        return list(indices) if isinstance(indices, Iterable) else [int(indices)]
+

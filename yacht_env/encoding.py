@@ -12,7 +12,8 @@ index      size   meaning
 0..29      30     the five sorted dice, one-hot: ``obs[6 * i + (face - 1)] = 1`` for die ``i``
 30..35     6      face counts / 5: ``obs[30 + f]`` = (number of dice showing ``f + 1``) / 5
 36..38     3      rolls left, one-hot: ``obs[36 + rolls_left] = 1``
-39..50     12     what each open category would score now / 50 (0 for filled categories)
+39..50     12     what each open category would score now / 50 (0 for filled categories); 50 is
+                  the preset's largest category score (a Yacht), so custom rules rescale it
 51..62     12     open categories: ``obs[51 + k] = 1`` iff ``CATEGORIES[k]`` is open
 63         1      fraction of the 12 categories still open
 =========  =====  ==============================================================================
@@ -35,7 +36,6 @@ ROLLS_LEFT_SLICE = slice(36, 39)
 SCORE_NOW_SLICE = slice(39, 51)
 OPEN_SLICE = slice(51, 63)
 OPEN_FRACTION_INDEX = 63
-SCORE_SCALE = 50.0  # the largest score of any category in the presets (a Yacht)
 
 
 class ObservationEncoder:
@@ -56,7 +56,9 @@ class ObservationEncoder:
             ],
             axis=1,
         )
-        score_now = R.score_table(self.rules).astype(np.float32) / SCORE_SCALE
+        # Scaled by the preset's largest category score (50, a Yacht, in both presets) so obs stay in [0, 1].
+        self.score_scale = float(max(R.score_table(self.rules).max(), 1))
+        score_now = R.score_table(self.rules).astype(np.float32) / self.score_scale
         self._by_roll = np.concatenate(
             [
                 np.repeat(roll_part, R.ROLLS_PER_TURN, axis=0),
@@ -104,6 +106,6 @@ class ObservationEncoder:
         """The ``Dict`` observation; batched arrays gain a leading axis."""
         return {
             "dice": R.ROLLS[roll].copy(),
-            "rolls_left": np.asarray(rolls_left, dtype=np.int64),
+            "rolls_left": np.int64(rolls_left) if np.ndim(rolls_left) == 0 else np.asarray(rolls_left, dtype=np.int64),
             "open_categories": R.OPEN_BITS[open_mask].astype(np.int8),
         }

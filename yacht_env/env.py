@@ -25,10 +25,16 @@ def check_env_options(
         raise ValueError(f"observation_type must be one of {OBSERVATION_TYPES}, got {observation_type!r}")
     if illegal_action not in ILLEGAL_ACTION_POLICIES:
         raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_POLICIES}, got {illegal_action!r}")
-    if not isinstance(illegal_action_penalty, (int, float)) or not np.isfinite(illegal_action_penalty):
+    if (
+        not isinstance(illegal_action_penalty, (int, float, np.integer, np.floating))
+        or isinstance(illegal_action_penalty, bool)
+        or not np.isfinite(illegal_action_penalty)
+    ):
         raise ValueError(f"illegal_action_penalty must be a finite number, got {illegal_action_penalty!r}")
     if max_illegal_actions is not None and (
-        not isinstance(max_illegal_actions, int) or isinstance(max_illegal_actions, bool) or max_illegal_actions < 1
+        not isinstance(max_illegal_actions, (int, np.integer))
+        or isinstance(max_illegal_actions, bool)
+        or max_illegal_actions < 1
     ):
         raise ValueError(f"max_illegal_actions must be a positive int or None, got {max_illegal_actions!r}")
 
@@ -118,11 +124,11 @@ class YachtEnv(gym.Env):
     * ``max_illegal_actions``: illegal actions per episode before truncation (``None``: never).
     * ``render_mode``: ``"ansi"`` returns the score sheet as text, ``"human"`` prints it.
 
-    ``reset(seed=s)`` reproduces a game exactly: all dice come from ``self.np_random``, drawn at reset
-    as a ``(12, 3, 5)`` dice stream (turn, roll of the turn, die; see ``rules.draw_prefix_codes``). ``reset(options={"dice_stream": s})``
-    plays a given stream instead (replays, common random numbers). Roll ``j`` of a turn (0 = the
-    automatic first roll) uses row ``stream[turn, j]``: a re-roll of ``m`` dice takes that row's first
-    ``m`` values.
+    ``reset(seed=s)`` reproduces a game exactly: all dice come from ``self.np_random``, drawn at
+    reset as a ``(12, 3, 5)`` dice stream (turn, roll of the turn, die; ``rules.draw_prefix_codes``).
+    ``reset(options={"dice_stream": s})`` plays a given stream instead (replays, common random
+    numbers). Roll ``j`` of a turn (0 = the automatic first roll) uses row ``stream[turn, j]``: a
+    re-roll of ``m`` dice takes that row's first ``m`` values.
 
     ## Version History
     * v0: initial release.
@@ -265,7 +271,7 @@ class YachtEnv(gym.Env):
         return {
             "dice": R.ROLL_TUPLES[self._roll],
             "rolls_left": self._rolls_left,
-            "scores": dict(zip(R.CATEGORIES, self._sheet)),
+            "scores": dict(zip(R.CATEGORIES, self._sheet, strict=True)),
             "total": self._total,
             "action_mask": self._mask.view(np.int8),
             "illegal_action": illegal,

@@ -103,9 +103,7 @@ class Rules:
 
     def __post_init__(self) -> None:
         if self.four_of_a_kind not in ("four_dice", "all_dice"):
-            raise ValueError(
-                f"four_of_a_kind must be 'four_dice' or 'all_dice', got {self.four_of_a_kind!r}"
-            )
+            raise ValueError(f"four_of_a_kind must be 'four_dice' or 'all_dice', got {self.four_of_a_kind!r}")
         for name in ("little_straight", "big_straight", "yacht"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 1000:
@@ -227,18 +225,23 @@ def roll_index(dice: np.ndarray | Sequence[int]) -> np.ndarray | int:
 
 
 def validate_dice(dice: object) -> np.ndarray:
-    """Returns ``dice`` as an int array of five values in 1..6.
+    """Returns ``dice`` as an int8 array of five values in 1..6.
 
     Raises:
-        ValueError: ``dice`` is not five integers in 1..6.
+        ValueError: ``dice`` is not five integers (not bools) in 1..6.
     """
     try:
-        values = [int(v) for v in dice]  # type: ignore[union-attr]
-        ok = len(values) == NUM_DICE and all(1 <= v <= NUM_FACES and v == d for v, d in zip(values, dice))
-    except (TypeError, ValueError):
-        ok = False
+        values = None if isinstance(dice, str) else list(dice)  # type: ignore[call-overload]
+    except TypeError:
+        values = None
+    ok = (
+        values is not None
+        and len(values) == NUM_DICE
+        and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in values)
+        and all(1 <= v <= NUM_FACES for v in values)
+    )
     if not ok:
-        shown = list(dice) if isinstance(dice, (tuple, np.ndarray)) else dice
+        shown = [v.item() if isinstance(v, np.generic) else v for v in values] if values is not None else dice
         raise ValueError(f"dice must be 5 values in 1..6, got {shown!r}")
     return np.array(values, dtype=np.int8)
 
@@ -255,13 +258,11 @@ def category_index(category: int | str | Category) -> int:
     elif isinstance(category, (int, np.integer)) and not isinstance(category, bool):
         if 0 <= category < NUM_CATEGORIES:
             return int(category)
-    raise ValueError(
-        f"unknown category {category!r}; expected a name in {CATEGORIES}, an index 0..11 or a Category"
-    )
+    raise ValueError(f"unknown category {category!r}; expected a name in {CATEGORIES}, an index 0..11 or a Category")
 
 
 def open_mask_from(open_categories: object) -> int:
-    """A 12-bit open mask from category names/indices, a 12-long boolean mask, or an int mask.
+    """A 12-bit open mask from category names/indices, a 12-long 0/1 or boolean mask, or an int mask.
 
     Raises:
         ValueError: the argument cannot be read as a set of categories.
@@ -276,10 +277,12 @@ def open_mask_from(open_categories: object) -> int:
         items = list(open_categories)  # type: ignore[call-overload]
     except TypeError:
         raise ValueError(
-            f"open categories must be names/indices, a 12-long boolean mask or an int mask, "
-            f"got {open_categories!r}"
+            f"open categories must be names/indices, a 12-long boolean mask or an int mask, got {open_categories!r}"
         ) from None
-    if len(items) == NUM_CATEGORIES and all(isinstance(v, (bool, np.bool_)) for v in items):
+    # A 12-long run of 0/1 (bools or ints, e.g. a slice of an action mask) is a mask, not indices.
+    if len(items) == NUM_CATEGORIES and all(
+        isinstance(v, (bool, np.bool_, int, np.integer)) and v in (0, 1) for v in items
+    ):
         return sum(1 << k for k, is_open in enumerate(items) if is_open)
     mask = 0
     for item in items:
@@ -308,7 +311,7 @@ def _score_counts(counts: np.ndarray, rules: Rules) -> list[int]:
     return [*upper, full_house, four_of_a_kind, little, big, total, yacht]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def score_table(rules: str | Rules = "standard") -> np.ndarray:
     """``SCORE[r, k]``: points for scoring sorted roll ``r`` in category ``k`` (int16, shape (252, 12)).
 
@@ -422,9 +425,8 @@ def prefix_codes(fresh_dice: np.ndarray) -> np.ndarray:
 def draw_prefix_codes(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """Draws rows of five fair dice from ``rng`` as their prefix codes, shape ``shape + (6,)``.
 
-    One draw per row: the row is the base-6 number ``rng.integers(7776)``, die 0 its leading digit.
-    Same as ``prefix_codes(rows_of_dice(...))`` on the dice that number spells, so a drawn stream and
-    a given ``dice_stream`` play identically.
+    One draw per row: the row is the base-6 number ``rng.integers(7776)``, die 0 its leading digit;
+    the result equals ``prefix_codes(rows_of_dice(number))``, so drawn and given streams play alike.
     """
     return _ROW_PREFIX[rng.integers(0, len(_ROW_PREFIX), size=shape)]
 

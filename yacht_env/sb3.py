@@ -111,4 +111,3 @@ class YachtSB3VecEnv(VecEnv):
         if isinstance(indices, int):
             return [indices]
         return list(indices) if isinstance(indices, Iterable) else [int(indices)]
-

@@ -38,6 +38,8 @@ NAMES = (
     "yacht",
 )
 INFO_KEYS = {"dice", "rolls_left", "scores", "total", "action_mask", "illegal_action"}
+
+
 def pick(name: str) -> int:
     """The action that scores category ``name``."""
     return 32 + NAMES.index(name)

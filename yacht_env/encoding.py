@@ -106,6 +106,6 @@ class ObservationEncoder:
         """The ``Dict`` observation; batched arrays gain a leading axis."""
         return {
             "dice": R.ROLLS[roll].copy(),
-            "rolls_left": np.int64(rolls_left) if np.ndim(rolls_left) == 0 else np.asarray(rolls_left, dtype=np.int64),
+            "rolls_left": np.int64(rolls_left) if np.ndim(rolls_left) == 0 else np.array(rolls_left, dtype=np.int64),
             "open_categories": R.OPEN_BITS[open_mask].astype(np.int8),
         }

@@ -104,7 +104,9 @@ class YachtEnv(gym.Env):
     On reset and every step: ``"dice"`` (tuple of 5 ints, sorted ascending), ``"rolls_left"`` (0..2),
     ``"scores"`` (dict category name -> points, ``None`` while open), ``"total"`` (int),
     ``"action_mask"`` (int8 (44,)), ``"illegal_action"`` (bool: whether this step's action was
-    ignored as illegal).
+    ignored as illegal). To run many games, use the native vector env (what
+    ``gymnasium.make_vec("Yacht-v0", num_envs=N)`` returns): gymnasium's ``SyncVectorEnv`` types each
+    info key by its first env's value and cannot batch ``"scores"``' mix of ``None`` and ints.
 
     ## Arguments
     ```python

@@ -3,8 +3,9 @@
 ``MaskablePPO("MlpPolicy", YachtSB3VecEnv(64))`` trains on it directly: sb3-contrib asks a VecEnv for
 its masks with ``env_method("action_masks")``, which this adapter answers with one ``(N, 44)`` array.
 Episodes reset in the same step (SB3's convention): a finished game's last observation is in
-``infos[i]["terminal_observation"]`` and its score in ``infos[i]["episode"]["r"]`` (as SB3's ``Monitor``
-writes it, so ``ep_rew_mean`` is logged without a wrapper).
+``infos[i]["terminal_observation"]``, its score in ``infos[i]["score"]`` and its return and length in
+``infos[i]["episode"]`` (as SB3's ``Monitor`` writes them, so ``ep_rew_mean`` is logged without a
+wrapper; the return equals the score unless illegal actions were penalised).
 
 Needs the ``train`` extra (stable-baselines3); the rest of ``yacht_env`` does not.
 """
@@ -39,14 +40,27 @@ class YachtSB3VecEnv(VecEnv):
         self.render_mode = None
         super().__init__(num_envs, self.vector_env.single_observation_space, self.vector_env.single_action_space)
         self._actions = np.zeros(num_envs, dtype=np.intp)
+        self._episode_return = np.zeros(num_envs, dtype=np.float64)
         self._episode_length = np.zeros(num_envs, dtype=np.int64)
         self._episode_start = np.full(num_envs, time.time())
 
     def reset(self) -> np.ndarray:
-        seed = self._seeds[0]
-        obs, _ = self.vector_env.reset(seed=seed)
+        """Resets every game; uses the seed of :meth:`seed` and the options of :meth:`set_options`.
+
+        The only option is ``dice_stream``: given for every env (each a ``(12, 3, 5)`` array), the
+        games play those streams; given for some envs only, ``ValueError``.
+        """
+        options = None
+        if any(self._options):
+            if not all("dice_stream" in o for o in self._options) or any(
+                set(o) - {"dice_stream"} for o in self._options
+            ):
+                raise ValueError("set_options accepts only 'dice_stream', given for every env")
+            options = {"dice_stream": np.stack([o["dice_stream"] for o in self._options])}
+        obs, _ = self.vector_env.reset(seed=self._seeds[0], options=options)
         self._reset_seeds()
         self._reset_options()
+        self._episode_return[:] = 0.0
         self._episode_length[:] = 0
         self._episode_start[:] = time.time()
         return obs
@@ -56,6 +70,7 @@ class YachtSB3VecEnv(VecEnv):
 
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, terminated, truncated, info = self.vector_env.step(self._actions)
+        self._episode_return += rewards
         self._episode_length += 1
         dones = terminated | truncated
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
@@ -65,12 +80,14 @@ class YachtSB3VecEnv(VecEnv):
                 infos[i] = {
                     "terminal_observation": info["final_obs"][i],
                     "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
+                    "score": int(info["final_total"][i]),
                     "episode": {
-                        "r": float(info["final_total"][i]),
+                        "r": float(self._episode_return[i]),
                         "l": int(self._episode_length[i]),
                         "t": round(now - self._episode_start[i], 6),
                     },
                 }
+            self._episode_return[dones] = 0.0
             self._episode_length[dones] = 0
             self._episode_start[dones] = now
         return obs, rewards.astype(np.float32), dones, infos

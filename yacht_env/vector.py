@@ -90,7 +90,6 @@ class YachtVectorEnv(VectorEnv):
 
         self._encoder = ObservationEncoder(self.rules)
         self._score = R.score_table(self.rules)
-        self._keep_legal = R.keep_table(self.canonical_keeps)
         self.single_action_space = spaces.Discrete(R.NUM_ACTIONS)
         self.action_space = spaces.MultiDiscrete(np.full(num_envs, R.NUM_ACTIONS))
         self.single_observation_space = (
@@ -109,6 +108,7 @@ class YachtVectorEnv(VectorEnv):
         self._total = np.zeros(n, dtype=np.int32)
         self._illegal_count = np.zeros(n, dtype=np.int32)
         self._awaiting_reset = np.zeros(n, dtype=bool)
+        self._was_reset = False
         self._mask = np.zeros((n, R.NUM_ACTIONS), dtype=bool)
         self._all_true = np.ones(n, dtype=bool)
         self._all_true.flags.writeable = False
@@ -142,9 +142,12 @@ class YachtVectorEnv(VectorEnv):
         else:
             self._start_games(self._index)
         self._awaiting_reset[:] = False
+        self._was_reset = True
         return self._get_obs(), self._get_info(np.zeros(self.num_envs, dtype=bool))
 
     def step(self, actions):
+        if not self._was_reset:
+            raise ValueError("call reset() before step()")
         actions = self._check_actions(actions)
         n = self.num_envs
         roll, rolls_left, open_mask, turn = self._roll, self._rolls_left, self._open, self._turn
@@ -267,7 +270,7 @@ class YachtVectorEnv(VectorEnv):
             "rolls_left": self._rolls_left.copy(),
             "scores": self._sheet.copy(),
             "total": self._total.copy(),
-            "action_mask": self._mask.view(np.int8),
+            "action_mask": self._mask.astype(np.int8),  # a copy: legality is read from self._mask
             "illegal_action": illegal,
         }
         for key in _INFO_KEYS:

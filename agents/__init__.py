@@ -1,0 +1,52 @@
+"""Baseline agents for Yacht, one interface: ``agent.act(observations, action_masks) -> actions``.
+
+``make_agent(spec)`` builds one from a short spec:
+
+* ``"random"``: uniform over the legal actions (seeded),
+* ``"greedy"``: a fixed rule of thumb (:mod:`agents.greedy`),
+* ``"optimal"``: the exact solver's best action (:mod:`yacht_env.solver`),
+* ``"ppo:PATH"``: a saved sb3-contrib ``MaskablePPO`` model (needs the ``train`` extra).
+
+:mod:`agents.evaluation` plays agents against each other on common dice and scores their regret.
+"""
+
+from __future__ import annotations
+
+from agents.base import Agent
+from yacht_env import rules as R
+
+AGENT_SPECS = ("random", "greedy", "optimal", "ppo:PATH")
+
+
+def make_agent(spec: str, rules: str | R.Rules = "standard", seed: int | None = None) -> Agent:
+    """Builds the agent named by ``spec`` for ``rules``; its ``name`` is ``spec``.
+
+    Args:
+        spec: ``"random"``, ``"greedy"``, ``"optimal"`` or ``"ppo:PATH"``.
+        rules: A preset name or :class:`~yacht_env.rules.Rules`.
+        seed: Seed of the ``random`` agent's generator (the other agents are deterministic).
+
+    Raises:
+        ValueError: unknown spec or rules, or a PPO model that is missing, unreadable or of other spaces.
+    """
+    rules = R.get_rules(rules)
+    if spec == "random":
+        from agents.random import RandomAgent
+
+        return RandomAgent(rules, seed=seed)
+    if spec == "greedy":
+        from agents.greedy import GreedyAgent
+
+        return GreedyAgent(rules)
+    if spec == "optimal":
+        from agents.optimal import OptimalAgent
+
+        return OptimalAgent(rules)
+    if isinstance(spec, str) and spec.startswith("ppo:") and len(spec) > len("ppo:"):
+        from agents.ppo import PPOAgent
+
+        return PPOAgent(spec[len("ppo:") :], rules, name=spec)
+    raise ValueError(f"unknown agent {spec!r}; expected one of {', '.join(AGENT_SPECS)}")
+
+
+__all__ = ["AGENT_SPECS", "Agent", "make_agent"]

@@ -1,0 +1,371 @@
+"""Benchmarking agents on common dice: scores, per-category scores and regret against the exact solver.
+
+Every agent plays the same games: game ``g`` rolls the dice of ``game_streams(seed, [g])``, whatever the
+batch it is played in, so two agents meet the same dice as far as their choices allow and their scores
+can be compared game by game (paired differences).
+
+**Regret.** Before each decision the solver values every action of the state (:meth:`q_values`: expected
+points from here to the end of the game if that action is taken, then optimal play). A decision's regret
+is ``max q - q[chosen]``; a game's regret is the sum over its decisions. Because optimal values telescope,
+
+    E[score] = optimal expected score - E[regret]
+
+for any policy (the solver's values telescope along every game), so ``optimal - mean regret`` is a second
+estimate of an agent's expected score: a check of the identity and of the solver, and a measure of how
+much each agent gives away. The optimal agent's regret is exactly 0 in every game.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from agents.base import Agent
+from yacht_env import rules as R
+from yacht_env.solver import Solution, solve
+from yacht_env.vector import YachtVectorEnv, game_streams
+
+Z_95 = 1.959963984540054  # two-sided 95% quantile of the normal distribution
+DEFAULT_BATCH_SIZE = 10_000
+
+
+def mean_ci(values: np.ndarray) -> tuple[float, float, float]:
+    """``(mean, lo, hi)``: the mean and its normal-approximation 95% confidence interval."""
+    values = np.asarray(values, dtype=np.float64)
+    mean = float(values.mean())
+    half = Z_95 * sample_std(values) / math.sqrt(len(values))
+    return mean, mean - half, mean + half
+
+
+def sample_std(values: np.ndarray) -> float:
+    """The sample standard deviation (``ddof=1``); 0.0 for a single value."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+
+@dataclass
+class AgentResult:
+    """What one agent did in the games, game by game (arrays indexed by game number).
+
+    Attributes:
+        name: The agent's name (its spec).
+        scores: Final score of each game, int ``(G,)``.
+        category_scores: Points of each category in each game, int ``(G, 12)``.
+        regret: Summed regret of each game's decisions, float64 ``(G,)``.
+        decisions: Number of decisions (keeps and picks) of each game, int ``(G,)``.
+        seconds: Wall-clock time of the agent's games.
+    """
+
+    name: str
+    scores: np.ndarray
+    category_scores: np.ndarray
+    regret: np.ndarray
+    decisions: np.ndarray
+    seconds: float
+
+    @property
+    def games_per_second(self) -> float:
+        return len(self.scores) / self.seconds if self.seconds > 0 else math.inf
+
+    def summary(self, optimal_expected_score: float) -> dict[str, object]:
+        """The statistics written to the JSON report (floats rounded to 6 decimals)."""
+        mean, lo, hi = mean_ci(self.scores)
+        regret, regret_lo, regret_hi = mean_ci(self.regret)
+        yacht = self.category_scores[:, R.Category.YACHT] > 0
+        stats = {
+            "mean": mean,
+            "std": sample_std(self.scores),
+            "ci95": [lo, hi],
+            "median": float(np.median(self.scores)),
+            "p5": float(np.percentile(self.scores, 5)),
+            "p95": float(np.percentile(self.scores, 95)),
+            "percent_of_optimal": 100.0 * mean / optimal_expected_score,
+            "mean_regret": regret,
+            "regret_ci95": [regret_lo, regret_hi],
+            "yacht_rate": float(yacht.mean()),
+            "category_means": dict(zip(R.CATEGORIES, self.category_scores.mean(axis=0).tolist(), strict=True)),
+        }
+        return _rounded(stats)
+
+
+@dataclass
+class Evaluation:
+    """The outcome of :func:`evaluate`: every agent's games on the same dice."""
+
+    rules: R.Rules
+    games: int
+    seed: int
+    optimal_expected_score: float
+    results: dict[str, AgentResult] = field(default_factory=dict)
+
+    def paired_differences(self) -> list[dict[str, object]]:
+        """For each pair of agents, ``a - b`` per game (``a`` the later one given): mean and its 95% CI."""
+        pairs = []
+        for b, a in itertools.combinations(self.results.values(), 2):
+            mean, lo, hi = mean_ci(a.scores.astype(np.float64) - b.scores)
+            pairs.append({"a": a.name, "b": b.name, "mean_diff": mean, "ci95": [lo, hi]})
+        return _rounded(pairs)
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON report: deterministic for given agents, games, seed and rules (no timings in it)."""
+        return {
+            "rules": self.rules.name,
+            "games": self.games,
+            "seed": self.seed,
+            "optimal_expected_score": round(self.optimal_expected_score, 6),
+            "agents": {name: result.summary(self.optimal_expected_score) for name, result in self.results.items()},
+            "paired_differences": self.paired_differences(),
+        }
+
+
+def _rounded(value):
+    """``value`` with every float rounded to 6 decimals (lists and dicts recursively)."""
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------------------------------
+# Playing
+# --------------------------------------------------------------------------------------------------
+def play_games(
+    agent: Agent,
+    games: int,
+    seed: int,
+    solution: Solution,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    on_games_done: Callable[[int], None] | None = None,
+) -> AgentResult:
+    """Plays games ``0..games-1`` under ``seed`` with ``agent``, scoring each decision's regret.
+
+    Args:
+        agent: The agent; it must play the rules of ``solution``.
+        games: Number of games.
+        seed: Game ``g`` rolls the dice of ``game_streams(seed, [g])``.
+        solution: The solved rules the games are played under (for regret).
+        batch_size: Games stepped together in one :class:`YachtVectorEnv`. It changes the speed, not the
+            dice; only an agent with its own randomness (``random``) draws differently with another size.
+        on_games_done: Called with the number of games each time some finish (for a progress bar).
+
+    Raises:
+        ValueError: the agent chose an illegal action.
+    """
+    scores = np.zeros(games, dtype=np.int64)
+    category_scores = np.zeros((games, R.NUM_CATEGORIES), dtype=np.int64)
+    regret = np.zeros(games, dtype=np.float64)
+    decisions = np.zeros(games, dtype=np.int64)
+    start = time.perf_counter()
+    for first in range(0, games, batch_size):
+        batch = range(first, min(first + batch_size, games))
+        env = YachtVectorEnv(len(batch), rules=solution.rules, autoreset_mode="next_step")
+        obs, _ = env.reset(options={"dice_stream": game_streams(seed, batch)})
+        playing = np.ones(len(batch), dtype=bool)  # not yet finished its (first) game
+        actions = np.zeros(len(batch), dtype=np.intp)  # finished games' actions are ignored by the env
+        while playing.any():
+            index = np.flatnonzero(playing)
+            masks = env.action_masks()[index]
+            chosen = np.asarray(agent.act(obs[index], masks), dtype=np.intp)
+            if not masks[np.arange(len(index)), chosen].all():
+                bad = int(np.flatnonzero(~masks[np.arange(len(index)), chosen])[0])
+                raise ValueError(
+                    f"agent {agent.name!r} chose illegal action {int(chosen[bad])} in game {first + index[bad]}"
+                )
+            q = solution.q_values(env.roll[index], env.rolls_left[index], env.open_mask[index])
+            regret[first + index] += q.max(axis=1) - q[np.arange(len(index)), chosen]
+            decisions[first + index] += 1
+            actions[:] = 0
+            actions[index] = chosen
+            obs, _, terminated, truncated, info = env.step(actions)
+            done = playing & (terminated | truncated)
+            if done.any():
+                games_done = first + np.flatnonzero(done)
+                scores[games_done] = info["total"][done]
+                category_scores[games_done] = info["scores"][done]
+                playing &= ~done
+                if on_games_done is not None:
+                    on_games_done(int(done.sum()))
+    return AgentResult(agent.name, scores, category_scores, regret, decisions, time.perf_counter() - start)
+
+
+def evaluate(
+    agents: Sequence[Agent],
+    games: int,
+    seed: int = 0,
+    rules: str | R.Rules = "standard",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: bool = False,
+) -> Evaluation:
+    """Plays ``games`` seeded games with each agent on the same dice; see the module docstring.
+
+    Args:
+        agents: Agents with distinct names, all for ``rules``.
+        games: Games per agent (a positive int).
+        seed: A non-negative int; game ``g``'s dice depend only on ``(seed, g)``.
+        rules: A preset name or :class:`~yacht_env.rules.Rules`.
+        batch_size: Games stepped together.
+        progress: Show a tqdm progress bar on stderr (only on a terminal).
+
+    Raises:
+        ValueError: bad games, seed, batch size, duplicate names, an agent for other rules, or an
+            agent choosing an illegal action.
+    """
+    rules = R.get_rules(rules)
+    for name, value, low in (("games", games, 1), ("seed", seed, 0), ("batch_size", batch_size, 1)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    names = [agent.name for agent in agents]
+    if len(set(names)) != len(names):
+        raise ValueError(f"agent names must be distinct, got {names}")
+    for agent in agents:
+        if agent.rules != rules:
+            raise ValueError(f"agent {agent.name!r} plays the {agent.rules.name!r} rules, not {rules.name!r}")
+    solution = solve(rules)
+    evaluation = Evaluation(rules, int(games), int(seed), solution.expected_score)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=games * len(agents), unit="game", disable=None, leave=False)
+    try:
+        for agent in agents:
+            if bar is not None:
+                bar.set_description(agent.name)
+            on_games_done = bar.update if bar is not None else None
+            evaluation.results[agent.name] = play_games(agent, games, seed, solution, batch_size, on_games_done)
+    finally:
+        if bar is not None:
+            bar.close()
+    return evaluation
+
+
+# --------------------------------------------------------------------------------------------------
+# Reporting
+# --------------------------------------------------------------------------------------------------
+def format_report(evaluation: Evaluation) -> str:
+    """The human-readable report: one column per agent, then the paired differences."""
+    results = list(evaluation.results.values())
+    optimal = evaluation.optimal_expected_score
+    summaries = [result.summary(optimal) for result in results]
+
+    def interval(lo: float, hi: float) -> str:
+        return f"[{lo:.2f}, {hi:.2f}]"
+
+    rows: list[tuple[str, list[str]] | str] = [
+        ("", [result.name for result in results]),
+        ("mean score", [f"{s['mean']:.2f}" for s in summaries]),
+        ("  95% CI", [interval(*s["ci95"]) for s in summaries]),
+        ("std", [f"{s['std']:.2f}" for s in summaries]),
+        ("median", [f"{s['median']:g}" for s in summaries]),
+        ("5th / 95th percentile", [f"{s['p5']:g} / {s['p95']:g}" for s in summaries]),
+        ("% of optimal", [f"{s['percent_of_optimal']:.1f}%" for s in summaries]),
+        ("Yacht rate", [f"{100 * s['yacht_rate']:.1f}%" for s in summaries]),
+        ("mean regret / game", [f"{s['mean_regret']:.2f}" for s in summaries]),
+        ("  95% CI", [interval(*s["regret_ci95"]) for s in summaries]),
+        ("optimal - mean regret", [f"{optimal - s['mean_regret']:.2f}" for s in summaries]),
+        ("decisions / game", [f"{result.decisions.mean():.1f}" for result in results]),
+        ("games / s", [f"{result.games_per_second:,.0f}" for result in results]),
+        "mean points per category:",
+        *((f"  {c}", [f"{s['category_means'][c]:.2f}" for s in summaries]) for c in R.CATEGORIES),
+    ]
+    width = 2 + max(len(cell) for entry in rows if isinstance(entry, tuple) for cell in entry[1])
+    lines = [
+        f"Yacht ({evaluation.rules.name} rules): {evaluation.games:,} games per agent, seed {evaluation.seed}; "
+        f"optimal expected score {optimal:.3f}",
+        "",
+    ]
+    for entry in rows:
+        if isinstance(entry, str):
+            lines.append(entry)
+        else:
+            label, cells = entry
+            lines.append(f"{label:<24}" + "".join(f"{cell:>{width}}" for cell in cells))
+    lines += [
+        "",
+        f"E[score] = optimal expected score - E[regret] = {optimal:.3f} - E[regret] for every agent; "
+        "'optimal - mean regret' is that estimate of the mean score (regret = points given away by each "
+        "decision, valued by the exact solver).",
+    ]
+    pairs = evaluation.paired_differences()
+    if pairs:
+        lines += ["", "paired differences (same dice, game by game): mean of a - b, 95% CI"]
+        label = max(len(f"{p['a']} - {p['b']}") for p in pairs)
+        for p in pairs:
+            lines.append(f"  {p['a'] + ' - ' + p['b']:<{label}}  {p['mean_diff']:+8.2f}  {interval(*p['ci95'])}")
+    return "\n".join(lines)
+
+
+def write_atomically(path: str | os.PathLike, data: bytes) -> None:
+    """Writes ``data`` to a temporary file beside ``path``, then renames it into place (no partial file)."""
+    path = Path(path)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        umask = os.umask(0)  # mkstemp makes the file private (0600); give it the usual permissions instead
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def render_json(evaluation: Evaluation) -> bytes:
+    """:meth:`Evaluation.to_dict` as indented JSON (UTF-8)."""
+    return (json.dumps(evaluation.to_dict(), indent=2) + "\n").encode()
+
+
+def render_plot(evaluation: Evaluation) -> bytes:
+    """A PNG: each agent's score distribution (optimal expected score marked) and mean points per category."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = list(evaluation.results.values())
+    names = [result.name for result in results]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.5), gridspec_kw={"width_ratios": [1, 1.6]})
+    try:
+        violins = left.violinplot([result.scores for result in results], showmedians=True)
+        for i, body in enumerate(violins["bodies"]):
+            body.set_facecolor(f"C{i}")  # the agent's colour in the category chart
+        left.axhline(
+            evaluation.optimal_expected_score,
+            color="black",
+            linestyle="--",
+            linewidth=1,
+            label=f"optimal expected score {evaluation.optimal_expected_score:.2f}",
+        )
+        left.legend(fontsize=8, loc="lower right")
+        left.set_xticks(range(1, len(names) + 1), names, rotation=15, fontsize=8)
+        left.set_ylabel("final score")
+        left.set_title(f"score distribution ({evaluation.games:,} games, {evaluation.rules.name} rules)")
+
+        x = np.arange(R.NUM_CATEGORIES)
+        bar_width = 0.8 / len(results)
+        for i, result in enumerate(results):
+            offset = (i - (len(results) - 1) / 2) * bar_width
+            right.bar(x + offset, result.category_scores.mean(axis=0), bar_width, label=result.name, color=f"C{i}")
+        right.set_xticks(x, R.CATEGORIES, rotation=35, ha="right", fontsize=8)
+        right.set_ylabel("mean points")
+        right.set_title("mean points per category")
+        right.legend(fontsize=8)
+        fig.tight_layout()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=100)
+        return buffer.getvalue()
+    finally:
+        plt.close(fig)

@@ -1,0 +1,243 @@
+"""Specification of the evaluation: ``agents.evaluation`` (statistics, common dice, regret) and the
+``evaluate.py`` script end to end (outputs, determinism, and one clean error line for each bad input)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents import make_agent
+from agents.evaluation import Z_95, evaluate, format_report
+from yacht_env import rules as R
+from yacht_env.solver import solve
+
+REPO = Path(__file__).resolve().parents[1]
+SUMMARY_KEYS = {
+    "mean",
+    "std",
+    "ci95",
+    "median",
+    "p5",
+    "p95",
+    "percent_of_optimal",
+    "mean_regret",
+    "regret_ci95",
+    "yacht_rate",
+    "category_means",
+}
+TOP_KEYS = {"rules", "games", "seed", "optimal_expected_score", "agents", "paired_differences"}
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run_script(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "evaluate.py"), *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def library_run():
+    """2,000 games of each built-in agent through the library, seed 0."""
+    agents = [make_agent(spec, seed=0) for spec in ("random", "greedy", "optimal")]
+    return evaluate(agents, 2_000, seed=0)
+
+
+# --------------------------------------------------------------------------------------------------
+# The library: regret, common dice, statistics
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["random", "greedy", "optimal"])
+def test_mean_score_plus_mean_regret_is_the_optimal_expected_score(library_run, name):
+    # E[score + regret] = optimal expected score for any policy; the tolerance is the 95% CI of the mean of
+    # score + regret over these games.
+    result = library_run.results[name]
+    total = result.scores + result.regret
+    half_width = Z_95 * total.std(ddof=1) / math.sqrt(len(total))
+    assert abs(total.mean() - library_run.optimal_expected_score) < half_width
+
+
+def test_optimal_agent_has_zero_regret_in_every_game(library_run):
+    assert np.abs(library_run.results["optimal"].regret).max() <= 1e-9
+
+
+@pytest.mark.parametrize("name", ["random", "greedy"])
+def test_suboptimal_agents_have_positive_regret(library_run, name):
+    assert library_run.results[name].regret.mean() > 1.0
+
+
+def test_scores_are_the_sum_of_the_category_scores(library_run):
+    for result in library_run.results.values():
+        assert (result.category_scores.sum(axis=1) == result.scores).all()
+        assert ((result.decisions >= R.NUM_CATEGORIES) & (result.decisions <= 3 * R.NUM_CATEGORIES)).all()
+
+
+def test_paired_differences_are_the_differences_of_the_means(library_run):
+    pairs = {(p["a"], p["b"]): p for p in library_run.paired_differences()}
+    assert list(pairs) == [("greedy", "random"), ("optimal", "random"), ("optimal", "greedy")]
+    for (a, b), pair in pairs.items():
+        diff = library_run.results[a].scores.mean() - library_run.results[b].scores.mean()
+        assert pair["mean_diff"] == pytest.approx(diff, abs=1e-6)
+        assert pair["ci95"][0] < pair["mean_diff"] < pair["ci95"][1]
+
+
+@pytest.mark.parametrize("spec", ["greedy", "optimal"])
+def test_games_do_not_depend_on_the_batch_size(spec):
+    # Game g always rolls game_streams(seed, [g]): a deterministic agent scores the same game by game.
+    whole = evaluate([make_agent(spec)], 300, seed=5).results[spec]
+    batched = evaluate([make_agent(spec)], 300, seed=5, batch_size=7).results[spec]
+    assert whole.scores.tolist() == batched.scores.tolist()
+    assert np.array_equal(whole.regret, batched.regret)
+
+
+def test_optimal_first_game_replays_in_the_single_env():
+    # Game 0 of seed 3 is the single env on game_streams(3, [0]) played by the solver's best action.
+    from yacht_env import YachtEnv
+    from yacht_env.vector import game_streams
+
+    env = YachtEnv()
+    obs, info = env.reset(options={"dice_stream": game_streams(3, [0])[0]})
+    agent, total, done = make_agent("optimal"), 0.0, False
+    while not done:
+        obs, reward, done, _, info = env.step(agent.act(obs, env.action_masks()))
+        total += reward
+    assert evaluate([agent], 1, seed=3).results["optimal"].scores.tolist() == [total]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"games": 0}, "games must be an int >= 1"),
+        ({"games": 2.5}, "games must be an int >= 1"),
+        ({"seed": -1}, "seed must be an int >= 0"),
+        ({"batch_size": 0}, "batch_size must be an int >= 1"),
+        ({"rules": "classic"}, "plays the 'standard' rules, not 'classic'"),
+    ],
+)
+def test_evaluate_rejects_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        evaluate([make_agent("greedy")], **{"games": 10, **kwargs})
+
+
+def test_an_illegal_action_is_a_value_error_naming_the_agent_and_game():
+    from agents import Agent
+
+    class KeepNothing(Agent):  # mask 0 is illegal once no re-rolls are left
+        def _act(self, observations, action_masks):
+            return np.zeros(len(observations), dtype=np.intp)
+
+    with pytest.raises(ValueError, match="^agent 'keep-nothing' chose illegal action 0 in game 0$"):
+        evaluate([KeepNothing("keep-nothing")], 3)
+
+
+def test_evaluate_rejects_duplicate_names():
+    with pytest.raises(ValueError, match="agent names must be distinct"):
+        evaluate([make_agent("greedy"), make_agent("greedy")], 10)
+
+
+def test_report_shows_every_statistic(library_run):
+    report = format_report(library_run)
+    statistics = ["mean score", "95% CI", "std", "median", "5th / 95th percentile", "% of optimal", "Yacht rate"]
+    statistics += ["mean regret / game", "games / s", "E[score] = optimal expected score - E[regret]"]
+    for text in [*statistics, "optimal - greedy", *R.CATEGORIES]:
+        assert text in report
+
+
+# --------------------------------------------------------------------------------------------------
+# evaluate.py end to end
+# --------------------------------------------------------------------------------------------------
+def test_script_writes_the_report_json_and_plot(tmp_path):
+    json_path, plot_path = tmp_path / "results.json", tmp_path / "scores.png"
+    args = ["--agents", "random", "greedy", "optimal", "--games", "200", "--no-progress"]
+    done = run_script(*args, "--json", str(json_path), "--plot", str(plot_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "paired differences" in done.stdout and f"wrote {json_path}" in done.stdout
+    report = json.loads(json_path.read_text())
+    assert set(report) == TOP_KEYS
+    assert (report["rules"], report["games"], report["seed"]) == ("standard", 200, 0)
+    assert report["optimal_expected_score"] == round(solve("standard").expected_score, 6)
+    assert list(report["agents"]) == ["random", "greedy", "optimal"]
+    for summary in report["agents"].values():
+        assert set(summary) == SUMMARY_KEYS
+        assert list(summary["category_means"]) == list(R.CATEGORIES)
+        assert summary["ci95"][0] < summary["mean"] < summary["ci95"][1]
+        assert summary["p5"] <= summary["median"] <= summary["p95"]
+        assert 0.0 <= summary["yacht_rate"] <= 1.0
+        percent = 100 * summary["mean"] / report["optimal_expected_score"]
+        assert summary["percent_of_optimal"] == pytest.approx(percent, abs=1e-4)
+    assert report["agents"]["optimal"]["mean_regret"] == 0.0
+    assert plot_path.read_bytes().startswith(PNG_MAGIC)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json", "scores.png"]  # no temp files left
+
+
+def test_script_json_is_byte_identical_for_the_same_seed_and_differs_for_another(tmp_path):
+    outputs = {}
+    for label, seed in (("a", "4"), ("b", "4"), ("c", "5")):
+        path = tmp_path / f"{label}.json"
+        done = run_script(
+            "--agents", "random", "greedy", "--games", "200", "--seed", seed, "--json", str(path), "--no-progress"
+        )
+        assert done.returncode == 0, done.stderr
+        outputs[label] = path.read_bytes()
+    assert outputs["a"] == outputs["b"]
+    assert outputs["a"] != outputs["c"]
+
+
+@pytest.mark.slow
+def test_script_runs_the_classic_rules_and_a_ppo_model(tmp_path):
+    from sb3_contrib import MaskablePPO
+
+    from yacht_env.sb3 import YachtSB3VecEnv
+
+    model = tmp_path / "tiny.zip"
+    MaskablePPO("MlpPolicy", YachtSB3VecEnv(2), n_steps=32, batch_size=32, n_epochs=1, device="cpu").save(model)
+    path = tmp_path / "classic.json"
+    args = ["--rules", "classic", "--games", "100", "--json", str(path), "--no-progress"]
+    done = run_script("--agents", "greedy", f"ppo:{model}", *args)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(path.read_text())
+    assert report["rules"] == "classic"
+    assert report["optimal_expected_score"] == round(solve("classic").expected_score, 6)
+    assert list(report["agents"]) == ["greedy", f"ppo:{model}"]
+
+
+# Each bad command line (besides its --json/--plot outputs), given the test's folder. "corrupt.zip" (garbage
+# bytes) and "a_file.txt" exist in that folder.
+BAD_INPUTS = {
+    "unknown agent": lambda tmp: ["--agents", "greedy", "nope"],
+    "missing model": lambda tmp: ["--agents", f"ppo:{tmp / 'missing.zip'}"],
+    "corrupt model": lambda tmp: ["--agents", f"ppo:{tmp / 'corrupt.zip'}"],
+    "duplicate agent": lambda tmp: ["--agents", "greedy", "greedy"],
+    "zero games": lambda tmp: ["--games", "0"],
+    "negative games": lambda tmp: ["--games", "-5"],
+    "non-integer games": lambda tmp: ["--games", "abc"],
+    "fractional games": lambda tmp: ["--games", "2.5"],
+    "negative seed": lambda tmp: ["--seed", "-1"],
+    "unknown rules": lambda tmp: ["--rules", "nope"],
+    "json in a missing folder": lambda tmp: ["--json", str(tmp / "missing" / "r.json")],
+    "json under a file": lambda tmp: ["--json", str(tmp / "a_file.txt" / "r.json")],
+    "json is a folder": lambda tmp: ["--json", str(tmp)],
+    "plot in a missing folder": lambda tmp: ["--plot", str(tmp / "missing" / "s.png")],
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_one_error_line_exit_2_and_no_output_file(tmp_path, case):
+    (tmp_path / "corrupt.zip").write_bytes(b"\x00garbage bytes, not a model" * 8)
+    (tmp_path / "a_file.txt").write_text("not a folder")
+    args = BAD_INPUTS[case](tmp_path)
+    for option, name in (("--json", "out.json"), ("--plot", "out.png"), ("--games", "50")):
+        if option not in args:
+            args += [option, name if option == "--games" else str(tmp_path / name)]
+    before = sorted(tmp_path.rglob("*"))
+    done = run_script(*args, "--no-progress")
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("evaluate.py: error: "), done.stderr
+    assert "Traceback" not in done.stderr
+    assert sorted(tmp_path.rglob("*")) == before  # no output, not even a temporary file

@@ -19,39 +19,12 @@ import sys
 from pathlib import Path
 
 from agents import AGENT_SPECS, make_agent
+from agents.cli import OneLineParser, number
 from agents.evaluation import DEFAULT_BATCH_SIZE, evaluate, format_report, render_json, render_plot, write_atomically
 from yacht_env.rules import PRESETS
 
 DEFAULT_AGENTS = ("random", "greedy", "optimal")
 DEFAULT_GAMES = 10_000  # ~2 s for random, greedy and optimal on two cores; a small PPO MLP adds ~2-5 s
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line on stderr (no usage block), exit status 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def positive_int(text: str) -> int:
-    value = _int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    value = _int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -64,9 +37,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         f"(default: {' '.join(DEFAULT_AGENTS)}, plus ppo:models/ppo_<rules>.zip if that file exists)",
     )
     parser.add_argument(
-        "--games", type=positive_int, default=DEFAULT_GAMES, help="games per agent (default: %(default)s)"
+        "--games", type=number(int, 1), default=DEFAULT_GAMES, help="games per agent (default: %(default)s)"
     )
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the dice (default: %(default)s)")
+    parser.add_argument("--seed", type=number(int, 0), default=0, help="seed of the dice (default: %(default)s)")
     parser.add_argument(
         "--rules", choices=sorted(PRESETS), default="standard", help="rules preset (default: %(default)s)"
     )
@@ -74,7 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--plot", metavar="PATH", help="write a PNG of score distributions and category means to PATH")
     parser.add_argument(
         "--batch-size",
-        type=positive_int,
+        type=number(int, 1),
         default=DEFAULT_BATCH_SIZE,
         help="games stepped together (default: %(default)s)",
     )

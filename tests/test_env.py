@@ -23,20 +23,7 @@ from yacht_env.encoding import ObservationEncoder
 
 PRESET_NAMES = ("standard", "classic")
 OBSERVATION_TYPES = ("flat", "dict")
-NAMES = (
-    "ones",
-    "twos",
-    "threes",
-    "fours",
-    "fives",
-    "sixes",
-    "full_house",
-    "four_of_a_kind",
-    "little_straight",
-    "big_straight",
-    "choice",
-    "yacht",
-)
+NAMES = R.CATEGORIES
 INFO_KEYS = {"dice", "rolls_left", "scores", "total", "action_mask", "illegal_action"}
 
 

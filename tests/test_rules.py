@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import EXPECTED_CATEGORIES, kept_dice, reference_score
 
 import yacht_env
 from yacht_env import rules as R
@@ -24,60 +25,8 @@ from yacht_env import rules as R
 RULES_PATH = Path(R.__file__)
 PRESET_NAMES = ("standard", "classic")
 
-#: The 12 category names of RULES.md, in sheet order (written out, not read from the package).
-EXPECTED_CATEGORIES = (
-    "ones",
-    "twos",
-    "threes",
-    "fours",
-    "fives",
-    "sixes",
-    "full_house",
-    "four_of_a_kind",
-    "little_straight",
-    "big_straight",
-    "choice",
-    "yacht",
-)
-
 #: Every ordered roll of five dice.
 ALL_ORDERED_ROLLS = list(itertools.product(range(1, 7), repeat=5))
-
-
-# --------------------------------------------------------------------------------------------------
-# An independent statement of RULES.md (plain Python, nothing from yacht_env)
-# --------------------------------------------------------------------------------------------------
-UPPER_FACES = {"ones": 1, "twos": 2, "threes": 3, "fours": 4, "fives": 5, "sixes": 6}
-
-
-def reference_score(dice: tuple[int, ...], category: str, preset: str) -> int:
-    """Points for ``dice`` in ``category`` under ``preset``, written straight from RULES.md."""
-    counts = Counter(dice)
-    total = sum(dice)
-    if category in UPPER_FACES:
-        face = UPPER_FACES[category]
-        return face * counts[face]
-    if category == "full_house":  # three of one face and two of a *different* face
-        return total if sorted(counts.values()) == [2, 3] else 0
-    if category == "four_of_a_kind":
-        face, n = counts.most_common(1)[0]
-        if n < 4:
-            return 0
-        return 4 * face if preset == "standard" else total
-    if category == "little_straight":
-        return 30 if sorted(dice) == [1, 2, 3, 4, 5] else 0
-    if category == "big_straight":
-        return 30 if sorted(dice) == [2, 3, 4, 5, 6] else 0
-    if category == "choice":
-        return total
-    if category == "yacht":
-        return 50 if len(counts) == 1 else 0
-    raise AssertionError(f"no such category {category!r}")
-
-
-def kept_dice(dice: tuple[int, ...], mask: int) -> tuple[int, ...]:
-    """The dice that keep-mask ``mask`` keeps (bit ``i`` keeps die ``i``), in their order."""
-    return tuple(d for i, d in enumerate(dice) if mask >> i & 1)
 
 
 def brute_canonical(dice: tuple[int, ...]) -> list[bool]:

@@ -10,6 +10,7 @@ from functools import cache
 
 import numpy as np
 import pytest
+from reference import kept_dice, reference_score
 
 from yacht_env import YachtEnv, solver
 from yacht_env import rules as R
@@ -38,34 +39,6 @@ FACES = range(1, 7)
 ALL_ROLLS = list(itertools.combinations_with_replacement(FACES, 5))
 
 
-def independent_score(dice: tuple[int, ...], category: int, preset: str) -> int:
-    """Points per RULES.md, written from the rule text."""
-    counts = Counter(dice)
-    total = sum(dice)
-    name = R.CATEGORIES[category]
-    if category < 6:
-        return (category + 1) * counts[category + 1]
-    if name == "full_house":
-        return total if sorted(counts.values()) == [2, 3] else 0
-    if name == "four_of_a_kind":
-        face, n = counts.most_common(1)[0]
-        if n < 4:
-            return 0
-        return 4 * face if preset == "standard" else total
-    if name == "little_straight":
-        return 30 if sorted(dice) == [1, 2, 3, 4, 5] else 0
-    if name == "big_straight":
-        return 30 if sorted(dice) == [2, 3, 4, 5, 6] else 0
-    if name == "choice":
-        return total
-    return 50 if len(counts) == 1 else 0  # yacht
-
-
-def kept_dice(dice: tuple[int, ...], keep_mask: int) -> tuple[int, ...]:
-    """The dice keep-mask ``keep_mask`` keeps of the sorted ``dice`` (bit i keeps die i)."""
-    return tuple(d for i, d in enumerate(sorted(dice)) if keep_mask >> i & 1)
-
-
 @cache
 def reroll_outcomes(kept: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], int], ...]:
     """Every sorted roll reachable by re-rolling around ``kept``, with its number of ordered outcomes."""
@@ -78,7 +51,7 @@ class BruteForce:
 
     def __init__(self, preset: str) -> None:
         self.preset = preset
-        self.points = {(roll, k): independent_score(roll, k, preset) for roll in ALL_ROLLS for k in range(12)}
+        self.points = {(roll, k): reference_score(roll, k, preset) for roll in ALL_ROLLS for k in range(12)}
         self.tables: dict[frozenset[int], tuple[dict, dict]] = {}
         self.starts: dict[frozenset[int], float] = {frozenset(): 0.0}
         self.sub_multisets = {
@@ -147,7 +120,7 @@ def test_independent_scorer_agrees_with_the_rules_core():
         table = R.score_table(preset)
         for roll in ALL_ROLLS:
             for k in range(12):
-                assert independent_score(roll, k, preset) == table[R.roll_index(roll), k], (preset, roll, k)
+                assert reference_score(roll, k, preset) == table[R.roll_index(roll), k], (preset, roll, k)
 
 
 def test_start_values_match_brute_force(brute, solutions):

@@ -39,17 +39,28 @@ def check_env_options(
         raise ValueError(f"max_illegal_actions must be a positive int or None, got {max_illegal_actions!r}")
 
 
-def check_dice_stream(stream: object, leading: tuple[int, ...] = ()) -> np.ndarray:
-    """Returns a dice stream (``leading + (12, 3, 5)`` values in 1..6) as int8, or raises ``ValueError``."""
+def dice_stream_codes(options: dict[str, Any] | None, leading: tuple[int, ...] = ()) -> np.ndarray | None:
+    """The reset option ``dice_stream`` (``leading + (12, 3, 5)`` dice in 1..6) as prefix codes of its
+    rows, shape ``leading + (36, 6)`` (row ``3 * turn + j`` is roll ``j`` of the turn); ``None`` if absent.
+
+    Raises:
+        ValueError: an unknown option, or a stream of the wrong shape or values.
+    """
+    options = options or {}
+    unknown = set(options) - {"dice_stream"}
+    if unknown:
+        raise ValueError(f"unknown reset options {sorted(unknown)}; accepted: ['dice_stream']")
+    if "dice_stream" not in options:
+        return None
     shape = leading + DICE_STREAM_SHAPE
     try:
-        array = np.asarray(stream)
+        array = np.asarray(options["dice_stream"])
         ok = array.shape == shape and np.issubdtype(array.dtype, np.integer) and ((array >= 1) & (array <= 6)).all()
     except (TypeError, ValueError):
         ok = False
     if not ok:
         raise ValueError(f"dice_stream must be an int array of shape {shape} with values in 1..6")
-    return array.astype(np.int8)
+    return R.prefix_codes(array.reshape(*leading, -1, R.NUM_DICE))
 
 
 class YachtEnv(gym.Env):
@@ -178,14 +189,9 @@ class YachtEnv(gym.Env):
     # ---------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        options = options or {}
-        unknown = set(options) - {"dice_stream"}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; accepted: ['dice_stream']")
         # The game's dice: row 3 * turn + j holds roll j of the turn, as rules.prefix_codes.
-        if "dice_stream" in options:
-            self._codes = R.prefix_codes(check_dice_stream(options["dice_stream"]).reshape(-1, R.NUM_DICE))
-        else:
+        self._codes = dice_stream_codes(options)
+        if self._codes is None:
             self._codes = R.draw_prefix_codes(self.np_random, (R.NUM_CATEGORIES * R.ROLLS_PER_TURN,))
         self._turn = 0
         self._roll = R.roll_from_code(self._codes[0, R.NUM_DICE])

@@ -16,7 +16,7 @@ from gymnasium.vector.utils import batch_space
 
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
-from yacht_env.env import DICE_STREAM_SHAPE, check_dice_stream, check_env_options
+from yacht_env.env import DICE_STREAM_SHAPE, check_env_options, dice_stream_codes
 
 _STREAM_ROWS = R.NUM_CATEGORIES * R.ROLLS_PER_TURN  # a game's dice stream, flattened to (36, 5)
 _AUTORESET_MODES = {
@@ -132,15 +132,7 @@ class YachtVectorEnv(VectorEnv):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        options = options or {}
-        unknown = set(options) - {"dice_stream"}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; accepted: ['dice_stream']")
-        if "dice_stream" in options:
-            stream = check_dice_stream(options["dice_stream"], (self.num_envs,))
-            self._start_games(self._index, R.prefix_codes(stream.reshape(self.num_envs, _STREAM_ROWS, R.NUM_DICE)))
-        else:
-            self._start_games(self._index)
+        self._start_games(self._index, dice_stream_codes(options, (self.num_envs,)))
         self._awaiting_reset[:] = False
         self._was_reset = True
         return self._get_obs(), self._get_info(np.zeros(self.num_envs, dtype=bool))

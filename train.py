@@ -15,10 +15,12 @@ import sys
 
 from agents.cli import OneLineParser, number
 
+DEFAULT_CONFIG = "configs/ppo.yaml"
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = OneLineParser(prog="train.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="configs/ppo.yaml", help="YAML hyperparameters (default: %(default)s)")
+    parser.add_argument("--config", help=f"YAML hyperparameters (default: {DEFAULT_CONFIG})")
     parser.add_argument("--rules", choices=["standard", "classic"], help="rules preset (config: rules)")
     parser.add_argument("--total-timesteps", type=number(int, 1), help="environment steps (config: total_timesteps)")
     parser.add_argument(
@@ -28,14 +30,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--n-envs", type=number(int, 1), help="games stepped together (config: n_envs)")
     parser.add_argument("--device", help="torch device, e.g. cpu or cuda (config: device)")
     parser.add_argument("--output-dir", default="runs", help="where run folders go (default: %(default)s)")
-    parser.add_argument("--resume", metavar="CHECKPOINT", help="continue a run from one of its checkpoints")
+    parser.add_argument(
+        "--resume",
+        metavar="CHECKPOINT",
+        help="continue a run from one of its checkpoints, with its own config (only the budget can change)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from agents.training import load_config, train
+    from agents.training import load_config, resume_config, train
 
     overrides = {
         "rules": args.rules,
@@ -46,7 +52,12 @@ def main(argv: list[str] | None = None) -> int:
         "device": args.device,
     }
     try:
-        config = load_config(args.config, overrides)
+        if args.resume is not None:
+            if args.config is not None:
+                raise ValueError("--config cannot be combined with --resume: a run keeps its own config")
+            config = resume_config(args.resume, overrides)
+        else:
+            config = load_config(args.config or DEFAULT_CONFIG, overrides)
         run_dir = train(config, args.output_dir, resume=args.resume, progress=not args.no_progress)
     except ValueError as error:
         print(f"train.py: error: {error}", file=sys.stderr)

@@ -111,7 +111,7 @@ def _from_dict(cls: type, data: Any, where: str):
     if not isinstance(data, dict):
         raise ValueError(f"{where or 'config'} must be a mapping, got {data!r}")
     known = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(known))
+    unknown = sorted(str(key) for key in set(data) - set(known))
     if unknown:
         raise ValueError(f"unknown config key {where + '.' if where else ''}{unknown[0]}; accepted: {sorted(known)}")
     kwargs = {}
@@ -129,6 +129,16 @@ def _check_number(name: str, value: Any, kind: type, low: float, low_inclusive: 
         raise ValueError(f"{name} must be {'a number' if kind is float else 'an int'} {bound}, got {value!r}")
 
 
+def _is_torch_device(name: str) -> bool:
+    import torch
+
+    try:
+        torch.device(name)
+    except (RuntimeError, ValueError):
+        return False
+    return True
+
+
 def validate(config: TrainConfig) -> TrainConfig:
     """Checks every field; raises ``ValueError`` naming the first bad one."""
     R.get_rules(config.rules)
@@ -142,10 +152,10 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_number("torch_threads", config.torch_threads, int, 1)
     _check_number("reward_scale", config.reward_scale, float, 0, low_inclusive=False)
     _check_number("checkpoint_every_timesteps", config.checkpoint_every_timesteps, int, 1)
-    if not isinstance(config.device, str) or not config.device:
-        raise ValueError(f"device must be a torch device name such as 'cpu', got {config.device!r}")
+    if not isinstance(config.device, str) or not _is_torch_device(config.device):
+        raise ValueError(f"device must be a torch device name such as 'cpu' or 'cuda', got {config.device!r}")
     arch = config.policy.net_arch
-    if not isinstance(arch, list) or not arch or not all(isinstance(n, int) and n > 0 for n in arch):
+    if not isinstance(arch, list) or not arch or not all(type(n) is int and n > 0 for n in arch):
         raise ValueError(f"policy.net_arch must be a non-empty list of positive ints, got {arch!r}")
     if config.policy.activation not in ("relu", "tanh"):
         raise ValueError(f"policy.activation must be 'relu' or 'tanh', got {config.policy.activation!r}")
@@ -316,6 +326,32 @@ class _StopFlag:
             signal.signal(sig, handler)
 
 
+def resume_config(checkpoint: str | os.PathLike, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """The config of the run a checkpoint belongs to (its ``config.yaml``), with a new budget if given.
+
+    Only ``total_timesteps`` and ``max_minutes`` may be overridden: a run keeps its own settings.
+
+    Raises:
+        ValueError: no such checkpoint, no run config beside it, or another override.
+    """
+    path = Path(checkpoint)
+    if not path.is_file():
+        raise ValueError(f"cannot resume: checkpoint {str(checkpoint)!r} not found")
+    saved = run_folder_of(path) / "config.yaml"
+    if not saved.is_file():
+        raise ValueError(f"cannot resume: {str(checkpoint)!r} is not in a run folder (no {str(saved)!r})")
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    fixed = sorted(set(overrides) - {"total_timesteps", "max_minutes"})
+    if fixed:
+        raise ValueError(f"a resumed run keeps its own config; only the budget can change, not {fixed[0]}")
+    return load_config(saved, overrides)
+
+
+def run_folder_of(checkpoint: Path) -> Path:
+    """The run folder of ``<run>/checkpoints/step_N.zip`` or ``<run>/model.zip``."""
+    return checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else checkpoint.parent
+
+
 def train(
     config: TrainConfig,
     output_dir: str | os.PathLike = "runs",
@@ -323,151 +359,155 @@ def train(
     command: str | None = None,
     progress: bool = True,
 ) -> Path:
-    """Trains (or resumes) a run and returns its folder. See ``train.py --help`` and the README.
+    """Trains a new run (or resumes one: pass :func:`resume_config`'s config) and returns its folder.
 
     The folder holds ``config.yaml`` (the exact config), ``command.txt``, ``model.zip``,
     ``checkpoints/step_<N>.zip``, ``learning_curve.csv``, ``learning_curve.png`` and ``tb/``
-    (TensorBoard). Ctrl-C (SIGINT) or SIGTERM saves ``checkpoints/step_<N>.zip`` and ``model.zip``
-    and returns cleanly; ``resume=<that checkpoint>`` continues in the same folder.
+    (TensorBoard). Nothing is written before the model is built or loaded, so a bad config or a
+    corrupt checkpoint leaves no trace. Ctrl-C (SIGINT) or SIGTERM saves ``checkpoints/step_<N>.zip``
+    and ``model.zip`` between two PPO updates and returns; ``resume=<that checkpoint>`` continues in
+    the same folder with the same learning-rate schedule.
     """
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
 
     validate(config)
-    torch.set_num_threads(config.torch_threads)
-    if resume is not None:
-        checkpoint = Path(resume)
-        if not checkpoint.is_file():
-            raise ValueError(f"cannot resume: checkpoint {str(resume)!r} not found")
-        run_dir = checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else checkpoint.parent
-        saved = run_dir / "config.yaml"
-        if saved.is_file():  # the run's own config wins, except the budget the user extends
-            budget = (config.total_timesteps, config.max_minutes)
-            config = load_config(saved)
-            config.total_timesteps, config.max_minutes = budget
-    else:
-        run_dir = Path(output_dir) / run_name(config)
-        if run_dir.exists():
-            raise ValueError(f"run folder {str(run_dir)!r} already exists")
-    (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
-    with open(run_dir / "command.txt", "a") as f:
-        f.write((command or shlex.join(sys.argv)) + "\n")
-
-    env = make_vec_env(config)
-    tensorboard_dir = str(run_dir / "tb")
-    if resume is not None:
-        try:
-            model = MaskablePPO.load(str(resume), env=env, device=config.device, tensorboard_log=tensorboard_dir)
-        except Exception as error:  # noqa: BLE001 - any failure to load is one clear error
-            raise ValueError(f"cannot resume from {str(resume)!r}: {error}") from None
-        # Keep the schedule of the original run: SB3 stores the callable in the checkpoint.
-        model.learning_rate = linear_schedule(config.ppo.learning_rate, config.ppo.learning_rate_final)
-        model._setup_lr_schedule()
-    else:
-        model = make_model(config, env, tensorboard_dir)
-
-    levels = reference_levels(config.rules, config.eval.games, config.eval.seed)
-    curve_path = run_dir / "learning_curve.csv"
-    wall_offset = 0.0
-    if resume is not None and curve_path.is_file():
-        rows = read_curve(curve_path)
-        rows = [row for row in rows if row["timesteps"] <= model.num_timesteps]
-        wall_offset = rows[-1]["wall_minutes"] * 60 if rows else 0.0
-        write_curve(curve_path, rows)
-    elif not curve_path.is_file():
-        write_curve(curve_path, [])
-
-    class RunCallback(BaseCallback):
-        def __init__(self, stop: _StopFlag) -> None:
-            super().__init__()
-            self.stop = stop
-            self.start = time.time()
-            self.last_eval = model.num_timesteps
-            self.last_checkpoint = model.num_timesteps
-            self.last_progress = (time.time(), model.num_timesteps)
-            self.steps_per_second = float("nan")
-            self.bar = None
-
-        def _on_training_start(self) -> None:
-            if resume is None:  # the untrained policy is the curve's first point
-                self.evaluate()
-            if progress:
-                from tqdm import tqdm
-
-                self.bar = tqdm(
-                    total=config.total_timesteps,
-                    initial=self.num_timesteps,
-                    unit="step",
-                    unit_scale=True,
-                    dynamic_ncols=True,
-                    file=sys.stderr,
-                )
-
-        def _on_step(self) -> bool:
-            now = time.time()
-            if self.bar is not None:
-                self.bar.update(self.num_timesteps - self.bar.n)
-            if self.num_timesteps - self.last_eval >= config.eval.every_timesteps:
-                self.evaluate()
-            if self.num_timesteps - self.last_checkpoint >= config.checkpoint_every_timesteps:
-                self.checkpoint()
-            if self.stop.requested:
-                raise Interrupted
-            if config.max_minutes is not None and (now - self.start) >= config.max_minutes * 60:
-                return False
-            return True
-
-        def _on_rollout_end(self) -> None:
-            now = time.time()
-            then, steps = self.last_progress
-            if now > then:
-                self.steps_per_second = (self.num_timesteps - steps) / (now - then)
-            self.last_progress = (now, self.num_timesteps)
-            self.logger.record("time/steps_per_second", self.steps_per_second)
-            if self.bar is not None:
-                self.bar.set_postfix_str(f"{self.steps_per_second:,.0f} steps/s", refresh=False)
-
-        def evaluate(self) -> dict[str, float]:
-            self.last_eval = self.num_timesteps
-            result = evaluate_model(self.model, config.rules, config.eval.games, config.eval.seed)
-            row = {
-                "timesteps": self.num_timesteps,
-                "wall_minutes": (wall_offset + time.time() - self.start) / 60,
-                "mean_score": result["mean"],
-                "score_ci95": result["ci95_half_width"],
-                "percent_of_optimal": result["percent_of_optimal"],
-                "mean_regret": result["mean_regret"],
-                "steps_per_second": self.steps_per_second,
-            }
-            append_curve(curve_path, row)
-            for key in ("mean_score", "percent_of_optimal", "mean_regret"):
-                self.logger.record(f"eval/{key}", row[key])
-            message = (
-                f"[{row['timesteps']:>10,} steps, {row['wall_minutes']:6.1f} min] eval {row['mean_score']:.2f}"
-                f" +- {row['score_ci95']:.2f} ({row['percent_of_optimal']:.2f}% of optimal), "
-                f"regret {row['mean_regret']:.2f}, {row['steps_per_second']:,.0f} steps/s"
-            )
-            if self.bar is not None:
-                self.bar.write(message, file=sys.stderr)
-            else:
-                print(message, file=sys.stderr, flush=True)
-            return row
-
-        def checkpoint(self) -> Path:
-            self.last_checkpoint = self.num_timesteps
-            path = run_dir / "checkpoints" / f"step_{self.num_timesteps}.zip"
-            save_atomically(self.model, path)
-            return path
-
-    remaining = max(config.total_timesteps - model.num_timesteps, 0)
     with _StopFlag() as stop:
-        callback = RunCallback(stop)
+        torch.set_num_threads(config.torch_threads)
+        if resume is not None:
+            if not Path(resume).is_file():
+                raise ValueError(f"cannot resume: checkpoint {str(resume)!r} not found")
+            run_dir = run_folder_of(Path(resume))
+        else:
+            run_dir = Path(output_dir) / run_name(config)
+            if run_dir.exists():
+                raise ValueError(f"run folder {str(run_dir)!r} already exists")
+        env = make_vec_env(config)
+        tensorboard_dir = str(run_dir / "tb")
+        if resume is not None:
+            try:
+                model = MaskablePPO.load(str(resume), env=env, device=config.device, tensorboard_log=tensorboard_dir)
+            except Exception as error:  # noqa: BLE001 - a corrupt file fails in many ways; one clear error
+                detail = " ".join(str(error).split()) or type(error).__name__
+                raise ValueError(
+                    f"cannot resume from {str(resume)!r}: not a MaskablePPO checkpoint ({detail})"
+                ) from None
+            # The run's own schedule over its whole budget (SB3 pickles the callable; rebuild it from config).
+            model.learning_rate = linear_schedule(config.ppo.learning_rate, config.ppo.learning_rate_final)
+            model._setup_lr_schedule()
+        else:
+            model = make_model(config, env, tensorboard_dir)
+        remaining = config.total_timesteps - model.num_timesteps
+        if remaining <= 0:
+            raise ValueError(
+                f"the checkpoint is at {model.num_timesteps} steps, the run's budget is total_timesteps="
+                f"{config.total_timesteps}; pass a larger --total-timesteps to continue"
+            )
+        levels = reference_levels(config.rules, config.eval.games, config.eval.seed)
+
+        # Everything is in place: only now does the run folder get written.
+        (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+        with open(run_dir / "command.txt", "a") as f:
+            f.write((command or shlex.join(sys.argv)) + "\n")
+        curve_path = run_dir / "learning_curve.csv"
+        wall_offset = 0.0
+        if resume is not None and curve_path.is_file():
+            rows = [row for row in read_curve(curve_path) if row["timesteps"] <= model.num_timesteps]
+            wall_offset = rows[-1]["wall_minutes"] * 60 if rows else 0.0
+            write_curve(curve_path, rows)
+        else:
+            write_curve(curve_path, [])
+
+        class RunCallback(BaseCallback):
+            """Evaluates and checkpoints between PPO updates; stops on a signal or the time limit."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.start = time.time()
+                self.last_eval = model.num_timesteps
+                self.last_checkpoint = model.num_timesteps
+                self.last_progress = (time.time(), model.num_timesteps)
+                self.steps_per_second = float("nan")
+                self.bar = None
+
+            def _on_training_start(self) -> None:
+                if resume is None:  # the untrained policy is the curve's first point
+                    self.evaluate()
+                if progress:
+                    from tqdm import tqdm
+
+                    self.bar = tqdm(
+                        total=config.total_timesteps,
+                        initial=model.num_timesteps,
+                        unit="step",
+                        unit_scale=True,
+                        dynamic_ncols=True,
+                        file=sys.stderr,
+                    )
+
+            def _on_rollout_start(self) -> None:
+                # Called after the previous rollout's update: the policy evaluated and saved here is
+                # the one trained on every step counted so far.
+                if model.num_timesteps - self.last_eval >= config.eval.every_timesteps:
+                    self.evaluate()
+                if model.num_timesteps - self.last_checkpoint >= config.checkpoint_every_timesteps:
+                    self.checkpoint()
+
+            def _on_step(self) -> bool:
+                if self.bar is not None:
+                    self.bar.update(model.num_timesteps - self.bar.n)
+                if stop.requested:
+                    raise Interrupted
+                return config.max_minutes is None or time.time() - self.start < config.max_minutes * 60
+
+            def _on_rollout_end(self) -> None:
+                now = time.time()
+                then, steps = self.last_progress
+                if now > then:
+                    self.steps_per_second = (model.num_timesteps - steps) / (now - then)
+                self.last_progress = (now, model.num_timesteps)
+                self.logger.record("time/steps_per_second", self.steps_per_second)
+                if self.bar is not None:
+                    self.bar.set_postfix_str(f"{self.steps_per_second:,.0f} steps/s", refresh=False)
+
+            def evaluate(self) -> dict[str, float]:
+                self.last_eval = model.num_timesteps
+                result = evaluate_model(model, config.rules, config.eval.games, config.eval.seed)
+                row = {
+                    "timesteps": model.num_timesteps,
+                    "wall_minutes": (wall_offset + time.time() - self.start) / 60,
+                    "mean_score": result["mean"],
+                    "score_ci95": result["ci95_half_width"],
+                    "percent_of_optimal": result["percent_of_optimal"],
+                    "mean_regret": result["mean_regret"],
+                    "steps_per_second": self.steps_per_second,
+                }
+                append_curve(curve_path, row)
+                for key in ("mean_score", "percent_of_optimal", "mean_regret"):
+                    self.logger.record(f"eval/{key}", row[key])
+                message = (
+                    f"[{row['timesteps']:>10,} steps, {row['wall_minutes']:6.1f} min] eval {row['mean_score']:.2f}"
+                    f" +- {row['score_ci95']:.2f} ({row['percent_of_optimal']:.2f}% of optimal), "
+                    f"regret {row['mean_regret']:.2f}, {row['steps_per_second']:,.0f} steps/s"
+                )
+                if self.bar is not None:
+                    self.bar.write(message, file=sys.stderr)
+                else:
+                    print(message, file=sys.stderr, flush=True)
+                return row
+
+            def checkpoint(self) -> Path:
+                self.last_checkpoint = model.num_timesteps
+                path = run_dir / "checkpoints" / f"step_{model.num_timesteps}.zip"
+                save_atomically(model, path)
+                return path
+
+        callback = RunCallback()
         interrupted = False
         try:
-            if remaining:
-                model.learn(remaining, callback=callback, reset_num_timesteps=resume is None, tb_log_name="ppo")
+            model.learn(remaining, callback=callback, reset_num_timesteps=resume is None, tb_log_name="ppo")
         except Interrupted:
             interrupted = True
         finally:

@@ -2,7 +2,7 @@
 game at a time on ``YachtEnv``.
 
 Usage:
-    python benchmarks/agents.py [--agents random greedy optimal] [--batched-games 10000] [--single-games 200]
+    python benchmarks/agent_speed.py [--agents random greedy optimal] [--batched-games 10000] [--single-games 200]
 
 Both paths do the same work per decision: the agent acts, the solver values the state (for regret) and the
 env steps. The batched path is :func:`agents.evaluation.play_games` (what ``evaluate.py`` runs); the single
@@ -15,20 +15,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-# Run as a script, this file's folder leads sys.path and its name would shadow the ``agents`` package.
-if Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path[0] = str(Path(__file__).resolve().parents[1])
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from agents import make_agent  # noqa: E402
-from agents.base import Agent  # noqa: E402
-from agents.evaluation import play_games  # noqa: E402
-from yacht_env import YachtEnv  # noqa: E402
-from yacht_env.solver import Solution, solve  # noqa: E402
-from yacht_env.vector import game_streams  # noqa: E402
+from agents import make_agent
+from agents.base import Agent
+from agents.evaluation import play_games
+from yacht_env import YachtEnv
+from yacht_env.solver import Solution, solve
+from yacht_env.vector import game_streams
 
 
 def play_one_by_one(agent: Agent, games: int, seed: int, solution: Solution) -> tuple[np.ndarray, float]:
@@ -62,7 +57,7 @@ def main() -> int:
     args = parser.parse_args()
 
     solution = solve(args.rules)
-    print(f"$ python benchmarks/agents.py {' '.join(sys.argv[1:])}".rstrip())
+    print(f"$ python benchmarks/agent_speed.py {' '.join(sys.argv[1:])}".rstrip())
     print(
         f"rules {args.rules}; batched: {args.batched_games:,} games in one vector env; "
         f"single: {args.single_games:,} games on YachtEnv; both value every decision with the solver"

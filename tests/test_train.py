@@ -1,0 +1,621 @@
+"""Specification of PPO training: ``agents.training`` (config loading and validation, one source of truth for
+the defaults) and ``train.py`` end to end on a tiny budget (the run folder, the learning curve, checkpoints,
+stopping on Ctrl-C or SIGTERM and resuming, determinism, and one clean error line for each bad input)."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import math
+import re
+import shlex
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from sb3_contrib import MaskablePPO
+
+from agents import make_agent
+from agents.evaluation import evaluate
+from agents.training import (
+    CURVE_FIELDS,
+    TrainConfig,
+    evaluate_model,
+    load_config,
+    make_model,
+    make_vec_env,
+    train,
+)
+from yacht_env.solver import solve
+
+REPO = Path(__file__).resolve().parents[1]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+CURVE_HEADER = "timesteps,wall_minutes,mean_score,score_ci95,percent_of_optimal,mean_regret,steps_per_second"
+RUN_FILES = {"config.yaml", "command.txt", "model.zip", "checkpoints", "learning_curve.csv", "learning_curve.png", "tb"}
+
+# 2,048 steps in two rollouts of 1,024 (8 games x 128 steps), evaluated and checkpointed every rollout.
+TINY = {
+    "rules": "standard",
+    "seed": 0,
+    "total_timesteps": 2048,
+    "max_minutes": None,
+    "n_envs": 8,
+    "torch_threads": 1,
+    "policy": {"net_arch": [32, 32]},
+    "ppo": {"n_steps": 128, "batch_size": 256, "n_epochs": 2},
+    "eval": {"every_timesteps": 1024, "games": 100, "seed": 1000},
+    "checkpoint_every_timesteps": 1024,
+}
+LONG_BUDGET = 200_000  # never reached: the run is interrupted
+
+
+def merged(base: dict, changes: dict) -> dict:
+    """``base`` with ``changes`` applied, nested sections merged key by key."""
+    result = copy.deepcopy(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = merged(result[key], value)
+        else:
+            result[key] = value
+    return result
+
+
+def write_config(path: Path, **changes) -> Path:
+    path.write_text(yaml.safe_dump(merged(TINY, changes), sort_keys=False))
+    return path
+
+
+def run_train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "train.py", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def run_folder(stdout: str) -> Path:
+    """The folder named by the script's last line, ``run folder: <path>``."""
+    match = re.fullmatch(r"run folder: (.+)", stdout.strip().splitlines()[-1])
+    assert match, stdout
+    return Path(match.group(1))
+
+
+def curve_rows(run: Path) -> list[dict[str, float]]:
+    with open(run / "learning_curve.csv", newline="") as f:
+        return [{k: (int(v) if k == "timesteps" else float(v)) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def curve_lines(run: Path) -> list[str]:
+    return (run / "learning_curve.csv").read_text().splitlines()
+
+
+def timesteps(run: Path) -> list[int]:
+    return [row["timesteps"] for row in curve_rows(run)]
+
+
+def checkpoint_steps(run: Path) -> list[int]:
+    names = sorted(p.name for p in (run / "checkpoints").iterdir())
+    assert all(re.fullmatch(r"step_\d+\.zip", name) for name in names), names
+    return sorted(int(name[len("step_") : -len(".zip")]) for name in names)
+
+
+def parameters(path: Path) -> dict[str, torch.Tensor]:
+    return MaskablePPO.load(str(path), device="cpu").policy.state_dict()
+
+
+def same_parameters(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    assert a.keys() == b.keys()
+    return all(torch.equal(a[k], b[k]) for k in a)
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC and data[12:16] == b"IHDR", data[:16]
+    return struct.unpack(">II", data[16:24])
+
+
+def interrupt(config: Path, output_dir: Path, signum: int) -> dict:
+    """Starts a long run, waits for its first evaluation after step 0, sends ``signum`` and waits for the exit."""
+    args = ["--config", str(config), "--output-dir", str(output_dir), "--no-progress"]
+    proc = subprocess.Popen(
+        [sys.executable, "train.py", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no evaluation after step 0 within 180 s"
+            curves = list(output_dir.glob("*/learning_curve.csv"))
+            try:
+                if curves and any(row["timesteps"] > 0 for row in curve_rows(curves[0].parent)):
+                    break
+            except (ValueError, TypeError):  # a row being written
+                pass
+            time.sleep(0.1)
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=60)
+        seconds = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return {"args": args, "returncode": proc.returncode, "stdout": stdout, "stderr": stderr, "seconds": seconds}
+
+
+def check_interrupted(outcome: dict, output_dir: Path) -> tuple[Path, Path, int]:
+    """The contract of a stop on a signal; returns ``(run folder, checkpoint, its step)``."""
+    assert outcome["returncode"] == 0, outcome["stderr"]
+    assert outcome["seconds"] < 20, "the run should stop after the current update, not finish its budget"
+    assert "Traceback" not in outcome["stderr"]
+    run = run_folder(outcome["stdout"])
+    assert run.parent == output_dir
+    lines = [line for line in outcome["stderr"].splitlines() if "--resume" in line]
+    assert len(lines) == 1, outcome["stderr"]
+    match = re.search(r"(\S+/checkpoints/step_(\d+)\.zip)", lines[0])
+    assert match, lines[0]
+    checkpoint, step = Path(match.group(1)), int(match.group(2))
+    assert checkpoint.parent == run / "checkpoints" and checkpoint.is_file()
+    assert f"--resume {checkpoint}" in lines[0]  # how to continue, with the path to pass
+    assert 1024 <= step < LONG_BUDGET
+    assert MaskablePPO.load(str(checkpoint), device="cpu").num_timesteps == step
+    assert MaskablePPO.load(str(run / "model.zip"), device="cpu").num_timesteps == step
+    assert max(checkpoint_steps(run)) == step
+    assert all(t <= step for t in timesteps(run)) and timesteps(run)[-1] >= 1024
+    assert load_config(run / "config.yaml").total_timesteps == LONG_BUDGET
+    return run, checkpoint, step
+
+
+def copy_run(run: Path, destination: Path) -> Path:
+    """A copy of a run folder (resuming writes into the checkpoint's run, so each test resumes its own copy)."""
+    return Path(shutil.copytree(run, destination / run.name))
+
+
+# --------------------------------------------------------------------------------------------------
+# The library: config loading and validation
+# --------------------------------------------------------------------------------------------------
+def test_the_dataclass_defaults_are_configs_ppo_yaml():
+    # One source of truth: the default config names every field with the dataclass's default value.
+    raw = yaml.safe_load((REPO / "configs" / "ppo.yaml").read_text())
+    assert raw == TrainConfig().to_dict()
+    assert load_config(REPO / "configs" / "ppo.yaml") == TrainConfig()
+
+
+def test_an_empty_config_is_the_defaults(tmp_path):
+    (tmp_path / "empty.yaml").write_text("# nothing\n")
+    assert load_config(tmp_path / "empty.yaml") == TrainConfig()
+
+
+def test_a_partial_section_keeps_the_other_defaults_of_that_section(tmp_path):
+    (tmp_path / "c.yaml").write_text("ppo:\n  n_steps: 128\npolicy:\n  activation: tanh\n")
+    config = load_config(tmp_path / "c.yaml")
+    assert config.ppo.n_steps == 128 and config.policy.activation == "tanh"
+    expected = TrainConfig()
+    expected.ppo.n_steps, expected.policy.activation = 128, "tanh"
+    assert config == expected
+
+
+def test_load_config_applies_the_given_overrides_and_ignores_none(tmp_path):
+    path = write_config(tmp_path / "c.yaml")
+    overrides = {"seed": 3, "n_envs": 4, "rules": "classic", "max_minutes": 2.5, "total_timesteps": None}
+    config = load_config(path, overrides)
+    assert (config.seed, config.n_envs, config.rules, config.max_minutes) == (3, 4, "classic", 2.5)
+    assert config.total_timesteps == TINY["total_timesteps"]
+    assert config.ppo.n_steps == 128 and config.policy.net_arch == [32, 32]
+
+
+def test_load_config_validates_the_overrides(tmp_path):
+    path = write_config(tmp_path / "c.yaml")
+    with pytest.raises(ValueError, match=r"^n_envs "):
+        load_config(path, {"n_envs": 0})
+    # A batch of 256 fits in 2 games x 128 steps, not in 1 game x 128 steps.
+    load_config(path, {"n_envs": 2})
+    with pytest.raises(ValueError, match=r"^ppo\.batch_size \(256\) must not exceed .* \(128\)"):
+        load_config(path, {"n_envs": 1})
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"seed": 1.5}, "seed"),
+        ({"seed": -1}, "seed"),
+        ({"n_envs": True}, "n_envs"),
+        ({"total_timesteps": "1e6"}, "total_timesteps"),  # YAML 1.1 reads 1e6 as a string
+        ({"max_minutes": 0}, "max_minutes"),
+        ({"max_minutes": float("inf")}, "max_minutes"),
+        ({"torch_threads": 0}, "torch_threads"),
+        ({"device": ""}, "device"),
+        ({"checkpoint_every_timesteps": 0}, "checkpoint_every_timesteps"),
+        ({"policy": {"net_arch": [32, 0]}}, "policy.net_arch"),
+        ({"policy": {"net_arch": 32}}, "policy.net_arch"),
+        ({"policy": {"activation": "gelu"}}, "policy.activation"),
+        ({"ppo": {"learning_rate": 0}}, "ppo.learning_rate"),
+        ({"ppo": {"learning_rate_final": -1e-4}}, "ppo.learning_rate_final"),
+        ({"ppo": {"gae_lambda": 1.01}}, "ppo.gae_lambda"),
+        ({"ppo": {"gamma": -0.1}}, "ppo.gamma"),
+        ({"ppo": {"clip_range": 0}}, "ppo.clip_range"),
+        ({"ppo": {"batch_size": 1}}, "ppo.batch_size"),
+        ({"ppo": {"n_epochs": 0}}, "ppo.n_epochs"),
+        ({"ppo": {"max_grad_norm": float("nan")}}, "ppo.max_grad_norm"),
+        ({"eval": {"every_timesteps": 0}}, "eval.every_timesteps"),
+        ({"eval": {"seed": -1}}, "eval.seed"),
+        ({"ppo": None}, "ppo"),
+    ],
+)
+def test_load_config_names_the_bad_field(tmp_path, changes, field):
+    path = write_config(tmp_path / "c.yaml", **changes)
+    with pytest.raises(ValueError, match=rf"^{re.escape(field)} "):
+        load_config(path)
+
+
+def test_a_bool_in_net_arch_is_rejected(tmp_path):
+    path = write_config(tmp_path / "c.yaml", policy={"net_arch": [32, True]})
+    with pytest.raises(ValueError, match=r"^policy\.net_arch "):
+        load_config(path)
+
+
+# --------------------------------------------------------------------------------------------------
+# train.py end to end
+# --------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory):
+    """One tiny run with CLI overrides: classic rules, seed 3, 4 games (so a rollout is 512 steps)."""
+    tmp = tmp_path_factory.mktemp("e2e")
+    config = write_config(tmp / "tiny.yaml")
+    args = ["--config", str(config), "--seed", "3", "--n-envs", "4", "--rules", "classic"]
+    args += ["--output-dir", str(tmp / "runs"), "--no-progress"]
+    result = run_train(*args)
+    assert result.returncode == 0, result.stderr
+    return {"args": args, "config": config, "result": result, "run": run_folder(result.stdout), "tmp": tmp}
+
+
+def test_a_run_folder_holds_exactly_the_documented_files(e2e):
+    run = e2e["run"]
+    assert run.parent == e2e["tmp"] / "runs"
+    assert re.fullmatch(r"Yacht-v0__classic__ppo__3__\d{10}", run.name)
+    assert {p.name for p in run.iterdir()} == RUN_FILES  # no temporary file left behind
+    assert e2e["result"].stdout.strip().splitlines()[-1] == f"run folder: {run}"
+
+
+def test_config_yaml_is_the_config_with_the_cli_overrides(e2e):
+    saved = load_config(e2e["run"] / "config.yaml")
+    assert saved == load_config(e2e["config"], {"seed": 3, "n_envs": 4, "rules": "classic"})
+    assert (saved.seed, saved.n_envs, saved.rules) == (3, 4, "classic")
+    assert yaml.safe_load((e2e["run"] / "config.yaml").read_text()) == saved.to_dict()  # every field written
+
+
+def test_command_txt_is_the_command(e2e):
+    assert (e2e["run"] / "command.txt").read_text() == shlex.join(["train.py", *e2e["args"]]) + "\n"
+
+
+def test_model_zip_is_a_ppo_agent_that_plays_legally(e2e):
+    model = e2e["run"] / "model.zip"
+    assert MaskablePPO.load(str(model), device="cpu").num_timesteps == 2048
+    # evaluate() raises on any illegal action.
+    evaluation = evaluate([make_agent(f"ppo:{model}", "classic")], 50, 0, "classic")
+    result = evaluation.results[f"ppo:{model}"]
+    assert result.decisions.min() >= 12 and result.scores.min() >= 0
+
+
+def test_checkpoints_are_saved_at_the_interval_and_at_the_end(e2e):
+    assert checkpoint_steps(e2e["run"]) == [1024, 2048]
+    last = e2e["run"] / "checkpoints" / "step_2048.zip"
+    assert same_parameters(parameters(last), parameters(e2e["run"] / "model.zip"))
+
+
+def test_learning_curve_csv(e2e):
+    run = e2e["run"]
+    assert curve_lines(run)[0] == CURVE_HEADER
+    assert tuple(CURVE_HEADER.split(",")) == CURVE_FIELDS
+    rows = curve_rows(run)
+    assert [row["timesteps"] for row in rows] == [0, 1024, 2048]  # start, every 1,024 steps, end
+    optimal = solve("classic").expected_score
+    for row in rows:
+        assert row["percent_of_optimal"] == pytest.approx(100 * row["mean_score"] / optimal, abs=1e-6)
+        assert row["score_ci95"] > 0 and row["wall_minutes"] >= 0
+        assert 0 <= row["mean_score"] <= optimal
+        # E[score] = optimal - E[regret]: the regret column is the solver's regret of these games.
+        assert abs(row["mean_score"] + row["mean_regret"] - optimal) < 10
+    assert all(a["wall_minutes"] <= b["wall_minutes"] for a, b in zip(rows, rows[1:], strict=False))
+    assert math.isfinite(rows[-1]["steps_per_second"]) and rows[-1]["steps_per_second"] > 0
+
+
+def test_learning_curve_png_is_a_png(e2e):
+    width, height = png_size(e2e["run"] / "learning_curve.png")
+    assert width > height > 100
+
+
+def test_tensorboard_events_hold_the_evaluations(e2e):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = sorted((e2e["run"] / "tb").rglob("events.out.tfevents.*"))
+    assert events
+    tags = set()
+    for path in events:
+        accumulator = EventAccumulator(str(path))
+        accumulator.Reload()
+        tags |= set(accumulator.Tags()["scalars"])
+    assert {"eval/mean_score", "eval/percent_of_optimal", "eval/mean_regret", "time/steps_per_second"} <= tags
+
+
+def test_evaluate_py_accepts_the_trained_model(e2e, tmp_path):
+    import json
+
+    model = e2e["run"] / "model.zip"
+    spec = f"ppo:{model}"
+    result = subprocess.run(
+        [sys.executable, "evaluate.py", "--agents", spec, "--games", "50", "--rules", "classic"]
+        + ["--json", str(tmp_path / "r.json"), "--no-progress"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert (report["rules"], report["games"], list(report["agents"])) == ("classic", 50, [spec])
+    same_games = evaluate([make_agent(spec, "classic")], 50, 0, "classic").to_dict()["agents"][spec]
+    assert report["agents"][spec] == same_games
+
+
+# --------------------------------------------------------------------------------------------------
+# Stopping on a signal, and resuming
+# --------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory):
+    """A long run stopped with SIGINT after its first evaluation past step 0."""
+    tmp = tmp_path_factory.mktemp("interrupted")
+    config = write_config(tmp / "long.yaml", total_timesteps=LONG_BUDGET)
+    outcome = interrupt(config, tmp / "runs", signal.SIGINT)
+    return {"config": config, "outcome": outcome, "output_dir": tmp / "runs"}
+
+
+def test_sigint_saves_a_checkpoint_and_says_how_to_resume(interrupted):
+    run, _, _ = check_interrupted(interrupted["outcome"], interrupted["output_dir"])
+    assert RUN_FILES <= {p.name for p in run.iterdir()}
+
+
+@pytest.mark.slow
+def test_sigterm_behaves_like_sigint(tmp_path):
+    config = write_config(tmp_path / "long.yaml", total_timesteps=LONG_BUDGET)
+    outcome = interrupt(config, tmp_path / "runs", signal.SIGTERM)
+    check_interrupted(outcome, tmp_path / "runs")
+
+
+def test_resume_continues_in_the_same_folder(interrupted, tmp_path):
+    original, _, step = check_interrupted(interrupted["outcome"], interrupted["output_dir"])
+    run = copy_run(original, tmp_path)
+    before_lines, before_steps = curve_lines(run), checkpoint_steps(run)
+    checkpoint = run / "checkpoints" / f"step_{step}.zip"
+    args = ["--resume", str(checkpoint)]
+    args += ["--total-timesteps", str(step + 2048), "--output-dir", str(tmp_path / "unused"), "--no-progress"]
+    result = run_train(*args)
+    assert result.returncode == 0, result.stderr
+    assert run_folder(result.stdout) == run
+    assert not (tmp_path / "unused").exists()  # no new run folder
+    assert MaskablePPO.load(str(run / "model.zip"), device="cpu").num_timesteps == step + 2048
+    assert checkpoint_steps(run) == before_steps + [step + 1024, step + 2048]
+    # The rows up to the checkpoint are kept as they were; evaluations continue every 1,024 steps from it.
+    lines = curve_lines(run)
+    assert lines[: len(before_lines)] == before_lines
+    assert timesteps(run)[len(before_lines) - 1 :] == [step + 1024, step + 2048]
+    walls = [row["wall_minutes"] for row in curve_rows(run)]
+    assert walls == sorted(walls)
+    commands = (run / "command.txt").read_text().splitlines()
+    assert commands == [shlex.join(["train.py", *interrupted["outcome"]["args"]]), shlex.join(["train.py", *args])]
+    assert load_config(run / "config.yaml").total_timesteps == step + 2048
+
+
+@pytest.mark.slow
+def test_resume_from_an_earlier_checkpoint_drops_the_later_rows(e2e, tmp_path):
+    run = copy_run(e2e["run"], tmp_path)
+    first_rows = curve_lines(run)[:3]  # header, steps 0 and 1,024
+    args = ["--resume", str(run / "checkpoints" / "step_1024.zip")]
+    args += ["--total-timesteps", "3072", "--output-dir", str(tmp_path / "unused"), "--no-progress"]
+    result = run_train(*args)
+    assert result.returncode == 0, result.stderr
+    assert curve_lines(run)[:3] == first_rows
+    assert timesteps(run) == [0, 1024, 2048, 3072]  # strictly increasing: the old row at 2,048 is replaced
+    assert MaskablePPO.load(str(run / "model.zip"), device="cpu").num_timesteps == 3072
+    # The run keeps its own config; only the budget is the one given.
+    saved = load_config(run / "config.yaml")
+    assert (saved.rules, saved.seed, saved.n_envs, saved.total_timesteps) == ("classic", 3, 4, 3072)
+
+
+@pytest.mark.slow
+def test_the_printed_resume_command_keeps_the_runs_budget(interrupted, tmp_path):
+    original, checkpoint, _ = check_interrupted(interrupted["outcome"], interrupted["output_dir"])
+    run = copy_run(original, tmp_path)
+    line = next(line for line in interrupted["outcome"]["stderr"].splitlines() if "--resume" in line)
+    command = shlex.split(re.search(r"python train\.py .*", line).group(0))
+    command = [arg.replace(str(original), str(run)) for arg in command[2:]]
+    # --max-minutes only bounds this test: the steps budget is not given, so it stays the run's.
+    result = run_train(*command, "--max-minutes", "0.05", "--output-dir", str(tmp_path / "unused"), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert load_config(run / "config.yaml").total_timesteps == LONG_BUDGET
+
+
+def test_resuming_a_finished_run_without_more_budget_is_one_clear_error(e2e, tmp_path):
+    run = copy_run(e2e["run"], tmp_path)
+    before = {path: path.read_bytes() for path in run.rglob("*") if path.is_file()}
+    args = ["--resume", str(run / "checkpoints" / "step_2048.zip"), "--total-timesteps", "2048"]
+    result = run_train(*args, "--output-dir", str(tmp_path / "unused"), "--no-progress")
+    check_clean_error(result, tmp_path / "unused", "pass a larger --total-timesteps to continue")
+    assert {path: path.read_bytes() for path in run.rglob("*") if path.is_file()} == before  # nothing written
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--config", "configs/ppo.yaml"), ("--seed", "1"), ("--rules", "classic"), ("--n-envs", "2")]
+)
+def test_a_resumed_run_keeps_its_own_config(e2e, tmp_path, flag, value):
+    run = copy_run(e2e["run"], tmp_path)
+    args = ["--resume", str(run / "checkpoints" / "step_2048.zip"), flag, value, "--total-timesteps", "4096"]
+    result = run_train(*args, "--output-dir", str(tmp_path / "unused"), "--no-progress")
+    name = flag.removeprefix("--").replace("-", "_")
+    expected = "--config cannot be combined with --resume" if flag == "--config" else f"not {name}"
+    check_clean_error(result, tmp_path / "unused", expected)
+
+
+# --------------------------------------------------------------------------------------------------
+# Determinism, and what each evaluation and checkpoint holds (through the library, in this process)
+# --------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def library_runs(tmp_path_factory):
+    """Tiny runs with a constant learning rate (so the last update changes the policy): seeds 0, 0, 1."""
+    tmp = tmp_path_factory.mktemp("library")
+    path = write_config(tmp / "tiny.yaml", ppo={"learning_rate_final": 3e-4})
+    runs = {}
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        config = load_config(path, {"seed": seed})
+        runs[name] = train(config, tmp / name, command=f"test {name}", progress=False)
+    return {"config": load_config(path), "runs": runs}
+
+
+def test_same_seed_same_run(library_runs):
+    a, b = library_runs["runs"]["a"], library_runs["runs"]["b"]
+    columns = ("timesteps", "mean_score", "score_ci95", "percent_of_optimal", "mean_regret")
+    assert [[row[c] for c in columns] for row in curve_rows(a)] == [[row[c] for c in columns] for row in curve_rows(b)]
+    assert same_parameters(parameters(a / "model.zip"), parameters(b / "model.zip"))
+    assert same_parameters(parameters(a / "checkpoints/step_1024.zip"), parameters(b / "checkpoints/step_1024.zip"))
+
+
+def test_another_seed_another_run(library_runs):
+    a, c = library_runs["runs"]["a"], library_runs["runs"]["c"]
+    assert not same_parameters(parameters(a / "model.zip"), parameters(c / "model.zip"))
+
+
+def test_the_library_run_writes_the_command_it_is_given(library_runs):
+    assert (library_runs["runs"]["a"] / "command.txt").read_text() == "test a\n"
+
+
+def test_the_last_curve_row_is_model_zip(library_runs):
+    run, config = library_runs["runs"]["a"], library_runs["config"]
+    model = MaskablePPO.load(str(run / "model.zip"), device="cpu")
+    final = evaluate_model(model, config.rules, config.eval.games, config.eval.seed)
+    assert curve_rows(run)[-1]["timesteps"] == model.num_timesteps == 2048
+    assert curve_rows(run)[-1]["mean_score"] == final["mean"]
+
+
+def test_a_checkpoint_holds_the_policy_trained_on_its_steps(library_runs):
+    run, config = library_runs["runs"]["a"], library_runs["config"]
+    env = make_vec_env(config)
+    initial = {k: v.clone() for k, v in make_model(config, env, None).policy.state_dict().items()}
+    env.close()
+    assert not same_parameters(parameters(run / "checkpoints/step_1024.zip"), initial)
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors: exit status 2, one line, no traceback, no run folder
+# --------------------------------------------------------------------------------------------------
+def check_clean_error(result: subprocess.CompletedProcess, output_dir: Path, fragment: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("train.py: error: "), result.stderr
+    assert fragment in result.stderr, result.stderr
+    assert result.stdout == ""
+    assert not output_dir.exists()
+
+
+CONFIG_ERRORS = {
+    "missing file": (None, "cannot read config"),
+    "invalid YAML": ("rules: [standard\n", "is not valid YAML"),
+    "not a mapping": ("- 1\n- 2\n", "must be a mapping"),
+    "unknown key": ("n_env: 8\n", "unknown config key n_env;"),
+    "unknown nested key": ("ppo:\n  n_stepz: 128\n", "unknown config key ppo.n_stepz;"),
+    "n_envs 0": ({"n_envs": 0}, "n_envs must be an int >= 1, got 0"),
+    "gamma 1.5": ({"ppo": {"gamma": 1.5}}, "ppo.gamma must be in 0..1, got 1.5"),
+    "empty net_arch": ({"policy": {"net_arch": []}}, "policy.net_arch must be"),
+    "batch over rollout": ({"ppo": {"batch_size": 2048}}, "ppo.batch_size (2048) must not exceed"),
+    "unknown rules": ({"rules": "nope"}, "unknown rules 'nope'"),
+    "eval.games 0": ({"eval": {"games": 0}}, "eval.games must be an int >= 1, got 0"),
+    "reward_scale -1": ({"reward_scale": -1}, "reward_scale must be a number > 0, got -1"),
+}
+
+
+@pytest.mark.parametrize("case", list(CONFIG_ERRORS))
+def test_a_bad_config_is_one_clear_error(tmp_path, case):
+    content, fragment = CONFIG_ERRORS[case]
+    path = tmp_path / "c.yaml"
+    if isinstance(content, str):
+        path.write_text(content)
+    elif isinstance(content, dict):
+        write_config(path, **content)
+    result = run_train("--config", str(path), "--output-dir", str(tmp_path / "runs"))
+    check_clean_error(result, tmp_path / "runs", fragment)
+
+
+def test_unknown_keys_of_mixed_types_are_one_clear_error(tmp_path):
+    (tmp_path / "c.yaml").write_text("1: 2\nfoo: 3\n")
+    result = run_train("--config", str(tmp_path / "c.yaml"), "--output-dir", str(tmp_path / "runs"))
+    check_clean_error(result, tmp_path / "runs", "unknown config key")
+
+
+def test_an_unknown_device_is_one_clear_error(tmp_path):
+    config = write_config(tmp_path / "c.yaml")
+    result = run_train("--config", str(config), "--device", "nope", "--output-dir", str(tmp_path / "runs"))
+    check_clean_error(result, tmp_path / "runs", "device")
+
+
+CLI_ERRORS = [
+    ("--total-timesteps", "0"),
+    ("--total-timesteps", "abc"),
+    ("--seed", "-1"),
+    ("--n-envs", "0"),
+    ("--rules", "nope"),
+    ("--max-minutes", "0"),
+    ("--max-minutes", "nan"),
+]
+
+
+@pytest.mark.parametrize(("flag", "value"), CLI_ERRORS)
+def test_a_bad_cli_value_is_one_clear_error(tmp_path, flag, value):
+    config = write_config(tmp_path / "c.yaml")
+    result = run_train("--config", str(config), flag, value, "--output-dir", str(tmp_path / "runs"))
+    check_clean_error(result, tmp_path / "runs", f"argument {flag}: ")
+
+
+def test_resuming_a_missing_checkpoint_is_one_clear_error(tmp_path):
+    missing = tmp_path / "run" / "checkpoints" / "step_1024.zip"
+    result = run_train("--resume", str(missing), "--output-dir", str(tmp_path / "runs"))
+    check_clean_error(result, tmp_path / "runs", f"checkpoint '{missing}' not found")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.fixture
+def corrupt_checkpoint(tmp_path):
+    """A run folder (config, one command) whose only checkpoint is garbage bytes."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    write_config(run / "config.yaml")
+    (run / "command.txt").write_text("train.py --config c.yaml\n")
+    checkpoint = run / "checkpoints" / "step_1024.zip"
+    checkpoint.write_bytes(bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8)))
+    return checkpoint
+
+
+def test_resuming_a_corrupt_checkpoint_is_one_clear_error(tmp_path, corrupt_checkpoint):
+    args = ["--resume", str(corrupt_checkpoint), "--output-dir", str(tmp_path / "runs")]
+    result = run_train(*args)
+    check_clean_error(result, tmp_path / "runs", f"cannot resume from '{corrupt_checkpoint}'")
+
+
+def test_resuming_a_corrupt_checkpoint_writes_nothing(tmp_path, corrupt_checkpoint):
+    run = corrupt_checkpoint.parent.parent
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    loose = tmp_path / "loose" / "model.zip"
+    loose.parent.mkdir()
+    loose.write_bytes(corrupt_checkpoint.read_bytes())
+    config = load_config(write_config(tmp_path / "c.yaml"))
+    for checkpoint in (corrupt_checkpoint, loose):
+        with pytest.raises(ValueError, match=r"^cannot resume from "):
+            train(config, tmp_path / "runs", resume=checkpoint, command="resume", progress=False)
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+    assert [p.name for p in loose.parent.iterdir()] == ["model.zip"]
+    assert not (tmp_path / "runs").exists()

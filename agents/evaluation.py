@@ -61,6 +61,9 @@ class AgentResult:
         scores: Final score of each game, int ``(G,)``.
         category_scores: Points of each category in each game, int ``(G, 12)``.
         regret: Summed regret of each game's decisions, float64 ``(G,)``.
+        category_regret: Regret of each game's turns by the category each turn was scored in, float64
+            ``(G, 12)``: a turn's keeps and pick are charged to the category it ends in (rows sum to
+            ``regret``), which shows where an agent loses its points.
         decisions: Number of decisions (keeps and picks) of each game, int ``(G,)``.
         seconds: Wall-clock time of the agent's games.
     """
@@ -69,6 +72,7 @@ class AgentResult:
     scores: np.ndarray
     category_scores: np.ndarray
     regret: np.ndarray
+    category_regret: np.ndarray
     decisions: np.ndarray
     seconds: float
 
@@ -93,6 +97,7 @@ class AgentResult:
             "regret_ci95": [regret_lo, regret_hi],
             "yacht_rate": float(yacht.mean()),
             "category_means": dict(zip(R.CATEGORIES, self.category_scores.mean(axis=0).tolist(), strict=True)),
+            "category_regret": dict(zip(R.CATEGORIES, self.category_regret.mean(axis=0).tolist(), strict=True)),
         }
         return _rounded(stats)
 
@@ -166,6 +171,8 @@ def play_games(
     scores = np.zeros(games, dtype=np.int64)
     category_scores = np.zeros((games, R.NUM_CATEGORIES), dtype=np.int64)
     regret = np.zeros(games, dtype=np.float64)
+    category_regret = np.zeros((games, R.NUM_CATEGORIES), dtype=np.float64)
+    turn_regret = np.zeros(games, dtype=np.float64)  # regret of the current turn so far
     decisions = np.zeros(games, dtype=np.int64)
     start = time.perf_counter()
     for first in range(0, games, batch_size):
@@ -184,7 +191,13 @@ def play_games(
                     f"agent {agent.name!r} chose illegal action {int(chosen[bad])} in game {first + index[bad]}"
                 )
             q = solution.q_values(env.roll[index], env.rolls_left[index], env.open_mask[index])
-            regret[first + index] += q.max(axis=1) - q[np.arange(len(index)), chosen]
+            decision_regret = q.max(axis=1) - q[np.arange(len(index)), chosen]
+            regret[first + index] += decision_regret
+            turn_regret[first + index] += decision_regret
+            picks = chosen >= R.PICK_OFFSET
+            picked_games = first + index[picks]
+            category_regret[picked_games, chosen[picks] - R.PICK_OFFSET] += turn_regret[picked_games]
+            turn_regret[picked_games] = 0.0
             decisions[first + index] += 1
             actions[:] = 0
             actions[index] = chosen
@@ -197,7 +210,8 @@ def play_games(
                 playing &= ~done
                 if on_games_done is not None:
                     on_games_done(int(done.sum()))
-    return AgentResult(agent.name, scores, category_scores, regret, decisions, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return AgentResult(agent.name, scores, category_scores, regret, category_regret, decisions, seconds)
 
 
 def evaluate(
@@ -279,6 +293,8 @@ def format_report(evaluation: Evaluation) -> str:
         ("games / s", [f"{result.games_per_second:,.0f}" for result in results]),
         "mean points per category:",
         *((f"  {c}", [f"{s['category_means'][c]:.2f}" for s in summaries]) for c in R.CATEGORIES),
+        "mean regret per category (each turn charged to the category it was scored in):",
+        *((f"  {c}", [f"{s['category_regret'][c]:.2f}" for s in summaries]) for c in R.CATEGORIES),
     ]
     width = 2 + max(len(cell) for entry in rows if isinstance(entry, tuple) for cell in entry[1])
     lines = [

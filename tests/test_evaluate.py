@@ -30,6 +30,7 @@ SUMMARY_KEYS = {
     "regret_ci95",
     "yacht_rate",
     "category_means",
+    "category_regret",
 }
 TOP_KEYS = {"rules", "games", "seed", "optimal_expected_score", "agents", "paired_differences"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -68,6 +69,14 @@ def test_optimal_agent_has_zero_regret_in_every_game(library_run):
 @pytest.mark.parametrize("name", ["random", "greedy"])
 def test_suboptimal_agents_have_positive_regret(library_run, name):
     assert library_run.results[name].regret.mean() > 1.0
+
+
+def test_category_regret_charges_each_turn_to_the_category_it_ends_in(library_run):
+    for name, result in library_run.results.items():
+        np.testing.assert_allclose(result.category_regret.sum(axis=1), result.regret, atol=1e-9, err_msg=name)
+        assert (result.category_regret >= -1e-12).all()
+    assert np.abs(library_run.results["optimal"].category_regret).max() <= 1e-9
+    assert library_run.results["random"].category_regret.mean(axis=0).min() > 0
 
 
 def test_scores_are_the_sum_of_the_category_scores(library_run):
@@ -143,6 +152,7 @@ def test_report_shows_every_statistic(library_run):
     report = format_report(library_run)
     statistics = ["mean score", "95% CI", "std", "median", "5th / 95th percentile", "% of optimal", "Yacht rate"]
     statistics += ["mean regret / game", "games / s", "E[score] = optimal expected score - E[regret]"]
+    statistics += ["mean regret per category"]
     for text in [*statistics, "optimal - greedy", *R.CATEGORIES]:
         assert text in report
 
@@ -165,6 +175,8 @@ def test_script_writes_the_report_json_and_plot(tmp_path):
     for summary in report["agents"].values():
         assert set(summary) == SUMMARY_KEYS
         assert list(summary["category_means"]) == list(R.CATEGORIES)
+        assert list(summary["category_regret"]) == list(R.CATEGORIES)
+        assert sum(summary["category_regret"].values()) == pytest.approx(summary["mean_regret"], abs=1e-4)
         assert summary["ci95"][0] < summary["mean"] < summary["ci95"][1]
         assert summary["p5"] <= summary["median"] <= summary["p95"]
         assert 0.0 <= summary["yacht_rate"] <= 1.0

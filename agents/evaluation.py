@@ -268,6 +268,11 @@ def evaluate(
 # --------------------------------------------------------------------------------------------------
 # Reporting
 # --------------------------------------------------------------------------------------------------
+def _short(name: str, width: int = 24) -> str:
+    """An agent's name cut to a table column (``ppo:runs/.../model.zip`` keeps its end)."""
+    return name if len(name) <= width else "..." + name[-(width - 3) :]
+
+
 def format_report(evaluation: Evaluation) -> str:
     """The human-readable report: one column per agent, then the paired differences."""
     results = list(evaluation.results.values())
@@ -278,7 +283,7 @@ def format_report(evaluation: Evaluation) -> str:
         return f"[{lo:.2f}, {hi:.2f}]"
 
     rows: list[tuple[str, list[str]] | str] = [
-        ("", [result.name for result in results]),
+        ("", [_short(result.name) for result in results]),
         ("mean score", [f"{s['mean']:.2f}" for s in summaries]),
         ("  95% CI", [interval(*s["ci95"]) for s in summaries]),
         ("std", [f"{s['std']:.2f}" for s in summaries]),

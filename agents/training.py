@@ -396,6 +396,9 @@ def train(
             # The run's own schedule over its whole budget (SB3 pickles the callable; rebuild it from config).
             model.learning_rate = linear_schedule(config.ppo.learning_rate, config.ppo.learning_rate_final)
             model._setup_lr_schedule()
+            # A checkpoint holds no random state: seed the continuation from (seed, step) so that
+            # resuming the same checkpoint twice gives the same run.
+            model.set_random_seed(config.seed + model.num_timesteps)
         else:
             model = make_model(config, env, tensorboard_dir)
         remaining = config.total_timesteps - model.num_timesteps

@@ -428,6 +428,18 @@ def test_resume_from_an_earlier_checkpoint_drops_the_later_rows(e2e, tmp_path):
     assert (saved.rules, saved.seed, saved.n_envs, saved.total_timesteps) == ("classic", 3, 4, 3072)
 
 
+def test_resuming_the_same_checkpoint_twice_gives_the_same_run(e2e, tmp_path):
+    finals = []
+    for folder in ("a", "b"):
+        run = copy_run(e2e["run"], tmp_path / folder)
+        args = ["--resume", str(run / "checkpoints" / "step_1024.zip"), "--total-timesteps", "2048"]
+        result = run_train(*args, "--output-dir", str(tmp_path / "unused"), "--no-progress")
+        assert result.returncode == 0, result.stderr
+        finals.append(parameters(run / "model.zip"))
+    assert same_parameters(*finals)
+    assert not same_parameters(finals[0], parameters(e2e["run"] / "checkpoints" / "step_1024.zip"))
+
+
 @pytest.mark.slow
 def test_the_printed_resume_command_keeps_the_runs_budget(interrupted, tmp_path):
     original, checkpoint, _ = check_interrupted(interrupted["outcome"], interrupted["output_dir"])

@@ -55,8 +55,10 @@ class PPOConfig:
     """Initial learning rate; decays linearly to ``learning_rate_final`` over ``total_timesteps``."""
     learning_rate_final: float = 0.0
     """Learning rate at the end of training."""
-    ent_coef: float = 0.01
-    """Entropy bonus."""
+    ent_coef: float = 0.04
+    """Initial entropy bonus; decays linearly to ``ent_coef_final`` over ``total_timesteps``."""
+    ent_coef_final: float = 0.0
+    """Entropy bonus at the end of training."""
     gamma: float = 1.0
     """Discount: a game is short and its score undiscounted."""
     gae_lambda: float = 0.9
@@ -166,6 +168,7 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_number("ppo.learning_rate", p.learning_rate, float, 0, low_inclusive=False)
     _check_number("ppo.learning_rate_final", p.learning_rate_final, float, 0)
     _check_number("ppo.ent_coef", p.ent_coef, float, 0)
+    _check_number("ppo.ent_coef_final", p.ent_coef_final, float, 0)
     _check_number("ppo.clip_range", p.clip_range, float, 0, low_inclusive=False)
     _check_number("ppo.vf_coef", p.vf_coef, float, 0)
     _check_number("ppo.max_grad_norm", p.max_grad_norm, float, 0, low_inclusive=False)
@@ -466,6 +469,11 @@ def train(
                 return config.max_minutes is None or time.time() - self.start < config.max_minutes * 60
 
             def _on_rollout_end(self) -> None:
+                # The entropy bonus of the coming update (SB3 has no schedule for it): high early to keep
+                # exploring keeps, decaying with the learning rate.
+                progress = min(model.num_timesteps / config.total_timesteps, 1.0)
+                model.ent_coef = config.ppo.ent_coef + (config.ppo.ent_coef_final - config.ppo.ent_coef) * progress
+                self.logger.record("train/ent_coef", model.ent_coef)
                 now = time.time()
                 then, steps = self.last_progress
                 if now > then:

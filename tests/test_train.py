@@ -237,6 +237,8 @@ def test_load_config_validates_the_overrides(tmp_path):
         ({"policy": {"activation": "gelu"}}, "policy.activation"),
         ({"ppo": {"learning_rate": 0}}, "ppo.learning_rate"),
         ({"ppo": {"learning_rate_final": -1e-4}}, "ppo.learning_rate_final"),
+        ({"ppo": {"ent_coef": -0.01}}, "ppo.ent_coef"),
+        ({"ppo": {"ent_coef_final": -0.01}}, "ppo.ent_coef_final"),
         ({"ppo": {"gae_lambda": 1.01}}, "ppo.gae_lambda"),
         ({"ppo": {"gamma": -0.1}}, "ppo.gamma"),
         ({"ppo": {"clip_range": 0}}, "ppo.clip_range"),
@@ -512,6 +514,17 @@ def test_the_last_curve_row_is_model_zip(library_runs):
     final = evaluate_model(model, config.rules, config.eval.games, config.eval.seed)
     assert curve_rows(run)[-1]["timesteps"] == model.num_timesteps == 2048
     assert curve_rows(run)[-1]["mean_score"] == final["mean"]
+
+
+def test_the_entropy_bonus_decays_linearly_over_the_budget(library_runs):
+    # Rollouts of 1,024 steps in a 2,048-step budget: the updates use ent_coef at 1/2 and 2/2 of the way.
+    run, ppo = library_runs["runs"]["a"], library_runs["config"].ppo
+    at = {
+        step: MaskablePPO.load(str(run / f"checkpoints/step_{step}.zip"), device="cpu").ent_coef
+        for step in (1024, 2048)
+    }
+    assert at == {1024: pytest.approx((ppo.ent_coef + ppo.ent_coef_final) / 2), 2048: pytest.approx(ppo.ent_coef_final)}
+    assert ppo.ent_coef != ppo.ent_coef_final
 
 
 def test_a_checkpoint_holds_the_policy_trained_on_its_steps(library_runs):

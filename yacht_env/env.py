@@ -223,9 +223,7 @@ class YachtEnv(gym.Env):
 
         if not legal:
             if self.illegal_action == "raise":
-                raise ValueError(
-                    R.describe_illegal(action, self._rolls_left, self._open, self._roll, self.canonical_keeps)
-                )
+                raise ValueError(R.describe_illegal(action, self._roll, self._rolls_left))
             self._illegal_count += 1
             reward = self.illegal_action_penalty
             truncated = self.max_illegal_actions is not None and self._illegal_count >= self.max_illegal_actions

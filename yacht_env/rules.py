@@ -461,8 +461,8 @@ def reroll(roll, keep_mask, fresh_codes) -> np.ndarray | int:
     return roll_from_code(KEPT_CODE[roll, keep_mask] + fresh)
 
 
-def describe_illegal(action: int, rolls_left: int, open_mask: int, roll: int, canonical_keeps: bool) -> str:
-    """Why ``action`` is illegal in a state (assumes it is)."""
+def describe_illegal(action: int, roll: int, rolls_left: int) -> str:
+    """Why ``action`` is illegal in a state (assumes it is, under the env's legality rules)."""
     if action >= PICK_OFFSET:
         return f"action {action} scores {CATEGORIES[action - PICK_OFFSET]!r}, which is already filled"
     if rolls_left == 0:

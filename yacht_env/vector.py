@@ -148,9 +148,7 @@ class YachtVectorEnv(VectorEnv):
         illegal = ~legal & ~waiting
         if self.illegal_action == "raise" and illegal.any():
             i = int(np.flatnonzero(illegal)[0])
-            reason = R.describe_illegal(
-                int(actions[i]), int(rolls_left[i]), int(open_mask[i]), int(roll[i]), self.canonical_keeps
-            )
+            reason = R.describe_illegal(int(actions[i]), int(roll[i]), int(rolls_left[i]))
             raise ValueError(f"env {i}: {reason}")
 
         keep = legal & (actions < R.PICK_OFFSET)

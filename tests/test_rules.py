@@ -356,15 +356,6 @@ def test_canonical_keep_counts():
         assert R.CANONICAL_KEEPS[r].sum() == expected
 
 
-def test_keep_table():
-    assert R.keep_table() is R.CANONICAL_KEEPS
-    assert R.keep_table(True) is R.CANONICAL_KEEPS
-    any_keep = R.keep_table(False)
-    assert any_keep.shape == (252, 32)
-    assert not any_keep[:, 31].any()
-    assert any_keep[:, :31].all()
-
-
 def test_prefix_codes_and_roll_from_code():
     rows = np.array(ALL_ORDERED_ROLLS)
     codes = R.prefix_codes(rows)

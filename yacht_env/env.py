@@ -172,7 +172,6 @@ class YachtEnv(gym.Env):
 
         self._encoder = ObservationEncoder(self.rules)
         self._score = R.score_table(self.rules)
-        self._keep_legal = R.keep_table(self.canonical_keeps)
         self.action_space = spaces.Discrete(R.NUM_ACTIONS)
         self.observation_space = self._encoder.flat_space if observation_type == "flat" else self._encoder.dict_space
 
@@ -185,6 +184,7 @@ class YachtEnv(gym.Env):
         self._total = 0
         self._illegal_count = 0
         self._done = True
+        self._mask = np.zeros(R.NUM_ACTIONS, dtype=bool)
 
     # ---------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -216,11 +216,7 @@ class YachtEnv(gym.Env):
             raise ValueError(f"action must be an int in 0..{R.NUM_ACTIONS - 1}, got {action!r}")
         terminated = truncated = False
         reward = 0.0
-        if action < R.PICK_OFFSET:
-            legal = self._rolls_left > 0 and bool(self._keep_legal[self._roll, action])
-        else:
-            legal = bool(self._open >> (action - R.PICK_OFFSET) & 1)
-
+        legal = bool(self._mask[action])  # the mask this state was shown with: one source of legality
         if not legal:
             if self.illegal_action == "raise":
                 raise ValueError(R.describe_illegal(action, self._roll, self._rolls_left))

@@ -346,11 +346,6 @@ def score(dice: Sequence[int], category: int | str | Category, rules: str | Rule
 # --------------------------------------------------------------------------------------------------
 # Legal actions and transitions (scalar or batched)
 # --------------------------------------------------------------------------------------------------
-def keep_table(canonical_keeps: bool = True) -> np.ndarray:
-    """``LEGAL[r, m]``: whether keep-mask ``m`` may be used on roll ``r`` when re-rolls are left."""
-    return CANONICAL_KEEPS if canonical_keeps else _ANY_KEEP
-
-
 def _keep_words(legal: np.ndarray) -> np.ndarray:
     """``WORDS[3 * r + rolls_left]``: the legal keep-masks of a state as the low 32 bits of a uint64."""
     words = (legal.astype(np.uint64) << np.arange(NUM_KEEPS, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)

@@ -14,6 +14,7 @@ Bad input prints one ``evaluate.py: error: ...`` line and exits with status 2, w
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -56,7 +57,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.agents is None:
         args.agents = list(DEFAULT_AGENTS)
         model = Path("models") / f"ppo_{args.rules}.zip"
-        if model.is_file():
+        if model.is_file() and importlib.util.find_spec("sb3_contrib") is not None:  # the train extra
             args.agents.append(f"ppo:{model}")
     for option in ("json", "plot"):
         problem = output_problem(getattr(args, option))

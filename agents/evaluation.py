@@ -250,9 +250,12 @@ def evaluate(
     evaluation = Evaluation(rules, int(games), int(seed), solution.expected_score)
     bar = None
     if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=games * len(agents), unit="game", disable=None, leave=False)
+        try:
+            from tqdm import tqdm
+        except ImportError:  # tqdm comes with the train extra; without it, no bar
+            tqdm = None
+        if tqdm is not None:
+            bar = tqdm(total=games * len(agents), unit="game", disable=None, leave=False)
     try:
         for agent in agents:
             if bar is not None:
@@ -351,7 +354,10 @@ def render_json(evaluation: Evaluation) -> bytes:
 
 def render_plot(evaluation: Evaluation) -> bytes:
     """A PNG: each agent's score distribution (optimal expected score marked) and mean points per category."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise ValueError("--plot needs matplotlib: pip install 'yacht-rl[train]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -29,7 +29,12 @@ class PPOAgent(Agent):
             reason = "it is a directory" if self.path.is_dir() else "file not found"
             raise ValueError(f"cannot load PPO model '{path}': {reason}")
         from gymnasium import spaces
-        from sb3_contrib import MaskablePPO  # imported here: only this agent needs torch
+
+        try:
+            from sb3_contrib import MaskablePPO  # imported here: only this agent needs torch
+        except ImportError:
+            extra = "pip install 'yacht-rl[train]'"
+            raise ValueError(f"cannot load PPO model '{path}': the ppo agent needs the train extra ({extra})") from None
 
         try:
             self.model = MaskablePPO.load(self.path, device="cpu")

@@ -41,7 +41,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from agents.training import load_config, resume_config, train
+    try:
+        from agents.training import load_config, resume_config, train
+    except ImportError as error:  # yaml, torch, stable-baselines3 come with the train extra
+        print(f"train.py: error: training needs the train extra (pip install 'yacht-rl[train]'): {error}", file=sys.stderr)
+        return 2
 
     overrides = {
         "rules": args.rules,

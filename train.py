@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from agents.training import load_config, resume_config, train
     except ImportError as error:  # yaml, torch, stable-baselines3 come with the train extra
-        print(f"train.py: error: training needs the train extra (pip install 'yacht-rl[train]'): {error}", file=sys.stderr)
+        extra = "pip install 'yacht-rl[train]'"
+        print(f"train.py: error: training needs the train extra ({extra}): {error}", file=sys.stderr)
         return 2
 
     overrides = {

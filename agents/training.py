@@ -37,7 +37,7 @@ CURVE_FIELDS = (
 
 @dataclass
 class PolicyConfig:
-    net_arch: list[int] = field(default_factory=lambda: [512, 512])
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
     """Hidden layers of the policy MLP and of the (separate) value MLP."""
     activation: str = "relu"
     """``relu`` or ``tanh``."""
@@ -87,7 +87,7 @@ class TrainConfig:
     """Rules preset: ``standard`` or ``classic``."""
     seed: int = 0
     """Seed of the env, the policy initialisation and PPO's sampling."""
-    total_timesteps: int = 12_000_000
+    total_timesteps: int = 24_000_000
     """Environment steps to train for (the learning-rate schedule spans this)."""
     max_minutes: float | None = 60.0
     """Stop after this many minutes of training and save (``None``: no limit)."""

@@ -112,7 +112,6 @@ class YachtVectorEnv(VectorEnv):
         self._mask = np.zeros((n, R.NUM_ACTIONS), dtype=bool)
         self._all_true = np.ones(n, dtype=bool)
         self._all_true.flags.writeable = False
-        self._no_reward = np.zeros(n, dtype=np.float64)
 
     # ---------------------------------------------------------------------------------------------
     @property

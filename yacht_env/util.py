@@ -1,0 +1,110 @@
+"""Small helpers the whole project shares: the "an int, not a bool" check and atomic file writes.
+
+Pure Python and numpy, like the rules core, so every layer (rules, solver cache, evaluation, training)
+can use them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+TEMP_SUFFIX = ".tmp"
+
+
+def is_int(value: object) -> bool:
+    """Whether ``value`` is an integer (Python or numpy) and not a bool (which Python counts as an int)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _temp_name(path: Path) -> Path:
+    # Hidden and ending in .tmp, so no glob of the real files (``step_*.zip``, ``*.npz``) matches it; the
+    # pid lets a later run tell a stale file (its writer is gone) from one being written right now.
+    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}{TEMP_SUFFIX}")
+
+
+def _default_mode() -> int:
+    umask = os.umask(0)  # the only way to read the umask is to set it; put it straight back
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def writable_target(path: str | os.PathLike) -> Path:
+    """The file a write to ``path`` lands in: ``path`` itself, or the regular file a symlink points to.
+
+    Raises:
+        ValueError: ``path`` names a directory or a special file (FIFO, device, socket).
+    """
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():
+        kind = "a directory" if target.is_dir() else "not a regular file"
+        raise ValueError(f"cannot write '{path}': it is {kind}")
+    return target
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
+    """Yields a temporary path beside ``path``; when the block ends without error it replaces ``path``.
+
+    The file is never seen half-written: readers get the old file or the whole new one. A symlink is
+    written through (its target is replaced, the link stays). The new file gets the mode of the file it
+    replaces, else the usual one (``0o666`` less the umask, not ``mkstemp``'s private ``0600``). On an
+    error (or Ctrl-C) the temporary file is removed and ``path`` is untouched.
+
+    Raises:
+        ValueError: ``path`` is a directory or a special file.
+    """
+    target = writable_target(path)
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _default_mode()
+    temp = _temp_name(target)
+    try:
+        yield temp
+        os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
+    """Writes ``data`` (text is UTF-8 encoded) to ``path`` atomically; see :func:`atomic_output`."""
+    if isinstance(data, str):
+        data = data.encode()
+    with atomic_output(path) as temp:
+        temp.write_bytes(data)
+
+
+def remove_stale_temps(folder: str | os.PathLike) -> list[Path]:
+    """Removes temporary files of :func:`atomic_output` in ``folder`` whose writing process is gone.
+
+    A process killed with ``kill -9`` cannot clean up after itself; the next run calls this. Files of a
+    process still alive (another run writing now) are left alone. Returns the paths removed.
+    """
+    removed = []
+    for temp in Path(folder).glob(f".*{TEMP_SUFFIX}"):
+        try:
+            pid = int(temp.name.rsplit(".", 2)[-2].split("-")[0])
+        except (ValueError, IndexError):
+            continue  # not one of ours
+        if pid == os.getpid() or _alive(pid):
+            continue
+        with contextlib.suppress(OSError):
+            temp.unlink()
+            removed.append(temp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from yacht_env import rules as R
-from yacht_env.encoding import OBS_SIZE, ObservationEncoder
+from yacht_env.encoding import ObservationEncoder
 
 
 class Agent:
@@ -17,11 +17,14 @@ class Agent:
     Attributes:
         name: The spec the agent was made from (``"random"``, ``"ppo:models/x.zip"``, ...).
         rules: The rules preset the agent plays (the solver and the score table depend on it).
+        encoder: The env's observation encoder for ``rules``; agents that act on the game's state read it
+            with ``self.encoder.decode(observations)`` (the encoder's documented inverse).
     """
 
     def __init__(self, name: str, rules: str | R.Rules = "standard") -> None:
         self.name = name
         self.rules = R.get_rules(rules)
+        self.encoder = ObservationEncoder(self.rules)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, rules={self.rules.name!r})"
@@ -30,9 +33,10 @@ class Agent:
         """Legal actions for a batch of states, or one action for one state.
 
         Args:
-            observations: Flat observations, float32 ``(N, 64)``, or one of shape ``(64,)``.
-            action_masks: Legal actions, bool ``(N, 44)``, or one of shape ``(44,)``; every state needs at
-                least one legal action.
+            observations: Flat observations, float32 ``(N, size)``, or one of shape ``(size,)``
+                (``size = self.encoder.size``, 64 for Yacht).
+            action_masks: Legal actions, bool ``(N, num_actions)``, or one of shape ``(num_actions,)``
+                (``rules.num_actions``, 44 for Yacht); every state needs at least one legal action.
 
         Returns:
             ``(N,)`` int actions (``np.intp``), or an ``int`` for a single state.
@@ -45,9 +49,10 @@ class Agent:
         single = obs.ndim == 1
         if single:
             obs, masks = obs[None], masks[None]
-        if obs.ndim != 2 or obs.shape[1] != OBS_SIZE or masks.shape != (len(obs), R.NUM_ACTIONS):
+        size, num_actions = self.encoder.size, self.rules.num_actions
+        if obs.ndim != 2 or obs.shape[1] != size or masks.shape != (len(obs), num_actions):
             raise ValueError(
-                f"expected observations (N, {OBS_SIZE}) and action_masks (N, {R.NUM_ACTIONS}) (or one of each), "
+                f"expected observations (N, {size}) and action_masks (N, {num_actions}) (or one of each), "
                 f"got {np.shape(observations)} and {np.shape(action_masks)}"
             )
         if not masks.any(axis=1).all():
@@ -56,11 +61,5 @@ class Agent:
         return int(actions[0]) if single else actions
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        """``(N,)`` legal actions for ``(N, 64)`` observations and ``(N, 44)`` bool masks."""
+        """``(N,)`` legal actions for ``(N, size)`` observations and ``(N, num_actions)`` bool masks."""
         raise NotImplementedError
-
-
-def decode_states(observations: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rules core's ``(roll, rolls_left, open_mask)`` int arrays behind ``(N, 64)`` flat observations."""
-    roll, rolls_left, open_mask = ObservationEncoder.decode(observations)
-    return roll.astype(np.intp), rolls_left.astype(np.intp), open_mask.astype(np.intp)

@@ -33,7 +33,8 @@ import numpy as np
 from agents.base import Agent
 from yacht_env import rules as R
 from yacht_env.solver import Solution, solve
-from yacht_env.vector import YachtVectorEnv, game_streams
+from yacht_env.game import game_streams
+from yacht_env.vector import YachtVectorEnv
 
 Z_95 = 1.959963984540054  # two-sided 95% quantile of the normal distribution
 DEFAULT_BATCH_SIZE = 10_000
@@ -169,9 +170,9 @@ def play_games(
         ValueError: the agent chose an illegal action.
     """
     scores = np.zeros(games, dtype=np.int64)
-    category_scores = np.zeros((games, R.NUM_CATEGORIES), dtype=np.int64)
+    category_scores = np.zeros((games, solution.rules.num_categories), dtype=np.int64)
     regret = np.zeros(games, dtype=np.float64)
-    category_regret = np.zeros((games, R.NUM_CATEGORIES), dtype=np.float64)
+    category_regret = np.zeros((games, solution.rules.num_categories), dtype=np.float64)
     turn_regret = np.zeros(games, dtype=np.float64)  # regret of the current turn so far
     decisions = np.zeros(games, dtype=np.int64)
     start = time.perf_counter()

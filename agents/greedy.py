@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Agent, decode_states
+from agents.base import Agent
 from yacht_env import rules as R
 
 C = R.Category
@@ -141,7 +141,9 @@ class GreedyAgent(Agent):
 
     def __init__(self, rules: str | R.Rules = "standard", name: str = "greedy") -> None:
         super().__init__(name, rules)
+        if self.rules.categories != R.CATEGORIES:
+            raise ValueError(f"the greedy rule is written for Yacht's 12 categories, not {self.rules.categories}")
         self._score = R.score_table(self.rules)
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        return greedy_actions(self._score, *decode_states(observations))
+        return greedy_actions(self._score, *self.encoder.decode(observations))

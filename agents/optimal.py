@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Agent, decode_states
+from agents.base import Agent
 from yacht_env import rules as R
 from yacht_env.solver import solve
 
@@ -20,4 +20,4 @@ class OptimalAgent(Agent):
         self.solution = solve(self.rules)
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        return np.asarray(self.solution.best_action(*decode_states(observations)))
+        return np.asarray(self.solution.best_action(*self.encoder.decode(observations)))

@@ -8,15 +8,14 @@ import numpy as np
 
 from agents.base import Agent
 from yacht_env import rules as R
-from yacht_env.encoding import OBS_SIZE
 
 
 class PPOAgent(Agent):
     """Loads ``MaskablePPO.load(path, device="cpu")`` and acts with ``predict(..., deterministic=True)``.
 
-    The model must have been trained on the flat observation: a ``Box`` of shape ``(64,)`` and
-    ``Discrete(44)`` actions. Its shape does not depend on the rules preset, so one model can be
-    evaluated under any preset.
+    The model must have been trained on the flat observation of the preset's sheet: a ``Box`` of shape
+    ``(encoder.size,)`` and ``Discrete(rules.num_actions)`` actions (64 and 44 for Yacht, the same for both
+    presets, so one model can be evaluated under either).
 
     Raises:
         ValueError: the file is missing, is not a loadable MaskablePPO model, or has other spaces.
@@ -42,12 +41,13 @@ class PPOAgent(Agent):
             detail = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(f"cannot load PPO model '{path}': not a MaskablePPO model ({detail})") from None
         obs_space, action_space = self.model.observation_space, self.model.action_space
-        if not (isinstance(obs_space, spaces.Box) and obs_space.shape == (OBS_SIZE,)) or not (
-            isinstance(action_space, spaces.Discrete) and int(action_space.n) == R.NUM_ACTIONS
+        size, num_actions = self.encoder.size, self.rules.num_actions
+        if not (isinstance(obs_space, spaces.Box) and obs_space.shape == (size,)) or not (
+            isinstance(action_space, spaces.Discrete) and int(action_space.n) == num_actions
         ):
             raise ValueError(
                 f"cannot use PPO model '{path}': it was trained on observation space {obs_space} and action "
-                f"space {action_space}; this env has Box(0, 1, ({OBS_SIZE},)) and Discrete({R.NUM_ACTIONS})"
+                f"space {action_space}; this env has Box(0, 1, ({size},)) and Discrete({num_actions})"
             )
 
     @classmethod

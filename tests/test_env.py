@@ -105,7 +105,7 @@ def check_state(env: YachtEnv, obs, info: dict, canonical_keeps: bool = True) ->
     np.testing.assert_array_equal(mask, expected_action_mask(info, canonical_keeps))
     assert env.observation_space.contains(obs)
     if env.observation_type == "flat":
-        roll, rolls_left, open_mask = ObservationEncoder.decode(obs)
+        roll, rolls_left, open_mask = ObservationEncoder().decode(obs)
         assert R.ROLL_TUPLES[int(roll)] == dice
         assert int(rolls_left) == info["rolls_left"]
         assert int(open_mask) == open_mask_of(info)

@@ -106,7 +106,7 @@ def test_games_do_not_depend_on_the_batch_size(spec):
 def test_optimal_first_game_replays_in_the_single_env():
     # Game 0 of seed 3 is the single env on game_streams(3, [0]) played by the solver's best action.
     from yacht_env import YachtEnv
-    from yacht_env.vector import game_streams
+    from yacht_env.game import game_streams
 
     env = YachtEnv()
     obs, info = env.reset(options={"dice_stream": game_streams(3, [0])[0]})

@@ -150,6 +150,7 @@ def test_custom_rules_object_sets_fixed_scores():
         "little_straight": 25,
         "big_straight": 40,
         "yacht": 100,
+        "categories": R.CATEGORIES,
     }
 
 

@@ -26,7 +26,8 @@ from yacht_env import YachtEnv
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
 from yacht_env.sb3 import YachtSB3VecEnv
-from yacht_env.vector import YachtVectorEnv, game_streams
+from yacht_env.game import game_streams
+from yacht_env.vector import YachtVectorEnv
 
 PRESET_NAMES = ("standard", "classic")
 AUTORESET_MODES = ("next_step", "same_step")
@@ -83,7 +84,7 @@ def assert_fresh_game(obs, info: dict, i: int, canonical_keeps: bool = True) -> 
     if isinstance(obs, dict):
         assert obs["rolls_left"][i] == R.MAX_ROLLS_LEFT and obs["open_categories"][i].all()
     else:
-        decoded = ObservationEncoder.decode(obs[i])
+        decoded = ObservationEncoder().decode(obs[i])
         assert tuple(int(v) for v in decoded) == (roll, R.MAX_ROLLS_LEFT, R.ALL_OPEN)
 
 
@@ -316,7 +317,7 @@ def test_invariants_over_many_random_games(autoreset_mode, canonical_keeps, pres
         # The observation, the info and the mask all describe the env's state.
         assert env.observation_space.contains(obs)
         assert all(env.single_observation_space.contains(obs[i]) for i in range(0, n, 97))
-        decoded = ObservationEncoder.decode(obs)
+        decoded = ObservationEncoder().decode(obs)
         np.testing.assert_array_equal(decoded[0], roll)
         np.testing.assert_array_equal(decoded[1], rolls_left)
         np.testing.assert_array_equal(decoded[2], open_mask)
@@ -355,7 +356,7 @@ def test_invariants_over_many_random_games(autoreset_mode, canonical_keeps, pres
             final_total = info.get("final_total", np.zeros(n))
             for i in np.flatnonzero(terminated):
                 assert_fresh_game(obs, info, i, canonical_keeps)
-                final_decoded = ObservationEncoder.decode(info["final_obs"][i])
+                final_decoded = ObservationEncoder().decode(info["final_obs"][i])
                 assert (int(final_decoded[1]), int(final_decoded[2])) == (0, 0)
         np.testing.assert_array_equal(returns[terminated], final_total[terminated])  # sum of rewards = score
         finished_games += int(terminated.sum())
@@ -772,7 +773,7 @@ def test_sb3_terminal_observation_and_episode_match_single_envs():
             np.testing.assert_array_equal(infos[i]["terminal_observation"], single_obs)
             assert infos[i]["episode"]["r"] == single_info["total"] and infos[i]["episode"]["l"] == steps[i]
             assert infos[i]["TimeLimit.truncated"] is False
-            decoded = ObservationEncoder.decode(obs[i])  # the new game is already showing
+            decoded = ObservationEncoder().decode(obs[i])  # the new game is already showing
             assert (int(decoded[1]), int(decoded[2])) == (R.MAX_ROLLS_LEFT, R.ALL_OPEN)
 
 

@@ -4,7 +4,8 @@ Both envs build every observation with :meth:`ObservationEncoder.flat` or
 :meth:`ObservationEncoder.structured` on the rules core's state integers, scalar or batched, so their
 observations cannot drift apart.
 
-Flat layout (``float32``, 64 values, every value in ``[0, 1]``):
+Flat layout for Yacht's 12 categories (``float32``, 64 values, every value in ``[0, 1]``); a preset with
+``C`` categories has ``40 + 2 * C`` values in the same order (:func:`flat_layout`):
 
 =========  =====  ==============================================================================
 index      size   meaning
@@ -19,30 +20,84 @@ index      size   meaning
 =========  =====  ==============================================================================
 
 Structured (``observation_type="dict"``): ``{"dice": int8 (5,) sorted values 1..6,
-"rolls_left": int in 0..2, "open_categories": int8 (12,) 0/1}``.
+"rolls_left": int in 0..2, "open_categories": int8 (C,) 0/1}``.
+
+:meth:`ObservationEncoder.decode` reads a flat observation back into its state; it is part of the
+encoder's contract (``decode(flat(s)) == s``), so the layout's indices are known only to this module.
 """
 
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium import spaces
 
 from yacht_env import rules as R
+from yacht_env.game import GameState
 
-OBS_SIZE = 64
-DICE_SLICE = slice(0, 30)
-COUNTS_SLICE = slice(30, 36)
-ROLLS_LEFT_SLICE = slice(36, 39)
-SCORE_NOW_SLICE = slice(39, 51)
-OPEN_SLICE = slice(51, 63)
-OPEN_FRACTION_INDEX = 63
+
+def flat_layout(num_categories: int = R.NUM_CATEGORIES) -> dict[str, slice]:
+    """Where each part of the flat observation lies, for a sheet of ``num_categories`` categories.
+
+    Keys in order: ``dice``, ``counts``, ``rolls_left``, ``score_now``, ``open``, ``open_fraction``; the
+    last slice's stop is the observation's size (64 for Yacht's 12 categories).
+    """
+    sizes = {
+        "dice": R.NUM_DICE * R.NUM_FACES,
+        "counts": R.NUM_FACES,
+        "rolls_left": R.ROLLS_PER_TURN,
+        "score_now": num_categories,
+        "open": num_categories,
+        "open_fraction": 1,
+    }
+    layout, start = {}, 0
+    for name, size in sizes.items():
+        layout[name] = slice(start, start + size)
+        start += size
+    return layout
+
+
+# Yacht's own layout (12 categories), the table above; an encoder for another preset reads its own.
+_YACHT_LAYOUT = flat_layout()
+OBS_SIZE = _YACHT_LAYOUT["open_fraction"].stop
+DICE_SLICE = _YACHT_LAYOUT["dice"]
+COUNTS_SLICE = _YACHT_LAYOUT["counts"]
+ROLLS_LEFT_SLICE = _YACHT_LAYOUT["rolls_left"]
+SCORE_NOW_SLICE = _YACHT_LAYOUT["score_now"]
+OPEN_SLICE = _YACHT_LAYOUT["open"]
+OPEN_FRACTION_INDEX = _YACHT_LAYOUT["open_fraction"].start
+
+
+class State(NamedTuple):
+    """A decision state of the rules core: ``(roll, rolls_left, open_mask)``, ints or ``np.intp`` arrays."""
+
+    roll: Any
+    rolls_left: Any
+    open_mask: Any
 
 
 class ObservationEncoder:
-    """Builds observations from ``(roll, rolls_left, open_mask)``, one state or a batch of them."""
+    """Builds observations from ``(roll, rolls_left, open_mask)``, one state or a batch, and reads them back.
+
+    Attributes:
+        rules: The preset; the layout's size follows from its number of categories.
+        size: Length of the flat observation (64 for Yacht).
+        layout: :func:`flat_layout` of the preset.
+        flat_space, dict_space: The observation spaces of the two observation types.
+
+    The contract, tested exhaustively: ``decode(flat(s)) == s`` for every state ``s``. Agents that need
+    the state behind an observation (``greedy``, ``optimal``) call :meth:`decode`; nothing else reads the
+    layout's indices.
+    """
 
     def __init__(self, rules: str | R.Rules = "standard") -> None:
         self.rules = R.get_rules(rules)
+        n = self.rules.num_categories
+        self.layout = flat_layout(n)
+        self.size = self.layout["open_fraction"].stop
+        self._score_now = self.layout["score_now"]
+        self._open = self.layout["open"]
         # Two tables cover the whole observation: one row per (roll, rolls_left) with the dice, counts,
         # rolls left and every category's score now; one row per open mask with the open bits and
         # fraction. The score-now part is then zeroed for filled categories by one multiply.
@@ -66,46 +121,69 @@ class ObservationEncoder:
                 np.repeat(score_now, R.ROLLS_PER_TURN, axis=0),
             ],
             axis=1,
-        )  # row 3 * roll + rolls_left: obs[0:51] before zeroing filled categories
-        open_bits = R.OPEN_BITS.astype(np.float32)
-        self._by_open = np.concatenate([open_bits, open_bits.mean(axis=1, keepdims=True)], axis=1)  # obs[51:64]
-        self.flat_space = spaces.Box(0.0, 1.0, shape=(OBS_SIZE,), dtype=np.float32)
+        )  # row 3 * roll + rolls_left: the observation up to the open bits, before zeroing filled categories
+        self._roll_part = self._by_roll.shape[1]
+        open_bits = R.open_bits(n).astype(np.float32)
+        self._by_open = np.concatenate([open_bits, open_bits.mean(axis=1, keepdims=True)], axis=1)
+        self.flat_space = spaces.Box(0.0, 1.0, shape=(self.size,), dtype=np.float32)
         self.dict_space = spaces.Dict(
             {
                 "dice": spaces.Box(1, R.NUM_FACES, shape=(R.NUM_DICE,), dtype=np.int8),
                 "rolls_left": spaces.Discrete(R.ROLLS_PER_TURN),
-                "open_categories": spaces.MultiBinary(R.NUM_CATEGORIES),
+                "open_categories": spaces.MultiBinary(n),
             }
         )
 
     def flat(self, roll, rolls_left, open_mask) -> np.ndarray:
-        """The flat ``float32`` observation, shape ``(..., 64)``."""
+        """The flat ``float32`` observation, shape ``(..., size)``."""
         if type(roll) is int:  # the single env's fast path: same tables, fewer numpy calls
             out = np.concatenate((self._by_roll[roll * R.ROLLS_PER_TURN + rolls_left], self._by_open[open_mask]))
-            out[SCORE_NOW_SLICE] *= out[OPEN_SLICE]
+            out[self._score_now] *= out[self._open]
             return out
         roll = np.asarray(roll)
-        out = np.empty((*roll.shape, OBS_SIZE), dtype=np.float32)
+        out = np.empty((*roll.shape, self.size), dtype=np.float32)
         # Gathers straight into the output: much faster than concatenating gathered pieces.
-        np.take(self._by_roll, roll * R.ROLLS_PER_TURN + rolls_left, axis=0, out=out[..., :51], mode="clip")
-        np.take(self._by_open, open_mask, axis=0, out=out[..., 51:], mode="clip")
-        out[..., SCORE_NOW_SLICE] *= out[..., OPEN_SLICE]
+        cut = self._roll_part
+        np.take(self._by_roll, roll * R.ROLLS_PER_TURN + rolls_left, axis=0, out=out[..., :cut], mode="clip")
+        np.take(self._by_open, open_mask, axis=0, out=out[..., cut:], mode="clip")
+        out[..., self._score_now] *= out[..., self._open]
         return out
 
-    @staticmethod
-    def decode(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The state ``(roll, rolls_left, open_mask)`` behind flat observations of shape ``(..., 64)``."""
+    def decode(self, obs: np.ndarray) -> State:
+        """The state behind flat observations: :meth:`flat`'s inverse.
+
+        Args:
+            obs: One flat observation ``(size,)`` or a batch ``(..., size)``.
+
+        Returns:
+            ``State(roll, rolls_left, open_mask)``: ints for one observation, ``np.intp`` arrays for a batch.
+
+        Raises:
+            ValueError: ``obs`` does not end in an axis of this encoder's size.
+        """
         obs = np.asarray(obs)
-        dice = obs[..., DICE_SLICE].reshape(*obs.shape[:-1], R.NUM_DICE, R.NUM_FACES).argmax(axis=-1) + 1
-        roll = R.roll_index(dice)
-        rolls_left = obs[..., ROLLS_LEFT_SLICE].argmax(axis=-1)
-        open_mask = (obs[..., OPEN_SLICE] > 0.5) @ (1 << np.arange(R.NUM_CATEGORIES))
-        return np.asarray(roll), rolls_left, open_mask
+        if obs.ndim == 0 or obs.shape[-1] != self.size:
+            raise ValueError(f"expected flat observations of shape (..., {self.size}), got {obs.shape}")
+        layout = self.layout
+        dice = obs[..., layout["dice"]].reshape(*obs.shape[:-1], R.NUM_DICE, R.NUM_FACES).argmax(axis=-1) + 1
+        roll = np.asarray(R.roll_index(dice), dtype=np.intp)
+        rolls_left = obs[..., layout["rolls_left"]].argmax(axis=-1).astype(np.intp)
+        bits = np.left_shift(1, np.arange(self.rules.num_categories), dtype=np.intp)
+        open_mask = (obs[..., self._open] > 0.5) @ bits
+        if obs.ndim == 1:
+            return State(int(roll), int(rolls_left), int(open_mask))
+        return State(roll, rolls_left, open_mask)
+
+    def observe(self, game: GameState, observation_type: str = "flat"):
+        """The observation of every game of a :class:`~yacht_env.game.GameState` (or of its one game)."""
+        if observation_type == "flat":
+            return self.flat(game.roll, game.rolls_left, game.open_mask)
+        return self.structured(game.roll, game.rolls_left, game.open_mask)
 
     def structured(self, roll, rolls_left, open_mask) -> dict[str, np.ndarray]:
         """The ``Dict`` observation; batched arrays gain a leading axis."""
         return {
             "dice": R.ROLLS[roll].copy(),
             "rolls_left": np.int64(rolls_left) if np.ndim(rolls_left) == 0 else np.array(rolls_left, dtype=np.int64),
-            "open_categories": R.OPEN_BITS[open_mask].astype(np.int8),
+            "open_categories": R.open_bits(self.rules.num_categories)[open_mask].astype(np.int8),
         }

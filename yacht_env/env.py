@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import operator
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -11,56 +11,53 @@ from gymnasium import spaces
 
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
+from yacht_env.game import GameState, draw_stream, parse_dice_stream
+from yacht_env.rules import is_int
 
 ILLEGAL_ACTION_POLICIES = ("ignore", "raise")
 OBSERVATION_TYPES = ("flat", "dict")
-DICE_STREAM_SHAPE = (R.NUM_CATEGORIES, R.ROLLS_PER_TURN, R.NUM_DICE)
 
 
-def check_env_options(
-    observation_type: str, illegal_action: str, illegal_action_penalty: float, max_illegal_actions: int | None
+def _is_finite_number(value: object) -> bool:
+    if not (is_int(value) or isinstance(value, (float, np.floating))):
+        return False
+    try:
+        return math.isfinite(float(value))  # type: ignore[arg-type]
+    except OverflowError:  # an int too large for a float, e.g. 10**400
+        return False
+
+
+def configure(
+    env: gym.Env | gym.vector.VectorEnv,
+    rules: str | R.Rules,
+    observation_type: str,
+    canonical_keeps: bool,
+    illegal_action: str,
+    illegal_action_penalty: float,
+    max_illegal_actions: int | None,
 ) -> None:
-    """Validates the options the single and vector envs share; raises ``ValueError`` on bad ones."""
-    if observation_type not in OBSERVATION_TYPES:
-        raise ValueError(f"observation_type must be one of {OBSERVATION_TYPES}, got {observation_type!r}")
-    if illegal_action not in ILLEGAL_ACTION_POLICIES:
-        raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_POLICIES}, got {illegal_action!r}")
-    if (
-        not isinstance(illegal_action_penalty, (int, float, np.integer, np.floating))
-        or isinstance(illegal_action_penalty, bool)
-        or not np.isfinite(illegal_action_penalty)
-    ):
-        raise ValueError(f"illegal_action_penalty must be a finite number, got {illegal_action_penalty!r}")
-    if max_illegal_actions is not None and (
-        not isinstance(max_illegal_actions, (int, np.integer))
-        or isinstance(max_illegal_actions, bool)
-        or max_illegal_actions < 1
-    ):
-        raise ValueError(f"max_illegal_actions must be a positive int or None, got {max_illegal_actions!r}")
-
-
-def dice_stream_codes(options: dict[str, Any] | None, leading: tuple[int, ...] = ()) -> np.ndarray | None:
-    """The reset option ``dice_stream`` (``leading + (12, 3, 5)`` dice in 1..6) as prefix codes of its
-    rows, shape ``leading + (36, 6)`` (row ``3 * turn + j`` is roll ``j`` of the turn); ``None`` if absent.
+    """Validates the options the single and vector envs share and sets them on ``env``, with its encoder.
 
     Raises:
-        ValueError: an unknown option, or a stream of the wrong shape or values.
+        ValueError: a bad option, named with what is accepted.
     """
-    options = options or {}
-    unknown = set(options) - {"dice_stream"}
-    if unknown:
-        raise ValueError(f"unknown reset options {sorted(unknown)}; accepted: ['dice_stream']")
-    if "dice_stream" not in options:
-        return None
-    shape = leading + DICE_STREAM_SHAPE
-    try:
-        array = np.asarray(options["dice_stream"])
-        ok = array.shape == shape and np.issubdtype(array.dtype, np.integer) and ((array >= 1) & (array <= 6)).all()
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ValueError(f"dice_stream must be an int array of shape {shape} with values in 1..6")
-    return R.prefix_codes(array.reshape(*leading, -1, R.NUM_DICE))
+    if not isinstance(observation_type, str) or observation_type not in OBSERVATION_TYPES:
+        raise ValueError(f"observation_type must be one of {OBSERVATION_TYPES}, got {observation_type!r}")
+    if not isinstance(canonical_keeps, (bool, np.bool_)):
+        raise ValueError(f"canonical_keeps must be True or False, got {canonical_keeps!r}")
+    if not isinstance(illegal_action, str) or illegal_action not in ILLEGAL_ACTION_POLICIES:
+        raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_POLICIES}, got {illegal_action!r}")
+    if not _is_finite_number(illegal_action_penalty):
+        raise ValueError(f"illegal_action_penalty must be a finite number, got {illegal_action_penalty!r}")
+    if max_illegal_actions is not None and (not is_int(max_illegal_actions) or max_illegal_actions < 1):
+        raise ValueError(f"max_illegal_actions must be a positive int or None, got {max_illegal_actions!r}")
+    env.rules = R.get_rules(rules)
+    env.observation_type = observation_type
+    env.canonical_keeps = bool(canonical_keeps)
+    env.illegal_action = illegal_action
+    env.illegal_action_penalty = float(illegal_action_penalty)
+    env.max_illegal_actions = None if max_illegal_actions is None else int(max_illegal_actions)
+    env._encoder = ObservationEncoder(env.rules)
 
 
 class YachtEnv(gym.Env):
@@ -159,46 +156,23 @@ class YachtEnv(gym.Env):
         max_illegal_actions: int | None = 100,
         render_mode: str | None = None,
     ) -> None:
-        check_env_options(observation_type, illegal_action, illegal_action_penalty, max_illegal_actions)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
-        self.rules = R.get_rules(rules)
-        self.observation_type = observation_type
-        self.canonical_keeps = bool(canonical_keeps)
-        self.illegal_action = illegal_action
-        self.illegal_action_penalty = float(illegal_action_penalty)
-        self.max_illegal_actions = max_illegal_actions
+        configure(
+            self, rules, observation_type, canonical_keeps, illegal_action, illegal_action_penalty, max_illegal_actions
+        )
         self.render_mode = render_mode
-
-        self._encoder = ObservationEncoder(self.rules)
-        self._score = R.score_table(self.rules)
-        self.action_space = spaces.Discrete(R.NUM_ACTIONS)
+        self.action_space = spaces.Discrete(self.rules.num_actions)
         self.observation_space = self._encoder.flat_space if observation_type == "flat" else self._encoder.dict_space
-
-        self._codes = np.zeros((R.NUM_CATEGORIES * R.ROLLS_PER_TURN, R.NUM_DICE + 1), dtype=np.int32)
-        self._roll = 0
-        self._rolls_left = 0
-        self._open = 0
-        self._turn = 0
-        self._sheet: list[int | None] = [None] * R.NUM_CATEGORIES
-        self._total = 0
+        self._game = GameState(self.rules, canonical_keeps=self.canonical_keeps)  # one game: the rules' state
         self._illegal_count = 0
         self._done = True
-        self._mask = np.zeros(R.NUM_ACTIONS, dtype=bool)
 
     # ---------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        # The game's dice: row 3 * turn + j holds roll j of the turn, as rules.prefix_codes.
-        self._codes = dice_stream_codes(options)
-        if self._codes is None:
-            self._codes = R.draw_prefix_codes(self.np_random, (R.NUM_CATEGORIES * R.ROLLS_PER_TURN,))
-        self._turn = 0
-        self._roll = R.roll_from_code(self._codes[0, R.NUM_DICE])
-        self._rolls_left = R.MAX_ROLLS_LEFT
-        self._open = R.ALL_OPEN
-        self._sheet = [None] * R.NUM_CATEGORIES
-        self._total = 0
+        stream = parse_dice_stream(options, self.rules)
+        self._game.start(draw_stream(self.np_random, self.rules) if stream is None else stream)
         self._illegal_count = 0
         self._done = False
         if self.render_mode == "human":
@@ -208,49 +182,36 @@ class YachtEnv(gym.Env):
     def step(self, action):
         if self._done:
             raise ValueError("the episode is over; call reset() before step()")
-        try:
-            action = operator.index(action)
-        except TypeError:
-            raise ValueError(f"action must be an int in 0..{R.NUM_ACTIONS - 1}, got {action!r}") from None
-        if not 0 <= action < R.NUM_ACTIONS:
-            raise ValueError(f"action must be an int in 0..{R.NUM_ACTIONS - 1}, got {action!r}")
+        if isinstance(action, np.ndarray) and action.shape == ():
+            action = action[()]  # a 0-d array, as some wrappers pass it
+        if not is_int(action) or not 0 <= action < self.rules.num_actions:
+            raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
+        action = int(action)
+        game = self._game
         terminated = truncated = False
-        reward = 0.0
-        legal = bool(self._mask[action])  # the mask this state was shown with: one source of legality
-        if not legal:
+        legal = bool(game.mask[action])  # the mask this state was shown with: one source of legality
+        if legal:
+            points, terminated = game.play(action)
+            reward = float(points)
+        else:
             if self.illegal_action == "raise":
-                raise ValueError(R.describe_illegal(action, self._roll, self._rolls_left))
+                raise ValueError(R.describe_illegal(action, game.roll, game.rolls_left, self.rules.categories))
             self._illegal_count += 1
             reward = self.illegal_action_penalty
             truncated = self.max_illegal_actions is not None and self._illegal_count >= self.max_illegal_actions
-        elif action < R.PICK_OFFSET:
-            row = self._turn * R.ROLLS_PER_TURN + R.ROLLS_PER_TURN - self._rolls_left
-            self._roll = R.reroll(self._roll, action, self._codes[row])
-            self._rolls_left -= 1
-        else:
-            category = action - R.PICK_OFFSET
-            points = int(self._score[self._roll, category])
-            self._sheet[category] = points
-            self._total += points
-            self._open &= ~(1 << category)
-            reward = float(points)
-            if self._open == 0:
-                terminated = True
-                self._rolls_left = 0
-            else:
-                self._turn += 1
-                self._roll = R.roll_from_code(self._codes[self._turn * R.ROLLS_PER_TURN, R.NUM_DICE])
-                self._rolls_left = R.MAX_ROLLS_LEFT
         self._done = terminated or truncated
         if self.render_mode == "human":
             self.render()
         return self._get_obs(), reward, terminated, truncated, self._get_info(not legal)
 
     def action_masks(self) -> np.ndarray:
-        """The legal actions now, bool of shape (44,) (the method sb3-contrib's MaskablePPO calls)."""
+        """The legal actions now, bool of shape ``(num_actions,)`` (the method sb3-contrib's MaskablePPO calls).
+
+        A new array each call: writing to it cannot change the env.
+        """
         if self._done:
-            return np.zeros(R.NUM_ACTIONS, dtype=bool)
-        return R.legal_action_mask(self._roll, self._rolls_left, self._open, self.canonical_keeps)
+            return np.zeros(self.rules.num_actions, dtype=bool)
+        return self._game.mask.copy()
 
     def render(self) -> str | None:
         if self.render_mode is None:
@@ -264,33 +225,35 @@ class YachtEnv(gym.Env):
 
     # ---------------------------------------------------------------------------------------------
     def _get_obs(self):
-        if self.observation_type == "flat":
-            return self._encoder.flat(self._roll, self._rolls_left, self._open)
-        return self._encoder.structured(self._roll, self._rolls_left, self._open)
+        return self._encoder.observe(self._game, self.observation_type)
 
     def _get_info(self, illegal: bool) -> dict[str, Any]:
-        self._mask = self.action_masks()
+        game = self._game
         return {
-            "dice": R.ROLL_TUPLES[self._roll],
-            "rolls_left": self._rolls_left,
-            "scores": dict(zip(R.CATEGORIES, self._sheet, strict=True)),
-            "total": self._total,
-            "action_mask": self._mask.view(np.int8),
+            "dice": R.ROLL_TUPLES[game.roll],
+            "rolls_left": game.rolls_left,
+            "scores": {
+                k: None if v < 0 else v for k, v in zip(self.rules.categories, game.sheet.tolist(), strict=True)
+            },
+            "total": game.total,
+            "action_mask": self.action_masks().view(np.int8),
             "illegal_action": illegal,
         }
 
     def _score_sheet(self) -> str:
-        dice = " ".join(str(v) for v in R.ROLL_TUPLES[self._roll])
-        turn = min(self._turn + 1, R.NUM_CATEGORIES)
+        game, rules = self._game, self.rules
+        dice = " ".join(str(v) for v in R.ROLL_TUPLES[game.roll])
+        turn = min(game.turn + 1, rules.num_turns)
         lines = [
-            f"Yacht ({self.rules.name})  turn {turn}/12  rolls left: {self._rolls_left}",
+            f"Yacht ({rules.name})  turn {turn}/{rules.num_turns}  rolls left: {game.rolls_left}",
             f"dice: {dice}",
             f"  {'action':>6}  {'category':<16} {'score':>5}  {'now':>4}",
         ]
-        for k, name in enumerate(R.CATEGORIES):
-            filled = self._sheet[k]
-            now = "" if filled is not None else str(int(self._score[self._roll, k]))
-            shown = "-" if filled is None else str(filled)
+        score_now = R.score_table(rules)[game.roll]
+        for k, name in enumerate(rules.categories):
+            filled = int(game.sheet[k])
+            now = "" if filled >= 0 else str(int(score_now[k]))
+            shown = "-" if filled < 0 else str(filled)
             lines.append(f"  {R.PICK_OFFSET + k:>6}  {name:<16} {shown:>5}  {now:>4}")
-        lines.append(f"  {'':>6}  {'total':<16} {self._total:>5}")
+        lines.append(f"  {'':>6}  {'total':<16} {game.total:>5}")
         return "\n".join(lines)

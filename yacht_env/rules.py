@@ -1,22 +1,24 @@
-"""The rules of Yacht: presets, scoring, dice encoding, keep-masks, legal actions and transitions.
+"""The rules of Yacht: presets, scoring, dice encoding, keep-masks and legal actions.
 
-This is the only module that knows how Yacht scores or how an action is encoded. It is pure numpy and
-imports neither gymnasium nor torch; the env, the vector env, the solver and the agents all read its
-tables.
+This module and :mod:`yacht_env.game` (the game state and its one transition, built on these tables) are
+the only places that know how Yacht scores, how an action is encoded and how a turn advances. Both are
+pure numpy and import neither gymnasium nor torch; the envs, the solver and the agents all read them.
 
 A game's whole state between decisions is three small integers:
 
 * ``roll``: which of the 252 sorted rolls is showing (a row of :data:`ROLLS`),
 * ``rolls_left``: 0, 1 or 2 re-rolls still allowed this turn,
-* ``open_mask``: a 12-bit mask of the categories still open (bit ``k`` is ``CATEGORIES[k]``).
+* ``open_mask``: a bit mask of the categories still open (bit ``k`` is ``rules.categories[k]``).
 
-Actions (``Discrete(44)``):
+Actions (``Discrete(rules.num_actions)``, 44 for Yacht's 12 categories):
 
 * ``a`` in ``0..31`` is a keep-mask: bit ``i`` set (``a >> i & 1``) keeps die ``i`` of the sorted dice,
   the other dice are re-rolled. ``31`` (keep everything) is never legal. By default only the canonical
   (numerically smallest) mask of each distinct kept multiset is legal.
-* ``a = 32 + k`` scores the dice in ``CATEGORIES[k]``.
+* ``a = 32 + k`` scores the dice in category ``k`` of the preset's sheet.
 
+Sizes that depend on the preset (categories, actions, open masks, dice-stream rows) are properties of
+:class:`Rules`; the module constants ``NUM_CATEGORIES``, ``NUM_ACTIONS``, ... are Yacht's own values.
 Every function that takes a state accepts plain ints or numpy arrays of any (matching) shape, so the
 single env and the vector env share one code path.
 """
@@ -26,7 +28,7 @@ from __future__ import annotations
 import enum
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Literal
 
@@ -67,16 +69,75 @@ class Category(enum.IntEnum):
 
 NUM_DICE = 5
 NUM_FACES = 6
-NUM_CATEGORIES = len(CATEGORIES)
 NUM_ROLLS = 252  # sorted rolls of five dice: C(10, 5)
 NUM_KEEPS = 32  # keep-masks over five dice
 KEEP_ALL = NUM_KEEPS - 1  # keeps every die, re-rolls nothing: never legal
 PICK_OFFSET = NUM_KEEPS  # action 32 + k scores category k
-NUM_ACTIONS = NUM_KEEPS + NUM_CATEGORIES  # 44
 MAX_ROLLS_LEFT = 2  # re-rolls after the automatic first roll of a turn
 ROLLS_PER_TURN = MAX_ROLLS_LEFT + 1
+MAX_CATEGORIES = 64 - NUM_KEEPS  # a state's legal actions are one 64-bit word (see legal_action_mask)
+# Yacht's own sizes (the default preset's); code that serves any preset reads them from its Rules instead.
+NUM_CATEGORIES = len(CATEGORIES)
+NUM_ACTIONS = NUM_KEEPS + NUM_CATEGORIES
 ALL_OPEN = (1 << NUM_CATEGORIES) - 1
 NUM_OPEN_MASKS = 1 << NUM_CATEGORIES
+
+
+def is_int(value: object) -> bool:
+    """Whether ``value`` is an integer (Python or numpy) and not a bool (which Python counts as an int).
+
+    The one such check of the project (every layer imports it from here: this module loads on its own).
+    """
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+# --------------------------------------------------------------------------------------------------
+# Scoring: the one place that knows what each category is worth
+# --------------------------------------------------------------------------------------------------
+# Each scorer maps a roll's face counts (``counts[f]`` = number of dice showing ``f + 1``) and the preset to
+# the points of one category. A preset lists the categories its sheet has; :func:`score_table` tabulates them.
+_FACES = np.arange(1, NUM_FACES + 1)
+
+
+def _upper(face: int) -> Callable[[np.ndarray, Rules], int]:
+    return lambda counts, rules: int(counts[face - 1]) * face
+
+
+def _total(counts: np.ndarray) -> int:
+    return int((counts * _FACES).sum())
+
+
+def _full_house(counts: np.ndarray, rules: Rules) -> int:
+    return _total(counts) if sorted(int(c) for c in counts if c) == [2, 3] else 0
+
+
+def _four_of_a_kind(counts: np.ndarray, rules: Rules) -> int:
+    if counts.max() < 4:
+        return 0
+    return 4 * int(_FACES[counts.argmax()]) if rules.four_of_a_kind == "four_dice" else _total(counts)
+
+
+def _three_of_a_kind(counts: np.ndarray, rules: Rules) -> int:
+    return _total(counts) if counts.max() >= 3 else 0
+
+
+CATEGORY_SCORERS: dict[str, Callable[[np.ndarray, Rules], int]] = {
+    "ones": _upper(1),
+    "twos": _upper(2),
+    "threes": _upper(3),
+    "fours": _upper(4),
+    "fives": _upper(5),
+    "sixes": _upper(6),
+    "full_house": _full_house,
+    "four_of_a_kind": _four_of_a_kind,
+    "little_straight": lambda counts, rules: rules.little_straight if list(counts) == [1, 1, 1, 1, 1, 0] else 0,
+    "big_straight": lambda counts, rules: rules.big_straight if list(counts) == [0, 1, 1, 1, 1, 1] else 0,
+    "choice": lambda counts, rules: _total(counts),
+    "yacht": lambda counts, rules: rules.yacht if counts.max() == NUM_DICE else 0,
+    # Not on Yacht's sheet; for custom presets (Yahtzee's lower section has it): all five dice if three match.
+    "three_of_a_kind": _three_of_a_kind,
+}
+"""Every category a preset's sheet may list, by name: ``scorer(face_counts, rules) -> points``."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -84,7 +145,7 @@ NUM_OPEN_MASKS = 1 << NUM_CATEGORIES
 # --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Rules:
-    """A rules preset: the data that tells two Yacht variants apart.
+    """A rules preset: the data that tells two Yacht variants apart, and the sizes that follow from it.
 
     Attributes:
         name: The preset's name.
@@ -93,6 +154,11 @@ class Rules:
         little_straight: Points for exactly 1-2-3-4-5.
         big_straight: Points for exactly 2-3-4-5-6.
         yacht: Points for five of a kind.
+        categories: The rows of the score sheet, in order (names from :data:`CATEGORY_SCORERS`); a game
+            has one turn per category. Defaults to Yacht's 12 (:data:`CATEGORIES`).
+
+    Every size the envs, the encoder and the solver use comes from here (:attr:`num_categories`,
+    :attr:`num_actions`, :attr:`stream_shape`, ...), so a variant is a new preset, not edits elsewhere.
     """
 
     name: str
@@ -100,14 +166,61 @@ class Rules:
     little_straight: int = 30
     big_straight: int = 30
     yacht: int = 50
+    categories: tuple[str, ...] = CATEGORIES
 
     def __post_init__(self) -> None:
         if self.four_of_a_kind not in ("four_dice", "all_dice"):
             raise ValueError(f"four_of_a_kind must be 'four_dice' or 'all_dice', got {self.four_of_a_kind!r}")
         for name in ("little_straight", "big_straight", "yacht"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 1000:
+            if not is_int(value) or not 0 <= value <= 1000:
                 raise ValueError(f"{name} must be an int in 0..1000, got {value!r}")
+        categories = self.categories
+        if (
+            not isinstance(categories, tuple)
+            or not 1 <= len(categories) <= MAX_CATEGORIES
+            or len(set(categories)) != len(categories)
+            or not all(isinstance(c, str) and c in CATEGORY_SCORERS for c in categories)
+        ):
+            raise ValueError(
+                f"categories must be a tuple of 1..{MAX_CATEGORIES} distinct names from {sorted(CATEGORY_SCORERS)}, "
+                f"got {categories!r}"
+            )
+
+    @property
+    def num_categories(self) -> int:
+        """Rows of the score sheet, and so turns in a game (12 for Yacht)."""
+        return len(self.categories)
+
+    @property
+    def num_turns(self) -> int:
+        """Turns in a solo game: one per category."""
+        return len(self.categories)
+
+    @property
+    def num_actions(self) -> int:
+        """Size of the action space: the 32 keep-masks, then one pick per category (44 for Yacht)."""
+        return NUM_KEEPS + len(self.categories)
+
+    @property
+    def all_open(self) -> int:
+        """The open mask of a new game: every category's bit set."""
+        return (1 << len(self.categories)) - 1
+
+    @property
+    def num_open_masks(self) -> int:
+        """How many open masks there are (``2 ** num_categories``)."""
+        return 1 << len(self.categories)
+
+    @property
+    def stream_shape(self) -> tuple[int, int, int]:
+        """Shape of a game's dice stream: ``(turn, roll of the turn, die)``, ``(12, 3, 5)`` for Yacht."""
+        return (len(self.categories), ROLLS_PER_TURN, NUM_DICE)
+
+    @property
+    def stream_rows(self) -> int:
+        """Rows of five dice in a game's dice stream: row ``3 * turn + j`` is roll ``j`` of the turn."""
+        return len(self.categories) * ROLLS_PER_TURN
 
     def as_dict(self) -> dict[str, object]:
         """The preset's fields, e.g. to key a cache or write a run's config."""
@@ -192,9 +305,17 @@ _ANY_KEEP = np.ones((NUM_ROLLS, NUM_KEEPS), dtype=bool)
 _ANY_KEEP[:, KEEP_ALL] = False
 _ANY_KEEP.flags.writeable = False
 
-#: ``OPEN_BITS[o, k]``: whether category ``k`` is open in open-mask ``o`` (bool, shape (4096, 12)).
-OPEN_BITS = ((np.arange(NUM_OPEN_MASKS)[:, None] >> np.arange(NUM_CATEGORIES)) & 1).astype(bool)
-OPEN_BITS.flags.writeable = False
+
+@functools.cache
+def open_bits(num_categories: int = NUM_CATEGORIES) -> np.ndarray:
+    """``OPEN_BITS[o, k]``: whether category ``k`` is open in open mask ``o`` (bool, ``(2 ** n, n)``, read-only)."""
+    table = ((np.arange(1 << num_categories)[:, None] >> np.arange(num_categories)) & 1).astype(bool)
+    table.flags.writeable = False
+    return table
+
+
+#: :func:`open_bits` of Yacht's 12 categories, shape (4096, 12).
+OPEN_BITS = open_bits(NUM_CATEGORIES)
 
 
 def _transition_matrix() -> np.ndarray:
@@ -246,79 +367,67 @@ def validate_dice(dice: object) -> np.ndarray:
     return np.array(values, dtype=np.int8)
 
 
-def category_index(category: int | str | Category) -> int:
-    """The index 0..11 of a category given by name, index or :class:`Category`.
+def category_index(category: int | str | Category, rules: str | Rules = "standard") -> int:
+    """The index of a category of ``rules``' sheet given by name, index or :class:`Category`.
 
     Raises:
-        ValueError: not one of the 12 categories.
+        ValueError: not one of the preset's categories.
     """
+    categories = get_rules(rules).categories
     if isinstance(category, str):
-        if category in CATEGORIES:
-            return CATEGORIES.index(category)
-    elif isinstance(category, (int, np.integer)) and not isinstance(category, bool):
-        if 0 <= category < NUM_CATEGORIES:
+        if category in categories:
+            return categories.index(category)
+    elif is_int(category):
+        if 0 <= category < len(categories):
             return int(category)
-    raise ValueError(f"unknown category {category!r}; expected a name in {CATEGORIES}, an index 0..11 or a Category")
+    raise ValueError(
+        f"unknown category {category!r}; expected a name in {categories}, an index 0..{len(categories) - 1} "
+        f"or a Category"
+    )
 
 
-def open_mask_from(open_categories: object) -> int:
-    """A 12-bit open mask from category names/indices, a 12-long 0/1 or boolean mask, or an int mask.
+def open_mask_from(open_categories: object, rules: str | Rules = "standard") -> int:
+    """An open mask (bit ``k``: category ``k``) from category names/indices, a 0/1 or boolean mask with one
+    entry per category, or an int mask.
 
     Raises:
-        ValueError: the argument cannot be read as a set of categories.
+        ValueError: the argument cannot be read as a set of ``rules``' categories.
     """
-    if isinstance(open_categories, (int, np.integer)) and not isinstance(open_categories, bool):
-        if 0 <= open_categories <= ALL_OPEN:
+    rules = get_rules(rules)
+    n = rules.num_categories
+    if is_int(open_categories):
+        if 0 <= open_categories <= rules.all_open:
             return int(open_categories)
-        raise ValueError(f"an open mask must be an int in 0..{ALL_OPEN}, got {open_categories!r}")
+        raise ValueError(f"an open mask must be an int in 0..{rules.all_open}, got {open_categories!r}")
     if isinstance(open_categories, str):
         open_categories = [open_categories]
     try:
         items = list(open_categories)  # type: ignore[call-overload]
     except TypeError:
         raise ValueError(
-            f"open categories must be names/indices, a 12-long boolean mask or an int mask, got {open_categories!r}"
+            f"open categories must be names/indices, a {n}-long boolean mask or an int mask, got {open_categories!r}"
         ) from None
-    # A 12-long run of 0/1 (bools or ints, e.g. a slice of an action mask) is a mask, not indices.
-    if len(items) == NUM_CATEGORIES and all(
-        isinstance(v, (bool, np.bool_, int, np.integer)) and v in (0, 1) for v in items
-    ):
+    # A run of 0/1 as long as the sheet (bools or ints, e.g. a slice of an action mask) is a mask, not indices.
+    if len(items) == n and all(isinstance(v, (bool, np.bool_, int, np.integer)) and v in (0, 1) for v in items):
         return sum(1 << k for k, is_open in enumerate(items) if is_open)
     mask = 0
     for item in items:
-        mask |= 1 << category_index(item)
+        mask |= 1 << category_index(item, rules)
     return mask
 
 
 # --------------------------------------------------------------------------------------------------
-# Scoring: the one place that knows what each category is worth
+# Score tables
 # --------------------------------------------------------------------------------------------------
-def _score_counts(counts: np.ndarray, rules: Rules) -> list[int]:
-    """Points of each category for a roll given by its face counts (counts[f] = number of f+1s)."""
-    faces = np.arange(1, NUM_FACES + 1)
-    total = int((counts * faces).sum())
-    most = int(counts.max())
-    most_face = int(faces[counts.argmax()])
-    upper = [int(counts[f] * faces[f]) for f in range(NUM_FACES)]
-    full_house = total if sorted(c for c in counts if c) == [2, 3] else 0
-    if most >= 4:
-        four_of_a_kind = 4 * most_face if rules.four_of_a_kind == "four_dice" else total
-    else:
-        four_of_a_kind = 0
-    little = rules.little_straight if list(counts) == [1, 1, 1, 1, 1, 0] else 0
-    big = rules.big_straight if list(counts) == [0, 1, 1, 1, 1, 1] else 0
-    yacht = rules.yacht if most == NUM_DICE else 0
-    return [*upper, full_house, four_of_a_kind, little, big, total, yacht]
-
-
 @functools.cache
 def score_table(rules: str | Rules = "standard") -> np.ndarray:
-    """``SCORE[r, k]``: points for scoring sorted roll ``r`` in category ``k`` (int16, shape (252, 12)).
+    """``SCORE[r, k]``: points for scoring sorted roll ``r`` in category ``k`` (int16, ``(252, num_categories)``).
 
-    Built once per preset and read-only.
+    Built once per preset from :data:`CATEGORY_SCORERS` and read-only.
     """
     rules = get_rules(rules)
-    table = np.array([_score_counts(counts, rules) for counts in ROLL_COUNTS], dtype=np.int16)
+    scorers = [CATEGORY_SCORERS[name] for name in rules.categories]
+    table = np.array([[scorer(counts, rules) for scorer in scorers] for counts in ROLL_COUNTS], dtype=np.int16)
     table.flags.writeable = False
     return table
 
@@ -328,7 +437,7 @@ def score(dice: Sequence[int], category: int | str | Category, rules: str | Rule
 
     Args:
         dice: Five dice values in 1..6, in any order.
-        category: A name from :data:`CATEGORIES`, an index 0..11 or a :class:`Category`.
+        category: A name from the preset's categories (:data:`CATEGORIES`), its index or a :class:`Category`.
         rules: A preset name (``"standard"``, ``"classic"``) or a :class:`Rules`.
 
     Raises:
@@ -339,8 +448,8 @@ def score(dice: Sequence[int], category: int | str | Category, rules: str | Rule
         (16, 17)
     """
     values = validate_dice(dice)
-    k = category_index(category)
-    return int(score_table(get_rules(rules))[roll_index(values), k])
+    rules = get_rules(rules)
+    return int(score_table(rules)[roll_index(values), category_index(category, rules)])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -363,15 +472,17 @@ _KEEP_ROWS = {  # row 3 * roll + rolls_left: the legal keep-masks as 32 bools
 }
 
 
-def legal_action_mask(roll, rolls_left, open_mask, canonical_keeps: bool = True) -> np.ndarray:
-    """Legal actions of a state, shape ``(..., 44)`` bool.
+def legal_action_mask(
+    roll, rolls_left, open_mask, canonical_keeps: bool = True, num_categories: int = NUM_CATEGORIES
+) -> np.ndarray:
+    """Legal actions of a state, shape ``(..., 32 + num_categories)`` bool (``Rules.num_actions``).
 
     Keep-masks are legal while re-rolls are left (never ``31``; only canonical masks unless
     ``canonical_keeps`` is False); a category pick is legal iff that category is open.
     """
     if type(roll) is int:  # the single env's fast path
         keeps = _KEEP_ROWS[canonical_keeps][roll * ROLLS_PER_TURN + rolls_left]
-        return np.concatenate((keeps, OPEN_BITS[open_mask]))
+        return np.concatenate((keeps, open_bits(num_categories)[open_mask]))
     # Action a is bit a of one 64-bit word per state; unpacking the words is faster than gathers.
     words = _KEEP_WORDS[canonical_keeps][np.asarray(roll) * ROLLS_PER_TURN + rolls_left] | (
         np.asarray(open_mask, dtype=np.uint64) << np.uint64(NUM_KEEPS)
@@ -379,7 +490,7 @@ def legal_action_mask(roll, rolls_left, open_mask, canonical_keeps: bool = True)
     words = np.asarray(words, dtype="<u8")
     shape = words.shape
     as_bytes = words.reshape(-1).view(np.uint8).reshape(*shape, 8)
-    return np.unpackbits(as_bytes, axis=-1, count=NUM_ACTIONS, bitorder="little").view(bool)
+    return np.unpackbits(as_bytes, axis=-1, count=NUM_KEEPS + num_categories, bitorder="little").view(bool)
 
 
 # A re-roll replaces the unkept dice by the FIRST m values of a row of five fresh dice (m = number of
@@ -456,10 +567,10 @@ def reroll(roll, keep_mask, fresh_codes) -> np.ndarray | int:
     return roll_from_code(KEPT_CODE[roll, keep_mask] + fresh)
 
 
-def describe_illegal(action: int, roll: int, rolls_left: int) -> str:
+def describe_illegal(action: int, roll: int, rolls_left: int, categories: Sequence[str] = CATEGORIES) -> str:
     """Why ``action`` is illegal in a state (assumes it is, under the env's legality rules)."""
     if action >= PICK_OFFSET:
-        return f"action {action} scores {CATEGORIES[action - PICK_OFFSET]!r}, which is already filled"
+        return f"action {action} scores {categories[action - PICK_OFFSET]!r}, which is already filled"
     if rolls_left == 0:
         return f"action {action} is a keep-mask but no re-rolls are left this turn"
     if action == KEEP_ALL:

@@ -55,10 +55,21 @@ _KEPT_SIZE = np.array([len(kept) for kept in R.KEPT])
 NUM_PROPER_KEPT = int((_KEPT_SIZE < R.NUM_DICE).sum())
 assert (_KEPT_SIZE[:NUM_PROPER_KEPT] < R.NUM_DICE).all(), "rules.KEPT is expected to be ordered by size"
 assert (np.delete(R.KEEP, R.KEEP_ALL, axis=1) < NUM_PROPER_KEPT).all()
-KEEP_VALUES_SHAPE = (R.MAX_ROLLS_LEFT, R.NUM_OPEN_MASKS, NUM_PROPER_KEPT)
 
-_CATEGORY_BITS = 1 << np.arange(R.NUM_CATEGORIES)
-_POPCOUNT = R.OPEN_BITS.sum(axis=1)
+
+def keep_values_shape(rules: str | R.Rules = "standard") -> tuple[int, int, int]:
+    """Shape of :attr:`Solution.keep_values`: ``(2, num_open_masks, 210)``."""
+    return (R.MAX_ROLLS_LEFT, R.get_rules(rules).num_open_masks, NUM_PROPER_KEPT)
+
+
+#: Yacht's (12 categories): (2, 4096, 210).
+KEEP_VALUES_SHAPE = keep_values_shape()
+
+
+def _category_bits(rules: R.Rules) -> np.ndarray:
+    return 1 << np.arange(rules.num_categories)
+
+
 # KEEP with the keep-all column (never legal, and never valued) pointed at column 0, so gathers stay in bounds.
 _KEEP_PROPER = R.KEEP.astype(np.intp)
 _KEEP_PROPER[:, R.KEEP_ALL] = 0
@@ -109,18 +120,21 @@ def _best_keep(keep_values: np.ndarray) -> np.ndarray:
 
 
 def _solve_arrays(rules: R.Rules) -> tuple[np.ndarray, np.ndarray]:
-    """Backward induction: returns ``start_values`` (4096,) and ``keep_values`` (2, 4096, 210), float64."""
-    score = R.score_table(rules).astype(np.float64)  # (252, 12)
+    """Backward induction: returns ``start_values`` (4096,) and ``keep_values`` (2, 4096, 210), float64
+    (for Yacht's 12 categories; ``num_open_masks`` in general)."""
+    score = R.score_table(rules).astype(np.float64)  # (252, num_categories)
     transition_t = np.ascontiguousarray(R.TRANSITION[:NUM_PROPER_KEPT].T)  # (252, 210)
     first_roll = R.TRANSITION[0]
-    start_values = np.zeros(R.NUM_OPEN_MASKS)
-    keep_values = np.zeros(KEEP_VALUES_SHAPE)
-    for popcount in range(1, R.NUM_CATEGORIES + 1):
-        masks = np.flatnonzero(_POPCOUNT == popcount)
+    open_bits, category_bits = R.open_bits(rules.num_categories), _category_bits(rules)
+    popcounts = open_bits.sum(axis=1)
+    start_values = np.zeros(rules.num_open_masks)
+    keep_values = np.zeros(keep_values_shape(rules))
+    for popcount in range(1, rules.num_categories + 1):
+        masks = np.flatnonzero(popcounts == popcount)
         # Picking k scores it now and leaves O without k, whose value is already known.
-        leave = np.where(R.OPEN_BITS[masks], start_values[masks[:, None] & ~_CATEGORY_BITS], -np.inf)
+        leave = np.where(open_bits[masks], start_values[masks[:, None] & ~category_bits], -np.inf)
         value = np.full((len(masks), R.NUM_ROLLS), -np.inf)  # V0, (n, 252)
-        for k in range(R.NUM_CATEGORIES):  # 12 passes over (n, 252) beat one max over a short last axis
+        for k in range(rules.num_categories):  # one pass per category beats one max over a short last axis
             np.maximum(value, leave[:, k, None] + score[:, k], out=value)
         pick_now = value
         for t in range(1, R.MAX_ROLLS_LEFT + 1):
@@ -145,11 +159,15 @@ def _check_state_array(name: str, value: object, low: int, high: int, what: str)
     return array.astype(np.intp, copy=False)
 
 
-def _check_states(roll, rolls_left, open_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check_states(rules: R.Rules, roll, rolls_left, open_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     roll = _check_state_array("roll", roll, 0, R.NUM_ROLLS - 1, "a sorted-roll index, see rules.roll_index")
     rolls_left = _check_state_array("rolls_left", rolls_left, 0, R.MAX_ROLLS_LEFT, "re-rolls left this turn")
     open_mask = _check_state_array(
-        "open_mask", open_mask, 1, R.ALL_OPEN, "a 12-bit mask of the open categories, at least one open"
+        "open_mask",
+        open_mask,
+        1,
+        rules.all_open,
+        f"a {rules.num_categories}-bit mask of the open categories, at least one open",
     )
     try:
         return tuple(np.broadcast_arrays(roll, rolls_left, open_mask))  # type: ignore[return-value]
@@ -186,9 +204,10 @@ class Solution:
         self.keep_values = np.asarray(keep_values, dtype=np.float64)
         self.start_values.flags.writeable = False
         self.keep_values.flags.writeable = False
-        self.expected_score = float(self.start_values[R.ALL_OPEN])
+        self.expected_score = float(self.start_values[rules.all_open])
         self.source = source
         self._score = R.score_table(rules).astype(np.float64)
+        self._category_bits = _category_bits(rules)
 
     def __repr__(self) -> str:
         return f"Solution(rules={self.rules.name!r}, expected_score={self.expected_score:.4f})"
@@ -200,11 +219,12 @@ class Solution:
         includes its own points) if it is taken and optimal play follows. Legality is exactly
         :func:`yacht_env.rules.legal_action_mask` with ``canonical_keeps``.
         """
-        roll, rolls_left, open_mask = _check_states(roll, rolls_left, open_mask)
-        legal = R.legal_action_mask(roll, rolls_left, open_mask, canonical_keeps)
-        picks = self._score[roll] + self.start_values[open_mask[..., None] & ~_CATEGORY_BITS]
+        rules = self.rules
+        roll, rolls_left, open_mask = _check_states(rules, roll, rolls_left, open_mask)
+        legal = R.legal_action_mask(roll, rolls_left, open_mask, canonical_keeps, rules.num_categories)
+        picks = self._score[roll] + self.start_values[open_mask[..., None] & ~self._category_bits]
         # Row (t - 1) * 4096 + O of the flattened keep values; rolls_left 0 reads row O (masked out anyway).
-        row = np.maximum(rolls_left - 1, 0)[..., None] * R.NUM_OPEN_MASKS + open_mask[..., None]
+        row = np.maximum(rolls_left - 1, 0)[..., None] * rules.num_open_masks + open_mask[..., None]
         keeps = self.keep_values.reshape(-1, NUM_PROPER_KEPT)[row, _KEEP_PROPER[roll]]
         return np.where(legal, np.concatenate([keeps, picks], axis=-1), -np.inf)
 
@@ -237,7 +257,7 @@ class Solution:
             raise ValueError(f"rolls_left must be an int in 0..{R.MAX_ROLLS_LEFT}, got {rolls_left!r}")
         if not 0 <= rolls_left <= R.MAX_ROLLS_LEFT:
             raise ValueError(f"rolls_left must be an int in 0..{R.MAX_ROLLS_LEFT}, got {rolls_left!r}")
-        open_mask = R.open_mask_from(open_categories)
+        open_mask = R.open_mask_from(open_categories, self.rules)
         if open_mask == 0:
             raise ValueError(
                 f"open_categories must name at least one open category (the game is over otherwise), "
@@ -310,8 +330,8 @@ def _load(path: Path, rules: R.Rules) -> Solution | None:
         return None
     ok = (
         key == cache_key(rules)
-        and start_values.shape == (R.NUM_OPEN_MASKS,)
-        and keep_values.shape == KEEP_VALUES_SHAPE
+        and start_values.shape == (rules.num_open_masks,)
+        and keep_values.shape == keep_values_shape(rules)
         and start_values.dtype == np.float64
         and keep_values.dtype == np.float64
         and start_values[0] == 0.0

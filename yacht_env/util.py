@@ -1,7 +1,7 @@
-"""Small helpers the whole project shares: the "an int, not a bool" check and atomic file writes.
+"""Atomic file writes, shared by every layer that writes files (solver cache, evaluation, training).
 
-Pure Python and numpy, like the rules core, so every layer (rules, solver cache, evaluation, training)
-can use them.
+(The project's other small shared check, "an int, not a bool", is :func:`yacht_env.rules.is_int`: the
+rules core must load on its own, so it cannot import this module.)
 """
 
 from __future__ import annotations
@@ -13,14 +13,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
 TEMP_SUFFIX = ".tmp"
-
-
-def is_int(value: object) -> bool:
-    """Whether ``value`` is an integer (Python or numpy) and not a bool (which Python counts as an int)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _temp_name(path: Path) -> Path:

@@ -32,7 +32,7 @@ from yacht_env.vector import YachtVectorEnv
 PRESET_NAMES = ("standard", "classic")
 AUTORESET_MODES = ("next_step", "same_step")
 MODE_ENUM = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
-INFO_KEYS = ("dice", "rolls_left", "scores", "total", "action_mask", "illegal_action")
+INFO_KEYS = ("dice", "rolls_left", "scores", "total", "action_mask", "illegal_action", "illegal_actions")
 
 
 def uniform_legal(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
@@ -58,19 +58,16 @@ def assert_same_obs(vector_row, single) -> None:
         np.testing.assert_array_equal(vector_row, single)
 
 
-def scores_row(single_info: dict) -> list[int]:
-    """The single env's score sheet as the vector env writes it: -1 for open categories."""
-    return [-1 if points is None else points for points in single_info["scores"].values()]
-
-
 def assert_same_info(info: dict, i: int, single_info: dict) -> None:
-    """Game ``i`` of the vector env's batched info equals the single env's info."""
-    assert tuple(info["dice"][i].tolist()) == single_info["dice"]
+    """Game ``i`` of the vector env's batched info equals the single env's info: same keys, values and dtypes."""
+    assert set(single_info) == set(INFO_KEYS)
+    for key in ("dice", "scores", "action_mask"):
+        assert info[key].dtype == single_info[key].dtype, key
+        np.testing.assert_array_equal(info[key][i], single_info[key], err_msg=key)
     assert info["rolls_left"][i] == single_info["rolls_left"]
-    assert info["scores"][i].tolist() == scores_row(single_info)
     assert info["total"][i] == single_info["total"]
-    np.testing.assert_array_equal(info["action_mask"][i], single_info["action_mask"])
     assert bool(info["illegal_action"][i]) is single_info["illegal_action"]
+    assert info["illegal_actions"][i] == single_info["illegal_actions"]
 
 
 def assert_fresh_game(obs, info: dict, i: int, canonical_keeps: bool = True) -> None:
@@ -326,9 +323,10 @@ def test_invariants_over_many_random_games(autoreset_mode, canonical_keeps, pres
         np.testing.assert_array_equal(info["scores"] == -1, R.OPEN_BITS[open_mask])
         np.testing.assert_array_equal(info["total"], np.maximum(info["scores"], 0).sum(axis=1))
         expected_mask = R.legal_action_mask(roll, rolls_left, open_mask, canonical_keeps)
-        expected_mask[waiting] = False
+        expected_mask[waiting] = True  # waiting for the reset: every action allowed (and ignored)
         np.testing.assert_array_equal(info["action_mask"], expected_mask)
         np.testing.assert_array_equal(env.action_masks(), expected_mask)
+        assert info["action_mask"].any(axis=1).all()  # never an empty row
 
         actions = uniform_legal(rng, info["action_mask"])
         is_pick = (actions >= R.PICK_OFFSET) & ~waiting
@@ -348,7 +346,7 @@ def test_invariants_over_many_random_games(autoreset_mode, canonical_keeps, pres
         if autoreset_mode == "next_step":
             final_total = info["total"]
             assert (info["rolls_left"][terminated] == 0).all() and (env.open_mask[terminated] == 0).all()
-            assert not info["action_mask"][terminated].any()
+            assert info["action_mask"][terminated].all()  # waiting for the reset: all allowed, never empty
             for i in np.flatnonzero(waiting):
                 assert_fresh_game(obs, info, i, canonical_keeps)
         else:
@@ -373,16 +371,19 @@ def test_autoreset_ignores_the_action_of_the_reset_step(autoreset_mode):
     b.reset(seed=4)
     rng = np.random.default_rng(4)
     waited = 0
+    done = np.zeros(32, dtype=bool)
     for _ in range(80):
-        waiting = ~info["action_mask"].any(axis=1)
+        waiting = done if autoreset_mode == "next_step" else np.zeros(32, dtype=bool)  # games that ended last step
+        assert info["action_mask"][waiting].all()  # a waiting game allows every action: never an empty row
         waited += int(waiting.sum())
         actions = uniform_legal(rng, info["action_mask"])
         other = actions.copy()
         other[waiting] = (actions[waiting] + 17) % R.NUM_ACTIONS  # something else for waiting games only
         out_a, out_b = a.step(actions), b.step(other)
         info = out_a[-1]
+        done = out_a[2] | out_a[3]
         assert_same_step(out_a, out_b)
-    assert (waited > 0) == (autoreset_mode == "next_step")
+    assert waited > 0 or autoreset_mode != "next_step"
 
 
 def test_next_step_autoreset_step_has_reward_zero_and_a_fresh_game_after_truncation():
@@ -392,7 +393,7 @@ def test_next_step_autoreset_step_has_reward_zero_and_a_fresh_game_after_truncat
     obs, rewards, terminated, truncated, info = env.step(np.array([31, 33, 31]))
     assert truncated.tolist() == [True, False, True] and not terminated.any()
     assert rewards[[0, 2]].tolist() == [-5.0, -5.0]
-    assert not info["action_mask"][[0, 2]].any() and not env.action_masks()[[0, 2]].any()
+    assert info["action_mask"][[0, 2]].all() and env.action_masks()[[0, 2]].all()
     obs, rewards, terminated, truncated, info = env.step(np.array([31, 34, 40]))
     assert rewards.tolist() == [0.0, 0.0, 0.0] and not (terminated | truncated).any()
     assert info["illegal_action"].tolist() == [False, False, False]
@@ -597,14 +598,15 @@ def test_bad_num_envs_raises(num_envs):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"autoreset_mode": "disabled"}, "autoreset_mode"),
-        ({"autoreset_mode": AutoresetMode.DISABLED}, "autoreset_mode"),
+        ({"autoreset_mode": "never"}, "autoreset_mode"),
+        ({"autoreset_mode": []}, "autoreset_mode must be 'next_step', 'same_step' or 'disabled', got \\[\\]"),
         ({"observation_type": "image"}, "observation_type"),
         ({"illegal_action": "warn"}, "illegal_action"),
         ({"illegal_action_penalty": float("nan")}, "illegal_action_penalty"),
         ({"max_illegal_actions": 0}, "max_illegal_actions"),
         ({"rules": "yahtzee"}, "rules"),
-        ({"render_mode": "human"}, "render_mode"),
+        ({"canonical_keeps": "no"}, "canonical_keeps"),
+        ({"action_mask_dtype": "uint8"}, "action_mask_dtype"),
     ],
 )
 def test_bad_constructor_args_raise(kwargs, message):

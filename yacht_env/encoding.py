@@ -174,11 +174,25 @@ class ObservationEncoder:
             return State(int(roll), int(rolls_left), int(open_mask))
         return State(roll, rolls_left, open_mask)
 
-    def observe(self, game: GameState, observation_type: str = "flat"):
-        """The observation of every game of a :class:`~yacht_env.game.GameState` (or of its one game)."""
+    def space(self, observation_type: str = "flat", action_mask_dtype: str = "int8") -> spaces.Space:
+        """The observation space of one game: ``"flat"``, ``"dict"`` or ``"masked"`` (flat + action mask)."""
+        if observation_type == "flat":
+            return self.flat_space
+        if observation_type == "dict":
+            return self.dict_space
+        mask = spaces.Box(0, 1, shape=(self.rules.num_actions,), dtype=np.dtype(action_mask_dtype))
+        return spaces.Dict({"observation": self.flat_space, "action_mask": mask})
+
+    def observe(self, game: GameState, observation_type: str = "flat", action_mask: np.ndarray | None = None):
+        """The observation of every game of a :class:`~yacht_env.game.GameState` (or of its one game).
+
+        ``"masked"`` observations carry ``action_mask`` as given (the env's mask, in the dtype of its space).
+        """
         if observation_type == "flat":
             return self.flat(game.roll, game.rolls_left, game.open_mask)
-        return self.structured(game.roll, game.rolls_left, game.open_mask)
+        if observation_type == "dict":
+            return self.structured(game.roll, game.rolls_left, game.open_mask)
+        return {"observation": self.flat(game.roll, game.rolls_left, game.open_mask), "action_mask": action_mask}
 
     def structured(self, roll, rolls_left, open_mask) -> dict[str, np.ndarray]:
         """The ``Dict`` observation; batched arrays gain a leading axis."""

@@ -15,7 +15,12 @@ from yacht_env.game import GameState, draw_stream, parse_dice_stream
 from yacht_env.rules import is_int
 
 ILLEGAL_ACTION_POLICIES = ("ignore", "raise")
-OBSERVATION_TYPES = ("flat", "dict")
+OBSERVATION_TYPES = ("flat", "dict", "masked")
+ACTION_MASK_DTYPES = ("int8", "bool")
+ILLEGAL_ACTION_HINT = (
+    "Yacht: an illegal action was ignored (the state did not change; info['illegal_actions'] counts them). "
+    "Pass the action masks to the policy: env.action_masks(), info['action_mask'] or observation_type='masked'"
+)
 
 
 def _is_finite_number(value: object) -> bool:
@@ -31,6 +36,7 @@ def configure(
     env: gym.Env | gym.vector.VectorEnv,
     rules: str | R.Rules,
     observation_type: str,
+    action_mask_dtype: str,
     canonical_keeps: bool,
     illegal_action: str,
     illegal_action_penalty: float,
@@ -43,6 +49,8 @@ def configure(
     """
     if not isinstance(observation_type, str) or observation_type not in OBSERVATION_TYPES:
         raise ValueError(f"observation_type must be one of {OBSERVATION_TYPES}, got {observation_type!r}")
+    if not isinstance(action_mask_dtype, str) or action_mask_dtype not in ACTION_MASK_DTYPES:
+        raise ValueError(f"action_mask_dtype must be one of {ACTION_MASK_DTYPES}, got {action_mask_dtype!r}")
     if not isinstance(canonical_keeps, (bool, np.bool_)):
         raise ValueError(f"canonical_keeps must be True or False, got {canonical_keeps!r}")
     if not isinstance(illegal_action, str) or illegal_action not in ILLEGAL_ACTION_POLICIES:
@@ -53,11 +61,19 @@ def configure(
         raise ValueError(f"max_illegal_actions must be a positive int or None, got {max_illegal_actions!r}")
     env.rules = R.get_rules(rules)
     env.observation_type = observation_type
+    env.action_mask_dtype = action_mask_dtype
     env.canonical_keeps = bool(canonical_keeps)
     env.illegal_action = illegal_action
     env.illegal_action_penalty = float(illegal_action_penalty)
     env.max_illegal_actions = None if max_illegal_actions is None else int(max_illegal_actions)
     env._encoder = ObservationEncoder(env.rules)
+
+
+def checked_render_mode(render_mode: object, render_modes: list[str]) -> object:
+    """``render_mode`` as given; one this env cannot render warns (as Gymnasium's own envs do), never raises."""
+    if render_mode is not None and render_mode not in render_modes:
+        gym.logger.warn(f"render_mode={render_mode!r} is not one of {render_modes}; render() will return None")
+    return render_mode
 
 
 class YachtEnv(gym.Env):
@@ -81,8 +97,10 @@ class YachtEnv(gym.Env):
     * ``a = 32 + k``: score the dice in ``CATEGORIES[k]``, ending the turn; legal iff ``k`` is open.
       Scoring is allowed after any roll.
 
-    The legal actions are ``env.action_masks()`` (bool, for sb3-contrib's ``MaskablePPO``) and
-    ``info["action_mask"]`` (int8, shape ``(44,)``) on every reset and step.
+    The legal actions are ``env.action_masks()`` (bool, for sb3-contrib's ``MaskablePPO``),
+    ``info["action_mask"]`` (int8, shape ``(44,)``, for Gymnasium's ``Discrete.sample(mask=...)``) on
+    every reset and step, and, with ``observation_type="masked"``, ``obs["action_mask"]``. All are new
+    arrays or read-only: writing to them cannot change the env.
 
     ## Observation Space
     ``observation_type="flat"`` (default): ``Box(0, 1, (64,), float32)``, laid out as
@@ -94,6 +112,11 @@ class YachtEnv(gym.Env):
 
     ``observation_type="dict"``: ``Dict(dice=Box(1, 6, (5,), int8), rolls_left=Discrete(3),
     open_categories=MultiBinary(12))``. The layout lives in ``yacht_env/encoding.py``.
+
+    ``observation_type="masked"``: the mask inside the observation, PettingZoo's and Tianshou's
+    convention: ``Dict(observation=<the flat Box>, action_mask=Box(0, 1, (44,), int8))``; with
+    ``action_mask_dtype="bool"`` the mask is a bool ``Box`` (for libraries that index with it, e.g.
+    TorchRL's ``ActionMask``).
 
     ## Starting State
     All 12 categories open, a first roll of five dice drawn, two re-rolls left.
@@ -109,30 +132,37 @@ class YachtEnv(gym.Env):
     steps. Stepping a finished episode raises ``ValueError``; call ``reset()``.
 
     ## Information
-    On reset and every step: ``"dice"`` (tuple of 5 ints, sorted ascending), ``"rolls_left"`` (0..2),
-    ``"scores"`` (dict category name -> points, ``None`` while open), ``"total"`` (int),
-    ``"action_mask"`` (int8 (44,)), ``"illegal_action"`` (bool: whether this step's action was
-    ignored as illegal). To run many games, use the native vector env (what
-    ``gymnasium.make_vec("Yacht-v0", num_envs=N)`` returns): gymnasium's ``SyncVectorEnv`` types each
-    info key by its first env's value and cannot batch ``"scores"``' mix of ``None`` and ints.
+    On reset and every step, numbers and numpy arrays only (so Gymnasium's sync and async vector envs,
+    CleanRL, Tianshou and TorchRL batch them unchanged; the native vector env has the same keys):
+    ``"dice"`` (int8 (5,), sorted ascending), ``"rolls_left"`` (0..2), ``"scores"`` (int16 (12,):
+    points of each filled category, ``-1`` while open), ``"total"`` (int), ``"action_mask"`` (int8 (44,)),
+    ``"illegal_action"`` (bool: this step's action was ignored as illegal) and ``"illegal_actions"``
+    (int: how many this episode). The first illegal action an env ignores also warns once, through
+    Gymnasium's logger: an unmasked policy (e.g. SB3's ``evaluate_policy`` on a ``MaskablePPO`` model
+    without ``use_masking``) is never silently wrong. ``render()`` shows the sheet for people.
 
     ## Arguments
     ```python
     import gymnasium as gym
     import yacht_env  # registers Yacht-v0
 
-    env = gym.make("Yacht-v0", rules="standard", observation_type="flat", canonical_keeps=True,
-                   illegal_action="ignore", illegal_action_penalty=0.0, max_illegal_actions=100,
-                   render_mode=None)
+    env = gym.make("Yacht-v0", rules="standard", observation_type="flat", action_mask_dtype="int8",
+                   canonical_keeps=True, illegal_action="ignore", illegal_action_penalty=0.0,
+                   max_illegal_actions=100, render_mode=None)
     ```
     * ``rules``: ``"standard"``, ``"classic"`` or a :class:`yacht_env.Rules`.
-    * ``observation_type``: ``"flat"`` or ``"dict"``.
+    * ``observation_type``: ``"flat"``, ``"dict"`` or ``"masked"``.
+    * ``action_mask_dtype``: ``"int8"`` (default) or ``"bool"``: the mask's dtype in ``"masked"``
+      observations.
     * ``canonical_keeps``: only the smallest keep-mask of each kept multiset is legal.
     * ``illegal_action``: ``"ignore"`` (the state does not change) or ``"raise"`` (``ValueError``
       naming the action and why it is illegal).
     * ``illegal_action_penalty``: reward for an ignored illegal action.
     * ``max_illegal_actions``: illegal actions per episode before truncation (``None``: never).
-    * ``render_mode``: ``"ansi"`` returns the score sheet as text, ``"human"`` prints it.
+    * ``render_mode``: ``"ansi"`` returns the score sheet as text, ``"human"`` prints it,
+      ``"rgb_array"`` returns it as an image (uint8 (H, W, 3): dice, rolls left, the sheet with what
+      each open category would score now). Another mode warns, as Gymnasium's own envs do, and
+      ``render()`` then returns ``None``.
 
     ``reset(seed=s)`` reproduces a game exactly: all dice come from ``self.np_random``, drawn at
     reset as a ``(12, 3, 5)`` dice stream (turn, roll of the turn, die; ``rules.draw_prefix_codes``).
@@ -141,10 +171,12 @@ class YachtEnv(gym.Env):
     re-roll of ``m`` dice takes that row's first ``m`` values.
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. Since yacht-rl 0.2: ``info`` holds numbers and arrays only (``"scores"`` an
+      int array with -1 for open categories, ``"dice"`` an int8 array), ``"illegal_actions"`` counts,
+      ``observation_type="masked"``, ``render_mode="rgb_array"``.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -155,17 +187,24 @@ class YachtEnv(gym.Env):
         illegal_action_penalty: float = 0.0,
         max_illegal_actions: int | None = 100,
         render_mode: str | None = None,
+        action_mask_dtype: str = "int8",
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         configure(
-            self, rules, observation_type, canonical_keeps, illegal_action, illegal_action_penalty, max_illegal_actions
+            self,
+            rules,
+            observation_type,
+            action_mask_dtype,
+            canonical_keeps,
+            illegal_action,
+            illegal_action_penalty,
+            max_illegal_actions,
         )
-        self.render_mode = render_mode
+        self.render_mode = checked_render_mode(render_mode, self.metadata["render_modes"])
         self.action_space = spaces.Discrete(self.rules.num_actions)
-        self.observation_space = self._encoder.flat_space if observation_type == "flat" else self._encoder.dict_space
+        self.observation_space = self._encoder.space(observation_type, self.action_mask_dtype)
         self._game = GameState(self.rules, canonical_keeps=self.canonical_keeps)  # one game: the rules' state
         self._illegal_count = 0
+        self._warned_illegal = False
         self._done = True
 
     # ---------------------------------------------------------------------------------------------
@@ -197,6 +236,10 @@ class YachtEnv(gym.Env):
             if self.illegal_action == "raise":
                 raise ValueError(R.describe_illegal(action, game.roll, game.rolls_left, self.rules.categories))
             self._illegal_count += 1
+            if not self._warned_illegal:
+                self._warned_illegal = True
+                reason = R.describe_illegal(action, game.roll, game.rolls_left, self.rules.categories)
+                gym.logger.warn(f"{ILLEGAL_ACTION_HINT} (the first: {reason})")
             reward = self.illegal_action_penalty
             truncated = self.max_illegal_actions is not None and self._illegal_count >= self.max_illegal_actions
         self._done = terminated or truncated
@@ -207,16 +250,22 @@ class YachtEnv(gym.Env):
     def action_masks(self) -> np.ndarray:
         """The legal actions now, bool of shape ``(num_actions,)`` (the method sb3-contrib's MaskablePPO calls).
 
-        A new array each call: writing to it cannot change the env.
+        A new array each call: writing to it cannot change the env. Once the episode is over every action
+        is allowed (as pgx does at terminal states), so a masked policy never meets an empty row, e.g. on
+        the final observation a vector env hands it; stepping a finished episode still raises.
         """
         if self._done:
-            return np.zeros(self.rules.num_actions, dtype=bool)
+            return np.ones(self.rules.num_actions, dtype=bool)
         return self._game.mask.copy()
 
-    def render(self) -> str | None:
-        if self.render_mode is None:
-            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode not in self.metadata["render_modes"]:
+            gym.logger.warn(
+                f"render() called with render_mode={self.render_mode!r}; pass one of {self.metadata['render_modes']}"
+            )
             return None
+        if self.render_mode == "rgb_array":
+            return self._sheet_image()
         text = self._score_sheet()
         if self.render_mode == "human":
             print(text)
@@ -225,20 +274,40 @@ class YachtEnv(gym.Env):
 
     # ---------------------------------------------------------------------------------------------
     def _get_obs(self):
+        if self.observation_type == "masked":
+            mask = self.action_masks()
+            return self._encoder.observe(
+                self._game, "masked", mask if self.action_mask_dtype == "bool" else mask.view(np.int8)
+            )
         return self._encoder.observe(self._game, self.observation_type)
 
     def _get_info(self, illegal: bool) -> dict[str, Any]:
         game = self._game
         return {
-            "dice": R.ROLL_TUPLES[game.roll],
+            "dice": R.ROLLS[game.roll].copy(),
             "rolls_left": game.rolls_left,
-            "scores": {
-                k: None if v < 0 else v for k, v in zip(self.rules.categories, game.sheet.tolist(), strict=True)
-            },
+            "scores": game.sheet.copy(),
             "total": game.total,
             "action_mask": self.action_masks().view(np.int8),
             "illegal_action": illegal,
+            "illegal_actions": self._illegal_count,
         }
+
+    def _sheet_image(self) -> np.ndarray:
+        from yacht_env.render import sheet_image
+
+        game, rules = self._game, self.rules
+        return sheet_image(
+            dice=R.ROLL_TUPLES[game.roll],
+            rolls_left=game.rolls_left,
+            categories=rules.categories,
+            sheet=game.sheet.tolist(),
+            score_now=R.score_table(rules)[game.roll].tolist(),
+            total=game.total,
+            turn=min(game.turn + 1, rules.num_turns),
+            num_turns=rules.num_turns,
+            title=f"Yacht ({rules.name})",
+        )
 
     def _score_sheet(self) -> str:
         game, rules = self._game, self.rules

@@ -5,7 +5,8 @@ its masks with ``env_method("action_masks")``, which this adapter answers with o
 Episodes reset in the same step (SB3's convention): a finished game's last observation is in
 ``infos[i]["terminal_observation"]``, its score in ``infos[i]["score"]`` and its return and length in
 ``infos[i]["episode"]`` (as SB3's ``Monitor`` writes them, so ``ep_rew_mean`` is logged without a
-wrapper; the return equals the score unless illegal actions were penalised).
+wrapper; the return equals the score unless illegal actions were penalised), and how many illegal actions
+the episode had in ``infos[i]["illegal_actions"]``.
 
 Needs the ``train`` extra (stable-baselines3); the rest of ``yacht_env`` does not.
 """
@@ -42,6 +43,7 @@ class YachtSB3VecEnv(VecEnv):
         self._actions = np.zeros(num_envs, dtype=np.intp)
         self._episode_return = np.zeros(num_envs, dtype=np.float64)
         self._episode_length = np.zeros(num_envs, dtype=np.int64)
+        self._episode_illegal = np.zeros(num_envs, dtype=np.int64)
         self._episode_start = np.full(num_envs, time.time())
 
     def reset(self) -> np.ndarray:
@@ -62,16 +64,20 @@ class YachtSB3VecEnv(VecEnv):
         self._reset_options()
         self._episode_return[:] = 0.0
         self._episode_length[:] = 0
+        self._episode_illegal[:] = 0
         self._episode_start[:] = time.time()
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions).reshape(self.num_envs).astype(np.intp)
+        # Checked by the vector env in step_wait, by the same rules as every face of the env (an int array of
+        # shape (N,)): a float, a bool or a wrong shape is an error, never silently cast.
+        self._actions = actions
 
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, terminated, truncated, info = self.vector_env.step(self._actions)
         self._episode_return += rewards
         self._episode_length += 1
+        self._episode_illegal += info["illegal_action"]
         dones = terminated | truncated
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         if dones.any():
@@ -81,6 +87,7 @@ class YachtSB3VecEnv(VecEnv):
                     "terminal_observation": info["final_obs"][i],
                     "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
                     "score": int(info["final_total"][i]),
+                    "illegal_actions": int(self._episode_illegal[i]),
                     "episode": {
                         "r": float(self._episode_return[i]),
                         "l": int(self._episode_length[i]),
@@ -88,6 +95,7 @@ class YachtSB3VecEnv(VecEnv):
                     },
                 }
             self._episode_return[dones] = 0.0
+            self._episode_illegal[dones] = 0
             self._episode_length[dones] = 0
             self._episode_start[dones] = now
         return obs, rewards.astype(np.float32), dones, infos

@@ -32,8 +32,8 @@ import numpy as np
 
 from agents.base import Agent
 from yacht_env import rules as R
-from yacht_env.solver import Solution, solve
 from yacht_env.game import game_streams
+from yacht_env.solver import Solution, solve
 from yacht_env.vector import YachtVectorEnv
 
 Z_95 = 1.959963984540054  # two-sided 95% quantile of the normal distribution

@@ -25,8 +25,8 @@ import yacht_env
 from yacht_env import YachtEnv
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
-from yacht_env.sb3 import YachtSB3VecEnv
 from yacht_env.game import game_streams
+from yacht_env.sb3 import YachtSB3VecEnv
 from yacht_env.vector import YachtVectorEnv
 
 PRESET_NAMES = ("standard", "classic")

@@ -777,3 +777,63 @@ def test_maskable_ppo_smoke():
         obs, info = env.reset(seed=seed)
         action, _ = model.predict(obs, action_masks=env.get_wrapper_attr("action_masks")(), deterministic=True)
         assert info["action_mask"][int(action)] == 1
+
+
+# --------------------------------------------------------------------------------------------------
+# Hardening: what the caller gets cannot change the env; every face of the env takes the same actions
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("observation_type", ["flat", "masked"])
+def test_returned_masks_cannot_change_the_env(observation_type):
+    """Writing to info["action_mask"], action_masks() or obs["action_mask"] once made filled categories legal."""
+    env = YachtEnv(observation_type=observation_type)
+    obs, info = env.reset(seed=0)
+    _, _, _, _, info = env.step(32)  # Ones is filled
+    writable = [info["action_mask"], env.action_masks()]
+    if observation_type == "masked":
+        writable.append(env.step(0)[0]["action_mask"])
+    for mask in writable:
+        if mask.flags.writeable:
+            mask[:] = 1
+    assert env.action_masks()[32] == 0 and env.action_masks()[31] == 0
+    _, _, _, _, info = env.step(32)
+    assert info["illegal_action"] is True and info["scores"][0] >= 0
+
+
+@pytest.mark.parametrize("action", [True, False, np.bool_(True), np.array(True), 32.0, "32", None, [32]])
+def test_non_int_actions_are_rejected(action):
+    """A bool is not an action (Python counts True as 1; the env does not)."""
+    env = YachtEnv()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="^action must be an int in 0..43, got "):
+        env.step(action)
+
+
+def test_the_first_illegal_action_warns_once():
+    env = YachtEnv()
+    env.reset(seed=0)
+    with pytest.warns(UserWarning, match="an illegal action was ignored.*action 31 keeps all five dice"):
+        env.step(31)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, _, _, _, info = env.step(31)
+        env.reset(seed=1)
+        _, _, _, _, info = env.step(31)
+    assert info["illegal_actions"] == 1  # counted per episode, warned once per env
+
+
+def test_unknown_render_mode_warns_and_renders_nothing():
+    with pytest.warns(UserWarning, match="render_mode='rgb' is not one of"):
+        env = YachtEnv(render_mode="rgb")
+    env.reset(seed=0)
+    with pytest.warns(UserWarning, match="render\\(\\) called with render_mode='rgb'"):
+        assert env.render() is None
+
+
+def test_rgb_array_render_is_a_constant_size_image():
+    env = YachtEnv(render_mode="rgb_array")
+    env.reset(seed=0)
+    first = env.render()
+    assert first.dtype == np.uint8 and first.ndim == 3 and first.shape[2] == 3
+    _, _, _, _, info = env.step(first_legal({"action_mask": env.action_masks()}))
+    second = env.render()
+    assert second.shape == first.shape and not np.array_equal(first, second)

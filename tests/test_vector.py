@@ -863,3 +863,33 @@ def test_maskable_ppo_trains_on_the_adapter_and_predicts_legal_actions(one_torch
         mean, std = evaluate_policy(model, YachtSB3VecEnv(4), n_eval_episodes=8, use_masking=True)
     assert math.isfinite(mean) and math.isfinite(std)
     assert 0 < mean <= 12 * 50 and std >= 0
+
+
+@pytest.mark.parametrize("actions", [[32.9, 32, 32], [True, False, True], [[32], [32], [32]], [32, 32]])
+def test_sb3_adapter_takes_actions_by_the_vector_envs_rules(actions):
+    """The adapter once cast floats (32.9 -> 32), bools and wrong shapes the native vector env rejects."""
+    env = YachtSB3VecEnv(3)
+    env.reset()
+    with pytest.raises(ValueError, match=r"^actions must be an int array of shape \(3,\)"):
+        env.step(np.array(actions))
+
+
+def test_vector_masks_cannot_change_the_env():
+    env = YachtVectorEnv(2)
+    _, info = env.reset(seed=0)
+    env.step(np.array([32, 32]))
+    env.action_masks()[:] = True
+    _, _, _, _, info = env.step(np.array([32, 32]))
+    assert info["illegal_action"].all()
+
+
+def test_reset_mask_starts_only_the_masked_games():
+    env = YachtVectorEnv(3, autoreset_mode="disabled")
+    env.reset(seed=0)
+    env.step(np.array([32, 32, 32]))
+    _, info = env.reset(options={"reset_mask": np.array([False, True, False])})
+    assert info["scores"][:, 0].tolist()[1] == -1 and (info["scores"][[0, 2], 0] >= 0).all()
+    with pytest.raises(ValueError, match=r"reset_mask'\] must be a bool numpy array of shape \(3,\)"):
+        env.reset(options={"reset_mask": [True, False, True]})
+    with pytest.raises(ValueError, match="at least one True"):
+        env.reset(options={"reset_mask": np.zeros(3, dtype=bool)})

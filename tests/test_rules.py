@@ -71,6 +71,14 @@ def test_score_table_shape_dtype_and_read_only(preset):
     np.testing.assert_array_equal(table, expected)
 
 
+def test_knizia_differs_from_classic_only_in_full_houses_of_five_of_a_kind():
+    classic, knizia = R.score_table("classic"), R.score_table("knizia")
+    differs = np.argwhere(classic != knizia)
+    assert set(differs[:, 1].tolist()) == {EXPECTED_CATEGORIES.index("full_house")}
+    assert sorted(R.ROLL_TUPLES[r] for r in differs[:, 0]) == [(f,) * 5 for f in range(1, 7)]
+    assert [R.score((f,) * 5, "full_house", "knizia") for f in range(1, 7)] == [5, 10, 15, 20, 25, 30]
+
+
 def test_presets_differ_only_in_four_of_a_kind():
     standard, classic = R.score_table("standard"), R.score_table("classic")
     differs = np.argwhere(standard != classic)
@@ -150,14 +158,17 @@ def test_custom_rules_object_sets_fixed_scores():
         "little_straight": 25,
         "big_straight": 40,
         "yacht": 100,
+        "yacht_is_full_house": False,
         "categories": R.CATEGORIES,
     }
 
 
 def test_presets():
-    assert set(R.PRESETS) == {"standard", "classic"}
+    assert set(R.PRESETS) == {"standard", "classic", "knizia"}
     assert R.PRESETS["standard"].four_of_a_kind == "four_dice"
     assert R.PRESETS["classic"].four_of_a_kind == "all_dice"
+    assert R.PRESETS["knizia"].four_of_a_kind == "all_dice" and R.PRESETS["knizia"].yacht_is_full_house
+    assert not R.PRESETS["standard"].yacht_is_full_house and not R.PRESETS["classic"].yacht_is_full_house
     for name, rules in R.PRESETS.items():
         assert rules.name == name
         assert (rules.little_straight, rules.big_straight, rules.yacht) == (30, 30, 50)
@@ -228,7 +239,7 @@ def test_unknown_category_raises(category):
 
 @pytest.mark.parametrize("rules", ["nope", "Standard", None, 0])
 def test_unknown_rules_raise(rules):
-    message = f"unknown rules {rules!r}; expected one of ['classic', 'standard'] or a Rules object"
+    message = f"unknown rules {rules!r}; expected one of ['classic', 'knizia', 'standard'] or a Rules object"
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         yacht_env.score([1, 2, 3, 4, 5], "ones", rules=rules)
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):

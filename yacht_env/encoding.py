@@ -34,7 +34,7 @@ import numpy as np
 from gymnasium import spaces
 
 from yacht_env import rules as R
-from yacht_env.game import GameState
+from yacht_env.game import GameState, TableState
 
 
 def flat_layout(num_categories: int = R.NUM_CATEGORIES) -> dict[str, slice]:
@@ -201,3 +201,74 @@ class ObservationEncoder:
             "rolls_left": np.int64(rolls_left) if np.ndim(rolls_left) == 0 else np.array(rolls_left, dtype=np.int64),
             "open_categories": R.open_bits(self.rules.num_categories)[open_mask].astype(np.int8),
         }
+
+
+class MultiplayerEncoder:
+    """Observations of a multiplayer table from one player's point of view (the PettingZoo and versus envs).
+
+    Layout (``float32``, every value in ``[0, 1]``; ``C`` categories, ``P`` players, ``S`` the solo size):
+
+    ===============================  =========  ==========================================================
+    index                            size       meaning
+    ===============================  =========  ==========================================================
+    ``0 .. S-1``                     ``S``      the player's own game, exactly :class:`ObservationEncoder`'s
+                                                flat observation (64 values for Yacht)
+    per opponent ``j = 1 .. P-1``    ``C + 1``  the opponent ``j`` seats after the player (in seat order,
+    (from ``S + (j-1)(C+1)``)                   wrapping): its open categories (1 = open), then its total /
+                                                ``max_total``
+    ``S + (P-1)(C+1)``               1          the player's own total / ``max_total``
+    ``S + (P-1)(C+1) + 1``           1          the margin to the best opponent, ``(own - best) /
+                                                (2 max_total) + 1/2`` (0.5: level; 1/2 with no opponent)
+    ===============================  =========  ==========================================================
+
+    ``max_total`` is the preset's largest possible total (the sum of each category's best score: 297 for
+    ``standard``). Turns left are the open fractions (own: index ``S - 1``; an opponent's: its open bits).
+
+    Attributes:
+        size: The observation's length, ``S + (P - 1)(C + 1) + 2`` (79 for Yacht with 2 players).
+    """
+
+    def __init__(self, rules: str | R.Rules = "standard", num_players: int = 2) -> None:
+        self.rules = R.get_rules(rules)
+        self.num_players = num_players
+        self.solo = ObservationEncoder(self.rules)
+        n = self.rules.num_categories
+        self.max_total = float(R.score_table(self.rules).max(axis=0).sum())
+        self.opponent_size = n + 1
+        self.size = self.solo.size + (num_players - 1) * self.opponent_size + 2
+        self.space = spaces.Box(0.0, 1.0, shape=(self.size,), dtype=np.float32)
+        self._open_bits = R.open_bits(n).astype(np.float32)
+
+    def observe(self, table: TableState, seat) -> np.ndarray:
+        """The observation of the player at ``seat``: ``(size,)`` for one table, ``(num_tables, size)`` for a
+        batch (``seat`` an int, or an array ``(num_tables,)``)."""
+        p = self.num_players
+        order = (np.asarray(seat)[..., None] + np.arange(1, p)) % p  # opponents in seat order after the player
+        if table.num_tables is None:
+            games = table.players
+            own = games[seat]
+            solo = self.solo.flat(own.roll, own.rolls_left, own.open_mask)
+            totals = np.array([game.total for game in games], dtype=np.float32) / self.max_total
+            open_masks = np.array([game.open_mask for game in games])
+        else:
+            games = table.players
+            rows = np.arange(table.num_tables) * p
+            own_rows = rows + seat
+            solo = self.solo.flat(games.roll[own_rows], games.rolls_left[own_rows], games.open_mask[own_rows])
+            totals = games.total.reshape(-1, p).astype(np.float32) / self.max_total
+            open_masks = games.open_mask.reshape(-1, p)
+        own_total = np.take_along_axis(totals, np.asarray(seat)[..., None], axis=-1)[..., 0]
+        opponent_totals = np.take_along_axis(totals, order, axis=-1)
+        opponents = np.concatenate(
+            [self._open_bits[np.take_along_axis(open_masks, order, axis=-1)], opponent_totals[..., None]], axis=-1
+        )
+        best = opponent_totals.max(axis=-1) if p > 1 else own_total
+        margin = (own_total - best) / 2 + 0.5
+        return np.concatenate(
+            [
+                solo,
+                opponents.reshape(*solo.shape[:-1], -1),
+                np.stack([own_total, margin], axis=-1).astype(np.float32),
+            ],
+            axis=-1,
+        )

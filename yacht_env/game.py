@@ -7,6 +7,9 @@ scores, closes the category and deals the next turn's first roll. :meth:`GameSta
 games. ``YachtEnv`` is this record with one game, ``YachtVectorEnv`` with N; the envs add only API work
 (checking actions, the illegal-action policy, autoreset, observations, info, render).
 
+:class:`TableState` is the multiplayer game on the same transition: tables of P players, each playing its own
+solo game, plus whose turn it is.
+
 This is also the one home of dice streams: :func:`draw_stream` (fresh dice from a generator),
 :func:`parse_dice_stream` (the reset option ``dice_stream``) and :func:`game_streams` (the seeded
 streams of numbered games that evaluations share). Like :mod:`yacht_env.rules`, pure numpy.
@@ -91,18 +94,20 @@ class GameState:
             self.roll[games], R.MAX_ROLLS_LEFT, self.open_mask[games], self.canonical_keeps, self.rules.num_categories
         )
 
-    def play(self, actions, legal: np.ndarray | None = None):
+    def play(self, actions, legal: np.ndarray | None = None, games: np.ndarray | None = None):
         """Applies one action per game: the game's one transition.
 
         Args:
-            actions: An int (one game) or an int array ``(N,)``; each must be legal in its game (``mask``).
-                Checking is the env's job: an illegal action here is undefined.
-            legal: Batch only: bool ``(N,)``, the games that take their action; the others stay as they
-                are (an illegal action the env ignores, a game waiting for its reset). Default: all.
+            actions: An int (one game) or an int array ``(N,)`` (or ``(len(games),)``); each must be legal in
+                its game (``mask``). Checking is the env's job: an illegal action here is undefined.
+            legal: Batch only: bool, the games that take their action; the others stay as they are (an
+                illegal action the env ignores, a game waiting for its reset). Default: all.
+            games: Batch only: distinct indices of the games the actions are for (default: every game);
+                e.g. the players on turn at many tables.
 
         Returns:
             ``(points, finished)``: the points each pick scored (0 for a keep) and whether the action ended
-            the game; an int and a bool for one game, arrays ``(N,)`` for a batch.
+            the game; an int and a bool for one game, arrays (one entry per action) for a batch.
         """
         if self.num_games is None:  # one game: the same steps on Python ints, without array overhead
             action = actions
@@ -127,7 +132,18 @@ class GameState:
             self._update_mask()
             return points, finished
 
-        index, roll, rolls_left, turn = self._index, self.roll, self.rolls_left, self.turn
+        if games is None:
+            index, roll, rolls_left, open_mask, turn = (
+                self._index,
+                self.roll,
+                self.rolls_left,
+                self.open_mask,
+                self.turn,
+            )
+        else:
+            index = games
+            roll, rolls_left = self.roll[games], self.rolls_left[games]
+            open_mask, turn = self.open_mask[games], self.turn[games]
         legal = np.ones(len(index), dtype=bool) if legal is None else legal
         keep = legal & (actions < R.PICK_OFFSET)
         pick = legal ^ keep
@@ -138,26 +154,142 @@ class GameState:
         # Picks: score, close the category, deal the next turn's first roll.
         category = np.maximum(actions - R.PICK_OFFSET, 0)
         points = self._score[roll, category] * pick
-        open_mask = self.open_mask & ~(pick.astype(np.intp) << category)
+        open_mask = open_mask & ~(pick.astype(np.intp) << category)
         finished = pick & (open_mask == 0)
         next_turn = pick & ~finished
-        turn += next_turn
+        turn = turn + next_turn
         first_row = np.minimum(turn, self.rules.num_turns - 1) * R.ROLLS_PER_TURN
         first_roll = R.roll_from_code(self.stream[index, first_row, R.NUM_DICE])
-
-        self.roll = np.where(keep, rerolled, np.where(next_turn, first_roll, roll))
-        self.rolls_left = np.where(next_turn, R.MAX_ROLLS_LEFT, rolls_left - keep) * ~finished
-        self.open_mask = open_mask
+        roll = np.where(keep, rerolled, np.where(next_turn, first_roll, roll))
+        rolls_left = np.where(next_turn, R.MAX_ROLLS_LEFT, rolls_left - keep) * ~finished
         picked = np.flatnonzero(pick)
-        self.sheet.reshape(-1)[picked * self.rules.num_categories + category[picked]] = points[picked]
-        self.total += points
-        self._update_mask()
+        self.sheet.reshape(-1)[index[picked] * self.rules.num_categories + category[picked]] = points[picked]
+        if games is None:
+            self.roll, self.rolls_left, self.open_mask, self.turn = roll, rolls_left, open_mask, turn
+            self.total += points
+            self._update_mask()
+        else:
+            self.roll[games], self.rolls_left[games], self.open_mask[games], self.turn[games] = (
+                roll,
+                rolls_left,
+                open_mask,
+                turn,
+            )
+            self.total[games] += points
+            self.mask[games] = R.legal_action_mask(
+                roll, rolls_left, open_mask, self.canonical_keeps, self.rules.num_categories
+            )
         return points, finished
 
     def _update_mask(self) -> None:
         self.mask = R.legal_action_mask(
             self.roll, self.rolls_left, self.open_mask, self.canonical_keeps, self.rules.num_categories
         )
+
+
+class TableState:
+    """Multiplayer Yacht: tables of ``num_players`` players who take whole turns in seat order.
+
+    Every player plays its own solo game (its own sheet and dice stream) through :class:`GameState`; the
+    table adds only whose turn it is. The player on turn keeps the turn through its re-rolls and its pick;
+    after the pick the next seat plays. A table's game is over after the last seat's last pick.
+
+    Args:
+        rules: The rules every player plays.
+        num_players: Players at each table (1 or more).
+        num_tables: Tables played together; ``None``: one table (each player a one-game ``GameState`` on
+            Python ints, the AEC env's path).
+        canonical_keeps: As :class:`GameState`.
+
+    Attributes:
+        players: One table: a list of ``num_players`` one-game :class:`GameState`; a batch: one
+            :class:`GameState` of ``num_tables * num_players`` games, player ``p`` of table ``t`` at row
+            ``t * num_players + p``.
+        current: The seat on turn (an int, or an intp array ``(num_tables,)``).
+    """
+
+    def __init__(
+        self,
+        rules: str | R.Rules = "standard",
+        num_players: int = 2,
+        num_tables: int | None = None,
+        canonical_keeps: bool = True,
+    ) -> None:
+        self.rules = R.get_rules(rules)
+        self.num_players = num_players
+        self.num_tables = num_tables
+        if num_tables is None:
+            self.players: list[GameState] | GameState = [
+                GameState(self.rules, None, canonical_keeps) for _ in range(num_players)
+            ]
+            self.current = 0
+        else:
+            self.players = GameState(self.rules, num_tables * num_players, canonical_keeps)
+            self.current = np.zeros(num_tables, dtype=np.intp)
+            self._first_row = np.arange(num_tables) * num_players
+
+    def start(self, streams: np.ndarray, tables: np.ndarray | None = None) -> None:
+        """Deals new games: every player's first roll, seat 0 on turn.
+
+        Args:
+            streams: Prefix codes of each player's dice stream: ``(num_players, stream_rows, 6)`` for one
+                table, ``(len(tables), num_players, stream_rows, 6)`` for a batch.
+            tables: Batch only: the indices of the tables to start (default: all).
+        """
+        if self.num_tables is None:
+            for game, stream in zip(self.players, streams, strict=True):
+                game.start(stream)
+            self.current = 0
+            return
+        tables = np.arange(self.num_tables) if tables is None else np.asarray(tables)
+        rows = (tables[:, None] * self.num_players + np.arange(self.num_players)).reshape(-1)
+        self.players.start(streams.reshape(-1, *streams.shape[2:]), rows)
+        self.current[tables] = 0
+
+    @property
+    def on_turn(self) -> GameState | np.ndarray:
+        """One table: the :class:`GameState` of the player on turn; a batch: that player's row per table."""
+        if self.num_tables is None:
+            return self.players[self.current]
+        return self._first_row + self.current
+
+    @property
+    def mask(self) -> np.ndarray:
+        """The legal actions of the player on turn: ``(num_actions,)``, or ``(num_tables, num_actions)``."""
+        if self.num_tables is None:
+            return self.players[self.current].mask
+        return self.players.mask[self.on_turn]
+
+    def totals(self) -> np.ndarray:
+        """Each player's total: ``(num_players,)``, or ``(num_tables, num_players)``."""
+        if self.num_tables is None:
+            return np.array([game.total for game in self.players])
+        return self.players.total.reshape(self.num_tables, self.num_players)
+
+    def play(self, actions, legal: np.ndarray | None = None):
+        """The player on turn takes one action (one per table): the solo game's transition, then the turn order.
+
+        Args:
+            actions: An int (one table) or an int array ``(num_tables,)``; legal for the player on turn.
+            legal: Batch only: bool ``(num_tables,)``, the tables that take their action (default: all).
+
+        Returns:
+            ``(points, game_over)``: what the action scored for the player on turn, and whether it ended the
+            table's game (the last seat's last pick); ints and bools, or arrays ``(num_tables,)``.
+        """
+        if self.num_tables is None:
+            seat = self.current
+            points, finished = self.players[seat].play(actions)
+            if actions >= R.PICK_OFFSET:
+                self.current = (seat + 1) % self.num_players
+            return points, finished and seat == self.num_players - 1
+        legal = np.ones(self.num_tables, dtype=bool) if legal is None else legal
+        rows = self.on_turn
+        points, finished = self.players.play(actions, legal, rows)
+        seat = self.current
+        picked = legal & (actions >= R.PICK_OFFSET)
+        self.current = np.where(picked, (seat + 1) % self.num_players, seat)
+        return points, finished & (seat == self.num_players - 1)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -108,7 +108,8 @@ def _total(counts: np.ndarray) -> int:
 
 
 def _full_house(counts: np.ndarray, rules: Rules) -> int:
-    return _total(counts) if sorted(int(c) for c in counts if c) == [2, 3] else 0
+    groups = sorted(int(c) for c in counts if c)
+    return _total(counts) if groups == [2, 3] or (groups == [NUM_DICE] and rules.yacht_is_full_house) else 0
 
 
 def _four_of_a_kind(counts: np.ndarray, rules: Rules) -> int:
@@ -154,6 +155,8 @@ class Rules:
         little_straight: Points for exactly 1-2-3-4-5.
         big_straight: Points for exactly 2-3-4-5-6.
         yacht: Points for five of a kind.
+        yacht_is_full_house: Whether five of a kind also counts as a Full House (Reiner Knizia's rules, as
+            OpenSpiel's ``yacht`` plays them); Yacht's own rules say it does not.
         categories: The rows of the score sheet, in order (names from :data:`CATEGORY_SCORERS`); a game
             has one turn per category. Defaults to Yacht's 12 (:data:`CATEGORIES`).
 
@@ -166,6 +169,7 @@ class Rules:
     little_straight: int = 30
     big_straight: int = 30
     yacht: int = 50
+    yacht_is_full_house: bool = False
     categories: tuple[str, ...] = CATEGORIES
 
     def __post_init__(self) -> None:
@@ -175,6 +179,8 @@ class Rules:
             value = getattr(self, name)
             if not is_int(value) or not 0 <= value <= 1000:
                 raise ValueError(f"{name} must be an int in 0..1000, got {value!r}")
+        if not isinstance(self.yacht_is_full_house, bool):
+            raise ValueError(f"yacht_is_full_house must be True or False, got {self.yacht_is_full_house!r}")
         categories = self.categories
         if (
             not isinstance(categories, tuple)
@@ -230,6 +236,8 @@ class Rules:
 PRESETS: dict[str, Rules] = {
     "standard": Rules("standard", four_of_a_kind="four_dice"),
     "classic": Rules("classic", four_of_a_kind="all_dice"),
+    # Reiner Knizia's description, as OpenSpiel's `yacht` game plays it (the cross-check's preset).
+    "knizia": Rules("knizia", four_of_a_kind="all_dice", yacht_is_full_house=True),
 }
 
 

@@ -1,0 +1,273 @@
+"""Multiplayer Yacht as a PettingZoo ``AECEnv``: 1 to 10 players, each with its own sheet, whole turns in seat order.
+
+Needs PettingZoo (``pip install "yacht-rl[multiplayer]"``); the rest of ``yacht_env`` does not.
+
+Example:
+    >>> from yacht_env.multiplayer import env
+    >>> table = env(num_players=3)
+    >>> table.reset(seed=0)
+    >>> for agent in table.agent_iter():
+    ...     observation, reward, termination, truncation, info = table.last()
+    ...     mask = observation["action_mask"]
+    ...     action = None if termination or truncation else table.action_space(agent).sample(mask)
+    ...     table.step(action)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from yacht_env import rules as R
+from yacht_env.encoding import MultiplayerEncoder
+from yacht_env.env import ILLEGAL_ACTION_POLICIES, _is_finite_number
+from yacht_env.game import TableState, draw_stream, parse_dice_stream
+from yacht_env.rules import is_int
+
+MAX_PLAYERS = 10
+REWARD_MODES = ("score", "win")
+
+
+def win_rewards(totals: np.ndarray) -> np.ndarray:
+    """Zero-sum rewards of finished games, as OpenSpiel scores them: the players with the highest total share
+    +1, the others share -1; all tied: 0. ``totals`` is ``(..., P)``; so is the result (float64)."""
+    totals = np.asarray(totals)
+    best = totals.max(axis=-1, keepdims=True)
+    winners = totals == best
+    n_win = winners.sum(axis=-1, keepdims=True)
+    n_lose = totals.shape[-1] - n_win
+    rewards = np.where(winners, 1.0 / n_win, -1.0 / np.maximum(n_lose, 1))
+    return np.where(n_lose == 0, 0.0, rewards)
+
+
+def env(**kwargs) -> AECEnv:
+    """The raw env in PettingZoo's usual wrappers (actions checked against the space, call order enforced)."""
+    aec = raw_env(**kwargs)
+    aec = wrappers.AssertOutOfBoundsWrapper(aec)
+    return wrappers.OrderEnforcingWrapper(aec)
+
+
+class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
+    """A table of Yacht: ``num_players`` players, 12 rounds, the highest total wins.
+
+    ## Description
+    Players ``player_0`` .. ``player_{n-1}`` sit in that order. Each round every player takes one whole
+    turn: up to three rolls of its own five dice and one category picked, exactly as in ``Yacht-v0``;
+    ``agent_selection`` stays with the player on turn through its re-rolls and its pick. Each player has
+    its own sheet and plays 12 turns; the game ends after the last player's 12th pick. Players tied on the
+    highest total share the win.
+
+    ## Actions
+    ``Discrete(44)``, ``Yacht-v0``'s encoding: ``0..31`` keep-masks over the sorted dice, ``32 + k`` picks
+    category ``k``.
+
+    ## Observations
+    ``{"observation": Box(0, 1, (S,), float32), "action_mask": Box(0, 1, (44,), int8)}`` per agent, from
+    that agent's point of view: :class:`yacht_env.encoding.MultiplayerEncoder`'s layout (its own game as in
+    ``Yacht-v0``, then each opponent in seat order after it: open categories and total, then its own total
+    and its margin to the best opponent). The mask is all zeros for agents not on turn.
+
+    ## Rewards
+    ``reward="score"`` (default): the picker gets the points of its pick, so an agent's rewards sum to its
+    total. ``reward="win"``: zero-sum at the end (:func:`win_rewards`). An ignored illegal action earns its
+    actor ``illegal_action_penalty``.
+
+    ## Information
+    Every agent's info, numbers and arrays only: ``"dice"`` (int8 (5,), the dice of the player on turn),
+    ``"rolls_left"``, ``"player_on_turn"`` (its seat), ``"scores"`` (int16 (P, 12), -1 while open),
+    ``"totals"`` (P,), ``"illegal_action"``; at the end also ``"winners"`` (int8 (P,), 1 for each player
+    with the highest total).
+
+    ## Illegal actions and episode end
+    ``Yacht-v0``'s policy: ignored (nothing changes; ``illegal_action="raise"`` raises ``ValueError``), and
+    the table is truncated for everyone at the ``max_illegal_actions``-th illegal action of a game.
+
+    ## Seeding
+    ``reset(seed=s)`` reproduces a game: each player's ``(12, 3, 5)`` dice stream is drawn from the env's
+    generator, player 0's first (so with one player the dice are ``Yacht-v0``'s for the same seed).
+    ``reset(options={"dice_stream": S})`` with ``S`` of shape ``(num_players, 12, 3, 5)`` deals stream
+    ``S[p]`` to player ``p``: the same dice can follow the same agent whatever its seat. Other options are
+    not used, and a warning says so (PettingZoo's ``api_test`` passes options of its own).
+
+    ## Arguments
+    ``num_players`` (1..10, default 2), ``rules``, ``reward``, ``canonical_keeps``, ``illegal_action``,
+    ``illegal_action_penalty``, ``max_illegal_actions``, ``render_mode`` (``"ansi"``, ``"human"``).
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "name": "yacht_v0", "is_parallelizable": False}
+
+    def __init__(
+        self,
+        num_players: int = 2,
+        rules: str | R.Rules = "standard",
+        reward: str = "score",
+        canonical_keeps: bool = True,
+        illegal_action: str = "ignore",
+        illegal_action_penalty: float = 0.0,
+        max_illegal_actions: int | None = 100,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__()
+        if not is_int(num_players) or not 1 <= num_players <= MAX_PLAYERS:
+            raise ValueError(f"num_players must be an int in 1..{MAX_PLAYERS}, got {num_players!r}")
+        if not isinstance(reward, str) or reward not in REWARD_MODES:
+            raise ValueError(f"reward must be one of {REWARD_MODES}, got {reward!r}")
+        if not isinstance(canonical_keeps, (bool, np.bool_)):
+            raise ValueError(f"canonical_keeps must be True or False, got {canonical_keeps!r}")
+        if not isinstance(illegal_action, str) or illegal_action not in ILLEGAL_ACTION_POLICIES:
+            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_POLICIES}, got {illegal_action!r}")
+        if not _is_finite_number(illegal_action_penalty):
+            raise ValueError(f"illegal_action_penalty must be a finite number, got {illegal_action_penalty!r}")
+        if max_illegal_actions is not None and (not is_int(max_illegal_actions) or max_illegal_actions < 1):
+            raise ValueError(f"max_illegal_actions must be a positive int or None, got {max_illegal_actions!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            gymnasium.logger.warn(f"render_mode={render_mode!r} is not one of {self.metadata['render_modes']}")
+        self.rules = R.get_rules(rules)
+        self.num_players = int(num_players)
+        self.reward_mode = reward
+        self.canonical_keeps = bool(canonical_keeps)
+        self.illegal_action = illegal_action
+        self.illegal_action_penalty = float(illegal_action_penalty)
+        self.max_illegal_actions = max_illegal_actions
+        self.render_mode = render_mode
+
+        self.possible_agents = [f"player_{p}" for p in range(self.num_players)]
+        self.agents = []
+        self._encoder = MultiplayerEncoder(self.rules, self.num_players)
+        mask_space = spaces.Box(0, 1, shape=(self.rules.num_actions,), dtype=np.int8)
+        self._observation_space = spaces.Dict({"observation": self._encoder.space, "action_mask": mask_space})
+        self._action_space = spaces.Discrete(self.rules.num_actions)
+        self._table = TableState(self.rules, self.num_players, None, self.canonical_keeps)
+        self._illegal_count = 0
+        self._over = True
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._observation_space
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._action_space
+
+    # ---------------------------------------------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if seed is not None or not hasattr(self, "_np_random"):
+            self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(seed)
+        if isinstance(options, dict) and set(options) - {"dice_stream"}:
+            # PettingZoo's api_test passes options of its own; say so instead of failing (Yacht-v0 raises).
+            unknown = sorted(map(str, set(options) - {"dice_stream"}))
+            gymnasium.logger.warn(f"reset options {unknown} are not used; the only one is 'dice_stream'")
+            options = {key: value for key, value in options.items() if key == "dice_stream"}
+        streams = parse_dice_stream(options, self.rules, (self.num_players,))
+        if streams is None:
+            streams = draw_stream(self._np_random, self.rules, self.num_players)
+        self._table.start(streams)
+        self.agents = list(self.possible_agents)
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self._illegal_count = 0
+        self._over = False
+        self.agent_selection = self.agents[0]
+        self._set_infos(illegal=False)
+        if self.render_mode == "human":
+            self.render()
+
+    def step(self, action) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        if isinstance(action, np.ndarray) and action.shape == ():
+            action = action[()]
+        if not is_int(action) or not 0 <= action < self.rules.num_actions:
+            raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
+        action = int(action)
+        table = self._table
+        self._cumulative_rewards[agent] = 0.0
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        player = table.on_turn
+        legal = bool(player.mask[action])
+        if not legal:
+            if self.illegal_action == "raise":
+                raise ValueError(R.describe_illegal(action, player.roll, player.rolls_left, self.rules.categories))
+            self._illegal_count += 1
+            self.rewards[agent] = self.illegal_action_penalty
+            if self.max_illegal_actions is not None and self._illegal_count >= self.max_illegal_actions:
+                self.truncations = dict.fromkeys(self.agents, True)
+                self._over = True
+        else:
+            points, game_over = table.play(action)
+            if self.reward_mode == "score":
+                self.rewards[agent] = float(points)
+            if game_over:
+                self._over = True
+                self.terminations = dict.fromkeys(self.agents, True)
+                if self.reward_mode == "win":
+                    self.rewards = dict(zip(self.agents, win_rewards(table.totals()).tolist(), strict=True))
+            else:
+                self.agent_selection = self.agents[table.current]
+        self._set_infos(illegal=not legal)
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        seat = self.possible_agents.index(agent)
+        mask = np.zeros(self.rules.num_actions, dtype=np.int8)
+        if not self._over and agent == self.agent_selection:
+            mask[:] = self._table.mask
+        return {"observation": self._encoder.observe(self._table, seat), "action_mask": mask}
+
+    def render(self) -> str | None:
+        if self.render_mode not in self.metadata["render_modes"]:
+            gymnasium.logger.warn(f"render() called with render_mode={self.render_mode!r}; pass 'ansi' or 'human'")
+            return None
+        text = self._sheets()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+    # ---------------------------------------------------------------------------------------------
+    def _set_infos(self, illegal: bool) -> None:
+        table = self._table
+        on_turn = table.on_turn
+        totals = table.totals()
+        info = {
+            "dice": R.ROLLS[on_turn.roll].copy(),
+            "rolls_left": on_turn.rolls_left,
+            "player_on_turn": table.current,
+            "scores": np.stack([game.sheet for game in table.players]),
+            "totals": totals,
+            "illegal_action": illegal,
+        }
+        if self._over and all(self.terminations.values()):
+            info["winners"] = (totals == totals.max()).astype(np.int8)
+        self.infos = {
+            agent: {key: value.copy() if isinstance(value, np.ndarray) else value for key, value in info.items()}
+            for agent in self.agents
+        }
+
+    def _sheets(self) -> str:
+        table, rules = self._table, self.rules
+        width = max(len(name) for name in rules.categories)
+        on_turn = table.on_turn
+        dice = " ".join(str(v) for v in R.ROLL_TUPLES[on_turn.roll])
+        lines = [
+            f"Yacht ({rules.name}), {self.num_players} players: {self.possible_agents[table.current]} to play, "
+            f"dice {dice}, rolls left {on_turn.rolls_left}",
+            f"  {'category':<{width}} " + " ".join(f"{agent:>9}" for agent in self.possible_agents),
+        ]
+        for k, name in enumerate(rules.categories):
+            cells = [str(int(game.sheet[k])) if game.sheet[k] >= 0 else "-" for game in table.players]
+            lines.append(f"  {name:<{width}} " + " ".join(f"{cell:>9}" for cell in cells))
+        lines.append(f"  {'total':<{width}} " + " ".join(f"{int(t):>9}" for t in table.totals()))
+        return "\n".join(lines)

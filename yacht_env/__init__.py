@@ -1,6 +1,7 @@
 """yacht-rl: the dice game Yacht as a reinforcement-learning environment, with its exact optimal solver.
 
-``import yacht_env`` registers ``"Yacht-v0"`` with Gymnasium.
+``import yacht_env`` registers ``"Yacht-v0"`` (solo) and ``"YachtVersus-v0"`` (one seat against fixed opponents)
+with Gymnasium; the PettingZoo multiplayer env is :mod:`yacht_env.multiplayer`.
 """
 
 import gymnasium
@@ -16,4 +17,10 @@ if "Yacht-v0" not in gymnasium.registry:
         id="Yacht-v0",
         entry_point="yacht_env.env:YachtEnv",
         vector_entry_point="yacht_env.vector:YachtVectorEnv",
+    )
+if "YachtVersus-v0" not in gymnasium.registry:
+    gymnasium.register(
+        id="YachtVersus-v0",
+        entry_point="yacht_env.versus:YachtVersusEnv",
+        vector_entry_point="yacht_env.versus:YachtVersusVectorEnv",
     )

@@ -292,6 +292,21 @@ class TableState:
         return points, finished & (seat == self.num_players - 1)
 
 
+def win_rewards(totals: np.ndarray) -> np.ndarray:
+    """Zero-sum rewards of finished games (the rules: the highest total wins, ties share), as OpenSpiel scores
+    them: the players with the highest total share +1, the others share -1; all tied: 0.
+
+    ``totals`` is ``(..., P)``; so is the result (float64).
+    """
+    totals = np.asarray(totals)
+    best = totals.max(axis=-1, keepdims=True)
+    winners = totals == best
+    n_win = winners.sum(axis=-1, keepdims=True)
+    n_lose = totals.shape[-1] - n_win
+    rewards = np.where(winners, 1.0 / n_win, -1.0 / np.maximum(n_lose, 1))
+    return np.where(n_lose == 0, 0.0, rewards)
+
+
 # --------------------------------------------------------------------------------------------------
 # Dice streams
 # --------------------------------------------------------------------------------------------------

@@ -26,23 +26,11 @@ from pettingzoo.utils import wrappers
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.env import ILLEGAL_ACTION_POLICIES, _is_finite_number
-from yacht_env.game import TableState, draw_stream, parse_dice_stream
+from yacht_env.game import TableState, draw_stream, parse_dice_stream, win_rewards
 from yacht_env.rules import is_int
 
 MAX_PLAYERS = 10
 REWARD_MODES = ("score", "win")
-
-
-def win_rewards(totals: np.ndarray) -> np.ndarray:
-    """Zero-sum rewards of finished games, as OpenSpiel scores them: the players with the highest total share
-    +1, the others share -1; all tied: 0. ``totals`` is ``(..., P)``; so is the result (float64)."""
-    totals = np.asarray(totals)
-    best = totals.max(axis=-1, keepdims=True)
-    winners = totals == best
-    n_win = winners.sum(axis=-1, keepdims=True)
-    n_lose = totals.shape[-1] - n_win
-    rewards = np.where(winners, 1.0 / n_win, -1.0 / np.maximum(n_lose, 1))
-    return np.where(n_lose == 0, 0.0, rewards)
 
 
 def env(**kwargs) -> AECEnv:
@@ -74,8 +62,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
 
     ## Rewards
     ``reward="score"`` (default): the picker gets the points of its pick, so an agent's rewards sum to its
-    total. ``reward="win"``: zero-sum at the end (:func:`win_rewards`). An ignored illegal action earns its
-    actor ``illegal_action_penalty``.
+    total. ``reward="win"``: zero-sum at the end (:func:`yacht_env.game.win_rewards`). An ignored illegal
+    action earns its actor ``illegal_action_penalty``.
 
     ## Information
     Every agent's info, numbers and arrays only: ``"dice"`` (int8 (5,), the dice of the player on turn),

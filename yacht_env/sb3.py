@@ -22,22 +22,30 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
 
 from yacht_env.vector import YachtVectorEnv
+from yacht_env.versus import YachtVersusVectorEnv
 
 
 class YachtSB3VecEnv(VecEnv):
     """N games of Yacht for Stable-Baselines3, stepped by :class:`~yacht_env.vector.YachtVectorEnv`.
 
     Args:
-        num_envs: Number of games stepped together.
-        **env_kwargs: Any argument of :class:`yacht_env.YachtEnv` except ``observation_type`` (SB3's
-            ``MlpPolicy`` wants the flat observation) and ``render_mode``.
+        num_envs: Number of games (or tables) stepped together.
+        opponents: ``None`` for solo games (:class:`~yacht_env.vector.YachtVectorEnv`); a list of agents or
+            specs for games against them (:class:`~yacht_env.versus.YachtVersusVectorEnv`, the learner in
+            ``seat``; ``infos[i]["score"]`` is then the learner's final total).
+        **env_kwargs: Any other argument of those envs except ``observation_type`` (SB3's ``MlpPolicy``
+            wants the flat observation), ``render_mode`` and ``autoreset_mode``.
     """
 
-    def __init__(self, num_envs: int, **env_kwargs: Any) -> None:
+    def __init__(self, num_envs: int, opponents: list | tuple | None = None, **env_kwargs: Any) -> None:
         for name in ("observation_type", "render_mode", "autoreset_mode"):
             if name in env_kwargs:
                 raise ValueError(f"{name} is fixed by the SB3 adapter and cannot be passed")
-        self.vector_env = YachtVectorEnv(num_envs, autoreset_mode="same_step", **env_kwargs)
+        if opponents is None:
+            self.vector_env = YachtVectorEnv(num_envs, autoreset_mode="same_step", **env_kwargs)
+        else:
+            self.vector_env = YachtVersusVectorEnv(num_envs, opponents, autoreset_mode="same_step", **env_kwargs)
+        self.versus = opponents is not None
         self.render_mode = None
         super().__init__(num_envs, self.vector_env.single_observation_space, self.vector_env.single_action_space)
         self._actions = np.zeros(num_envs, dtype=np.intp)
@@ -86,7 +94,7 @@ class YachtSB3VecEnv(VecEnv):
                 infos[i] = {
                     "terminal_observation": info["final_obs"][i],
                     "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
-                    "score": int(info["final_total"][i]),
+                    "score": self._final_score(info, i),
                     "illegal_actions": int(self._episode_illegal[i]),
                     "episode": {
                         "r": float(self._episode_return[i]),
@@ -99,6 +107,11 @@ class YachtSB3VecEnv(VecEnv):
             self._episode_length[dones] = 0
             self._episode_start[dones] = now
         return obs, rewards.astype(np.float32), dones, infos
+
+    def _final_score(self, info: dict[str, Any], i: int) -> int:
+        if not self.versus:
+            return int(info["final_total"][i])
+        return int(info["final_totals"][i, info["final_seat"][i]])
 
     def action_masks(self) -> np.ndarray:
         """The legal actions of every game, bool (N, 44)."""

@@ -1,0 +1,429 @@
+"""Yacht against fixed opponents as Gymnasium envs: the learner holds one seat, the others play inside ``step``.
+
+``YachtVersusVectorEnv`` steps N tables at once (what ``train.py --opponents ...`` trains on);
+``YachtVersusEnv`` (``gymnasium.make("YachtVersus-v0", opponents=["greedy"])``) is one table. Both stand on
+:class:`yacht_env.game.TableState`, the same transition as every other env.
+
+Opponents are agents (objects with ``act(observations, action_masks)``, like those of :mod:`agents`) or spec
+strings (``"random"``, ``"greedy"``, ``"optimal"``, ``"ppo:PATH"``), resolved by :func:`agents.make_agent`
+when the env is built (``yacht_env`` never imports ``agents`` at import time). An opponent sees its own game
+as ``Yacht-v0`` shows it (the flat solo observation and its action mask); all the opponents on turn at
+many tables act in one batched call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from yacht_env import rules as R
+from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
+from yacht_env.env import ILLEGAL_ACTION_HINT, ILLEGAL_ACTION_POLICIES, _is_finite_number, checked_render_mode
+from yacht_env.game import TableState, draw_stream, parse_dice_stream, win_rewards
+from yacht_env.rules import is_int
+
+REWARD_MODES = ("score", "win")
+OBSERVATION_TYPES = ("flat", "masked")
+_AUTORESET_MODES = {
+    AutoresetMode.NEXT_STEP: AutoresetMode.NEXT_STEP,
+    AutoresetMode.SAME_STEP: AutoresetMode.SAME_STEP,
+    "next_step": AutoresetMode.NEXT_STEP,
+    "same_step": AutoresetMode.SAME_STEP,
+}
+_INFO_KEYS = ("dice", "rolls_left", "scores", "totals", "seat", "action_mask", "illegal_action", "illegal_actions")
+
+
+def resolve_opponents(opponents: Sequence[Any], rules: R.Rules) -> list[Any]:
+    """Agents for ``opponents``: spec strings are built with :func:`agents.make_agent`, objects kept as they are.
+
+    Raises:
+        ValueError: no opponent, more than 9, an unknown spec, or an object without ``act``.
+    """
+    if isinstance(opponents, str) or not isinstance(opponents, Sequence) or not 1 <= len(opponents) <= 9:
+        raise ValueError(f"opponents must be a list of 1..9 agents or agent specs, got {opponents!r}")
+    resolved = []
+    for i, opponent in enumerate(opponents):
+        if isinstance(opponent, str):
+            from agents import make_agent  # lazily: the envs do not depend on the agents package
+
+            opponent = make_agent(opponent, rules, seed=i)
+        if not callable(getattr(opponent, "act", None)):
+            raise ValueError(f"opponent {i} must be an agent with act(observations, action_masks), got {opponent!r}")
+        resolved.append(opponent)
+    return resolved
+
+
+class YachtVersusVectorEnv(VectorEnv):
+    """N tables of Yacht, the learner in one seat of each, fixed opponents in the others.
+
+    Args:
+        num_envs: Tables stepped together.
+        opponents: One agent or spec per other seat (1..9): the table has ``len(opponents) + 1`` players.
+        seat: The learner's seat, an int, or ``"random"`` (drawn for each game from the env's generator).
+        rules: The rules every player plays.
+        reward: ``"score"`` (the learner's points per pick; its rewards sum to its total) or ``"win"``
+            (at the end only: the learner's share of the zero-sum win reward of
+            :func:`yacht_env.game.win_rewards`: +1 shared by the winners, -1 by the others).
+        observation_type: ``"flat"`` (:class:`~yacht_env.encoding.MultiplayerEncoder`'s layout from the
+            learner's seat) or ``"masked"`` (``{"observation": ..., "action_mask": ...}``).
+        action_mask_dtype, canonical_keeps, illegal_action, illegal_action_penalty, max_illegal_actions:
+            As ``Yacht-v0``; they apply to the learner. An opponent's illegal action raises ``ValueError``.
+        autoreset_mode: ``"next_step"`` or ``"same_step"``, as :class:`yacht_env.vector.YachtVectorEnv`.
+
+    A learner step is one decision of the learner; after its pick the opponents after it play their whole
+    turns inside the step, up to the learner's next turn (or the end of the game). Opponents seated before
+    the learner play their first turns at reset.
+
+    Info (batched, every key with an all-True ``"_key"`` mask): ``"dice"`` int8 (N, 5) the learner's dice,
+    ``"rolls_left"``, ``"scores"`` int16 (N, P, 12), ``"totals"`` (N, P), ``"seat"`` (N,),
+    ``"action_mask"`` int8 (N, 44), ``"illegal_action"``, ``"illegal_actions"``; with ``same_step`` also
+    ``"final_obs"``, ``"final_totals"`` and ``"final_seat"`` where a game ended.
+
+    Seeding: ``reset(seed=s)`` draws the seats and every player's dice from the env's generator, and
+    reseeds opponents that have a ``reseed`` method (the ``random`` agent). ``reset(options={"dice_stream":
+    S})`` with ``S`` of shape ``(N, P, 12, 3, 5)`` deals ``S[t, 0]`` to the learner and ``S[t, 1 + i]`` to
+    opponent ``i``, whatever their seats.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        num_envs: int,
+        opponents: Sequence[Any] = ("greedy",),
+        seat: int | str = "random",
+        rules: str | R.Rules = "standard",
+        reward: str = "score",
+        observation_type: str = "flat",
+        action_mask_dtype: str = "int8",
+        canonical_keeps: bool = True,
+        illegal_action: str = "ignore",
+        illegal_action_penalty: float = 0.0,
+        max_illegal_actions: int | None = 100,
+        autoreset_mode: str | AutoresetMode = "next_step",
+        render_mode: str | None = None,
+    ) -> None:
+        if not is_int(num_envs) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        self.rules = R.get_rules(rules)
+        self.opponents = resolve_opponents(opponents, self.rules)
+        self.num_players = len(self.opponents) + 1
+        if not (seat == "random" or (is_int(seat) and 0 <= seat < self.num_players)):
+            raise ValueError(f"seat must be 'random' or an int in 0..{self.num_players - 1}, got {seat!r}")
+        if not isinstance(reward, str) or reward not in REWARD_MODES:
+            raise ValueError(f"reward must be one of {REWARD_MODES}, got {reward!r}")
+        if not isinstance(observation_type, str) or observation_type not in OBSERVATION_TYPES:
+            raise ValueError(f"observation_type must be one of {OBSERVATION_TYPES}, got {observation_type!r}")
+        if not isinstance(action_mask_dtype, str) or action_mask_dtype not in ("int8", "bool"):
+            raise ValueError(f"action_mask_dtype must be one of ('int8', 'bool'), got {action_mask_dtype!r}")
+        if not isinstance(canonical_keeps, (bool, np.bool_)):
+            raise ValueError(f"canonical_keeps must be True or False, got {canonical_keeps!r}")
+        if not isinstance(illegal_action, str) or illegal_action not in ILLEGAL_ACTION_POLICIES:
+            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_POLICIES}, got {illegal_action!r}")
+        if not _is_finite_number(illegal_action_penalty):
+            raise ValueError(f"illegal_action_penalty must be a finite number, got {illegal_action_penalty!r}")
+        if max_illegal_actions is not None and (not is_int(max_illegal_actions) or max_illegal_actions < 1):
+            raise ValueError(f"max_illegal_actions must be a positive int or None, got {max_illegal_actions!r}")
+        if not isinstance(autoreset_mode, (str, AutoresetMode)) or autoreset_mode not in _AUTORESET_MODES:
+            raise ValueError(f"autoreset_mode must be 'next_step' or 'same_step', got {autoreset_mode!r}")
+        self.num_envs = int(num_envs)
+        self.seat = seat
+        self.reward_mode = reward
+        self.observation_type = observation_type
+        self.action_mask_dtype = action_mask_dtype
+        self.canonical_keeps = bool(canonical_keeps)
+        self.illegal_action = illegal_action
+        self.illegal_action_penalty = float(illegal_action_penalty)
+        self.max_illegal_actions = max_illegal_actions
+        self.autoreset_mode = _AUTORESET_MODES[autoreset_mode]
+        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
+        self.render_mode = checked_render_mode(render_mode, self.metadata["render_modes"])
+
+        self._encoder = MultiplayerEncoder(self.rules, self.num_players)
+        self._solo = ObservationEncoder(self.rules)
+        n, p = self.num_envs, self.num_players
+        mask_space = spaces.Box(0, 1, shape=(self.rules.num_actions,), dtype=np.dtype(action_mask_dtype))
+        self.single_observation_space = (
+            self._encoder.space
+            if observation_type == "flat"
+            else spaces.Dict({"observation": self._encoder.space, "action_mask": mask_space})
+        )
+        self.observation_space = batch_space(self.single_observation_space, n)
+        self.single_action_space = spaces.Discrete(self.rules.num_actions)
+        self.action_space = spaces.MultiDiscrete(np.full(n, self.rules.num_actions))
+
+        self._table = TableState(self.rules, p, n, self.canonical_keeps)
+        self._index = np.arange(n)
+        self._learner_seat = np.zeros(n, dtype=np.intp)
+        self._opponent_at = np.zeros((n, p), dtype=np.intp)  # opponent index at each seat (-1: the learner)
+        self._over = np.zeros(n, dtype=bool)
+        self._awaiting_reset = np.zeros(n, dtype=bool)
+        self._illegal_count = np.zeros(n, dtype=np.int32)
+        self._mask = np.zeros((n, self.rules.num_actions), dtype=bool)
+        self._was_reset = False
+        self._warned_illegal = False
+        self._all_true = np.ones(n, dtype=bool)
+        self._all_true.flags.writeable = False
+
+    # ---------------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            for i, opponent in enumerate(self.opponents):
+                if callable(getattr(opponent, "reseed", None)):
+                    opponent.reseed([seed, i])
+        streams = parse_dice_stream(options, self.rules, (self.num_envs, self.num_players))
+        self._start_tables(self._index, streams)
+        self._awaiting_reset[:] = False
+        self._was_reset = True
+        return self._get_obs(), self._get_info(np.zeros(self.num_envs, dtype=bool))
+
+    def step(self, actions):
+        if not self._was_reset:
+            raise ValueError("call reset() before step()")
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
+            raise ValueError(
+                f"actions must be an int array of shape ({self.num_envs},), got {actions.dtype} {actions.shape}"
+            )
+        if actions.size and (actions.min() < 0 or actions.max() >= self.rules.num_actions):
+            raise ValueError(
+                f"actions must be in 0..{self.rules.num_actions - 1}, got values {actions.min()}..{actions.max()}"
+            )
+        actions = actions.astype(np.intp, copy=False)
+        table, waiting = self._table, self._awaiting_reset
+        shown = self._mask[self._index, actions]
+        legal = shown & ~waiting
+        illegal = ~shown
+        if self.illegal_action == "raise" and illegal.any():
+            i = int(np.flatnonzero(illegal)[0])
+            raise ValueError(f"env {i}: {self._describe(i, int(actions[i]))}")
+        if illegal.any() and not self._warned_illegal:
+            self._warned_illegal = True
+            i = int(np.flatnonzero(illegal)[0])
+            gym.logger.warn(f"{ILLEGAL_ACTION_HINT} (the first: env {i}, {self._describe(i, int(actions[i]))})")
+
+        points, over = table.play(actions, legal)
+        self._over |= over
+        # The opponents after the learner play up to its next turn, at the tables where it picked.
+        self._play_opponents(legal & (actions >= R.PICK_OFFSET) & ~self._over)
+        rewards = points.astype(np.float64) if self.reward_mode == "score" else np.zeros(self.num_envs)
+        terminated = self._over & ~waiting
+        if self.reward_mode == "win" and terminated.any():
+            rewards[terminated] = self._win_rewards()[terminated]
+        if illegal.any():
+            rewards[illegal] = self.illegal_action_penalty
+            self._illegal_count += illegal
+        if self.max_illegal_actions is None:
+            truncated = np.zeros(self.num_envs, dtype=bool)
+        else:
+            truncated = illegal & (self._illegal_count >= self.max_illegal_actions) & ~terminated
+        done = terminated | truncated
+
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            if waiting.any():
+                self._start_tables(np.flatnonzero(waiting))
+            self._awaiting_reset = done
+            return self._get_obs(), rewards, terminated, truncated, self._get_info(illegal)
+        final = {}
+        if done.any():
+            final = {
+                "final_obs": self._get_obs(),
+                "_final_obs": done,
+                "final_totals": table.totals().copy(),
+                "_final_totals": done,
+                "final_seat": self._learner_seat.copy(),
+                "_final_seat": done,
+            }
+            self._start_tables(np.flatnonzero(done))
+        info = self._get_info(illegal)
+        info.update(final)
+        return self._get_obs(), rewards, terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions at every table, bool ``(N, num_actions)``; a copy."""
+        return self._mask.copy()
+
+    # ---------------------------------------------------------------------------------------------
+    def _start_tables(self, tables: np.ndarray, streams: np.ndarray | None = None) -> None:
+        """Deals new games at ``tables``: seats, each player's dice, then the opponents before the learner play."""
+        n, p = len(tables), self.num_players
+        if streams is None:
+            streams = draw_stream(self.np_random, self.rules, n * p).reshape(
+                n, p, *self._table.players.stream.shape[1:]
+            )
+        else:
+            streams = streams[tables]
+        if self.seat == "random":
+            seats = self.np_random.integers(0, p, size=n)
+        else:
+            seats = np.full(n, self.seat)
+        # Player identity at each seat: the learner (0) at its seat, opponents 1..p-1 in order at the others.
+        seat_index = np.arange(p)
+        player_at = np.where(seat_index < seats[:, None], seat_index + 1, seat_index)
+        player_at[np.arange(n), seats] = 0
+        self._table.start(np.take_along_axis(streams, player_at[:, :, None, None], axis=1), tables)
+        self._learner_seat[tables] = seats
+        self._opponent_at[tables] = player_at - 1
+        self._over[tables] = False
+        self._illegal_count[tables] = 0
+        start = np.zeros(self.num_envs, dtype=bool)
+        start[tables] = True
+        self._play_opponents(start & (self._table.current != self._learner_seat))
+
+    def _play_opponents(self, tables: np.ndarray) -> None:
+        """Opponents on turn at ``tables`` (bool (N,)) play, one decision per table per pass, in batch per
+        opponent, until the learner is on turn again or the game is over."""
+        table, games = self._table, self._table.players
+        active = tables.copy()
+        while active.any():
+            rows = table.on_turn
+            actions = np.zeros(self.num_envs, dtype=np.intp)
+            who = self._opponent_at[self._index, table.current]
+            for i, opponent in enumerate(self.opponents):
+                at = np.flatnonzero(active & (who == i))
+                if at.size == 0:
+                    continue
+                r = rows[at]
+                masks = games.mask[r]
+                observations = self._solo.flat(games.roll[r], games.rolls_left[r], games.open_mask[r])
+                chosen = np.asarray(opponent.act(observations, masks), dtype=np.intp).reshape(len(at))
+                if not masks[np.arange(len(at)), chosen].all():
+                    bad = int(np.flatnonzero(~masks[np.arange(len(at)), chosen])[0])
+                    raise ValueError(
+                        f"opponent {i} ({getattr(opponent, 'name', opponent)!r}) chose illegal action "
+                        f"{int(chosen[bad])} at table {int(at[bad])}"
+                    )
+                actions[at] = chosen
+            _, over = table.play(actions, active)
+            self._over |= over
+            active &= ~over & (table.current != self._learner_seat)
+
+    def _win_rewards(self) -> np.ndarray:
+        return win_rewards(self._table.totals())[self._index, self._learner_seat]
+
+    def _describe(self, i: int, action: int) -> str:
+        games = self._table.players
+        row = self._table.on_turn[i]
+        return R.describe_illegal(action, int(games.roll[row]), int(games.rolls_left[row]), self.rules.categories)
+
+    def _get_obs(self):
+        obs = self._encoder.observe(self._table, self._learner_seat)
+        if self.observation_type == "flat":
+            return obs
+        dtype = np.bool_ if self.action_mask_dtype == "bool" else np.int8
+        return {"observation": obs, "action_mask": self._mask.astype(dtype)}
+
+    def _get_info(self, illegal: np.ndarray) -> dict[str, Any]:
+        table, games = self._table, self._table.players
+        learner_rows = self._index * self.num_players + self._learner_seat
+        mask = games.mask[learner_rows]
+        mask[self._over | self._awaiting_reset] = True  # a finished game allows every action (never an empty row)
+        self._mask = mask
+        p = self.num_players
+        info = {
+            "dice": R.ROLLS[games.roll[learner_rows]],
+            "rolls_left": games.rolls_left[learner_rows],
+            "scores": games.sheet.reshape(self.num_envs, p, -1).copy(),
+            "totals": table.totals().copy(),
+            "seat": self._learner_seat.copy(),
+            "action_mask": mask.astype(np.int8),
+            "illegal_action": illegal,
+            "illegal_actions": self._illegal_count.copy(),
+        }
+        for key in _INFO_KEYS:
+            info["_" + key] = self._all_true
+        return info
+
+
+class YachtVersusEnv(gym.Env):
+    """One table of Yacht against fixed opponents: ``gymnasium.make("YachtVersus-v0", opponents=["greedy"])``.
+
+    The arguments, observations, rewards and info are :class:`YachtVersusVectorEnv`'s for one table (without
+    the batch axis); the episode is the learner's game, terminated when the table's game is over. Stepping a
+    finished episode raises ``ValueError``. ``env.action_masks()`` gives the learner's legal actions (bool).
+    ``render_mode="ansi"`` returns every player's sheet.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+
+    def __init__(self, opponents: Sequence[Any] = ("greedy",), render_mode: str | None = None, **kwargs: Any) -> None:
+        if "autoreset_mode" in kwargs or "num_envs" in kwargs:
+            raise ValueError("autoreset_mode and num_envs belong to the vector env, YachtVersusVectorEnv")
+        self._tables = YachtVersusVectorEnv(1, opponents, **kwargs)
+        self.rules = self._tables.rules
+        self.num_players = self._tables.num_players
+        self.observation_space = self._tables.single_observation_space
+        self.action_space = self._tables.single_action_space
+        self.render_mode = checked_render_mode(render_mode, self.metadata["render_modes"])
+        self._done = True
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if isinstance(options, dict) and "dice_stream" in options:
+            options = {**options, "dice_stream": np.asarray(options["dice_stream"])[None]}
+        obs, info = self._tables.reset(seed=seed, options=options)
+        self._done = False
+        return self._one(obs), self._one_info(info)
+
+    def step(self, action):
+        if self._done:
+            raise ValueError("the episode is over; call reset() before step()")
+        if isinstance(action, np.ndarray) and action.shape == ():
+            action = action[()]
+        if not is_int(action) or not 0 <= action < self.rules.num_actions:
+            raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
+        obs, rewards, terminated, truncated, info = self._tables.step(np.array([action], dtype=np.intp))
+        self._done = bool(terminated[0] or truncated[0])
+        if self.render_mode == "human":
+            print(self.render_text())
+        return self._one(obs), float(rewards[0]), bool(terminated[0]), bool(truncated[0]), self._one_info(info)
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal actions, bool ``(num_actions,)`` (all True once the game is over)."""
+        return self._tables.action_masks()[0]
+
+    def render(self) -> str | None:
+        if self.render_mode not in self.metadata["render_modes"]:
+            gym.logger.warn(f"render() called with render_mode={self.render_mode!r}; pass 'ansi' or 'human'")
+            return None
+        text = self.render_text()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def render_text(self) -> str:
+        """Every player's sheet side by side, the learner's column marked."""
+        tables, rules = self._tables, self.rules
+        games, seat = tables._table.players, int(tables._learner_seat[0])
+        names = ["you" if s == seat else f"opp {int(tables._opponent_at[0, s])}" for s in range(self.num_players)]
+        width = max(len(name) for name in rules.categories)
+        lines = [f"  {'category':<{width}} " + " ".join(f"{name:>7}" for name in names)]
+        for k, name in enumerate(rules.categories):
+            cells = [int(games.sheet[s, k]) for s in range(self.num_players)]
+            lines.append(f"  {name:<{width}} " + " ".join(f"{c if c >= 0 else '-':>7}" for c in cells))
+        lines.append(f"  {'total':<{width}} " + " ".join(f"{int(t):>7}" for t in tables._table.totals()[0]))
+        dice = " ".join(str(v) for v in R.ROLL_TUPLES[games.roll[seat]])
+        lines.append(f"your dice: {dice}  rolls left: {int(games.rolls_left[seat])}")
+        return "\n".join(lines)
+
+    @staticmethod
+    def _one(obs):
+        return {key: value[0] for key, value in obs.items()} if isinstance(obs, dict) else obs[0]
+
+    @staticmethod
+    def _one_info(info: dict[str, Any]) -> dict[str, Any]:
+        one = {}
+        for key, value in info.items():
+            if key.startswith("_"):
+                continue
+            item = value[0]
+            one[key] = item.item() if isinstance(item, np.generic) else item
+        return one

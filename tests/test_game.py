@@ -58,11 +58,13 @@ def test_batch_and_single_games_step_alike(rules, canonical_keeps):
                 assert getattr(game, field) == getattr(batch, field)[i], field
             np.testing.assert_array_equal(game.sheet, batch.sheet[i])
             np.testing.assert_array_equal(game.mask, batch.mask[i])
-        # The mask is the legal mask of the state, recomputed where the state changed.
+        # The mask is the legal mask of the state, recomputed where the state changed; all True once finished.
         expected = R.legal_action_mask(
             batch.roll, batch.rolls_left, batch.open_mask, canonical_keeps, R.get_rules(rules).num_categories
         )
+        expected[batch.open_mask == 0] = True
         np.testing.assert_array_equal(batch.mask, expected)
+        assert batch.mask.any(axis=1).all()
     assert (batch.open_mask == 0).all() and (batch.rolls_left == 0).all()
     np.testing.assert_array_equal(batch.total, totals)
     np.testing.assert_array_equal(batch.total, batch.sheet.sum(axis=1))

@@ -45,7 +45,8 @@ class GameState:
         sheet: int16 ``(..., num_categories)``: points of each filled category, ``-1`` while open.
         total: Points scored so far.
         stream: int32 ``(..., stream_rows, 6)``: the game's dice stream as prefix codes.
-        mask: bool ``(..., num_actions)``: the legal actions, recomputed wherever the state changes.
+        mask: bool ``(..., num_actions)``: the legal actions, recomputed wherever the state changes; all True
+            once a game is finished (so no mask row is ever empty).
     """
 
     def __init__(self, rules: str | R.Rules = "standard", num_games: int | None = None, canonical_keeps: bool = True):
@@ -176,8 +177,9 @@ class GameState:
                 turn,
             )
             self.total[games] += points
-            self.mask[games] = R.legal_action_mask(
-                roll, rolls_left, open_mask, self.canonical_keeps, self.rules.num_categories
+            self.mask[games] = (
+                R.legal_action_mask(roll, rolls_left, open_mask, self.canonical_keeps, self.rules.num_categories)
+                | (open_mask == 0)[:, None]
             )
         return points, finished
 
@@ -185,6 +187,13 @@ class GameState:
         self.mask = R.legal_action_mask(
             self.roll, self.rolls_left, self.open_mask, self.canonical_keeps, self.rules.num_categories
         )
+        # A finished game allows every action (pgx's convention): a masked policy never meets an empty row,
+        # and the envs never step a finished game.
+        if self.num_games is None:
+            if self.open_mask == 0:
+                self.mask[:] = True
+        else:
+            self.mask |= (self.open_mask == 0)[:, None]
 
 
 class TableState:

@@ -262,15 +262,20 @@ class YachtVectorEnv(VectorEnv):
     def _get_obs(self):
         if self.observation_type == "masked":
             dtype = np.bool_ if self.action_mask_dtype == "bool" else np.int8
-            return self._encoder.observe(self._game, "masked", self._mask.astype(dtype))
+            return self._encoder.observe(self._game, "masked", self._current_mask().astype(dtype))
         return self._encoder.observe(self._game, self.observation_type)
+
+    def _current_mask(self) -> np.ndarray:
+        """The masks the games show now: the state's, all True for a game waiting for its reset."""
+        mask = self._game.mask
+        if self._awaiting_reset.any():  # all True, never an empty row (the action is ignored)
+            mask = mask.copy()
+            mask[self._awaiting_reset] = True
+        return mask
 
     def _get_info(self, illegal: np.ndarray) -> dict[str, Any]:
         game = self._game
-        self._mask = game.mask  # the legality the next step reads: the masks these observations come with
-        if self._awaiting_reset.any():  # all True, never an empty row (the action is ignored)
-            self._mask = self._mask.copy()
-            self._mask[self._awaiting_reset] = True
+        self._mask = self._current_mask()  # the legality the next step reads: the masks shown with this step
         info = {
             "dice": R.ROLLS[game.roll],
             "rolls_left": game.rolls_left.copy(),

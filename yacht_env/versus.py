@@ -318,14 +318,18 @@ class YachtVersusVectorEnv(VectorEnv):
         if self.observation_type == "flat":
             return obs
         dtype = np.bool_ if self.action_mask_dtype == "bool" else np.int8
-        return {"observation": obs, "action_mask": self._mask.astype(dtype)}
+        return {"observation": obs, "action_mask": self._current_mask().astype(dtype)}
+
+    def _current_mask(self) -> np.ndarray:
+        """The learner's masks now; all True where its game is over or waits for its reset (never empty)."""
+        mask = self._table.players.mask[self._index * self.num_players + self._learner_seat]
+        mask[self._over | self._awaiting_reset] = True
+        return mask
 
     def _get_info(self, illegal: np.ndarray) -> dict[str, Any]:
         table, games = self._table, self._table.players
         learner_rows = self._index * self.num_players + self._learner_seat
-        mask = games.mask[learner_rows]
-        mask[self._over | self._awaiting_reset] = True  # a finished game allows every action (never an empty row)
-        self._mask = mask
+        mask = self._mask = self._current_mask()
         p = self.num_players
         info = {
             "dice": R.ROLLS[games.roll[learner_rows]],

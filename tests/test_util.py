@@ -85,6 +85,8 @@ def test_a_fifo_and_a_directory_are_refused(tmp_path):
         atomic_write(fifo, "x")
     with pytest.raises(ValueError, match="is a directory"):
         atomic_write(tmp_path, "x")
+    with pytest.raises(ValueError, match="not a regular file"):
+        writable_target("/dev/null")
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert [p.name for p in tmp_path.iterdir()] == ["fifo"]
 

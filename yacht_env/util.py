@@ -43,9 +43,11 @@ def writable_target(path: str | os.PathLike) -> Path:
         ValueError: ``path`` names a directory or a special file (FIFO, device, socket).
     """
     target = Path(os.path.realpath(path))
-    if target.exists() and not target.is_file():
-        kind = "a directory" if target.is_dir() else "not a regular file"
-        raise ValueError(f"cannot write '{path}': it is {kind}")
+    # The path itself too: /dev/stdout on a pipe resolves to a name that does not exist, "pipe:[...]".
+    for candidate in (Path(path), target):
+        if candidate.exists() and not candidate.is_file():
+            kind = "a directory" if candidate.is_dir() else "not a regular file"
+            raise ValueError(f"cannot write '{path}': it is {kind}")
     return target
 
 

@@ -24,16 +24,9 @@ import yaml
 from sb3_contrib import MaskablePPO
 
 from agents import make_agent
+from agents.config import TrainConfig, load_config
 from agents.evaluation import evaluate
-from agents.training import (
-    CURVE_FIELDS,
-    TrainConfig,
-    evaluate_model,
-    load_config,
-    make_model,
-    make_vec_env,
-    train,
-)
+from agents.training import CURVE_FIELDS, evaluate_model, make_model, make_vec_env, train
 from yacht_env.solver import solve
 
 REPO = Path(__file__).resolve().parents[1]

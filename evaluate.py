@@ -8,27 +8,32 @@ Usage:
 
 Agent specs: ``random``, ``greedy``, ``optimal``, ``ppo:PATH`` (see ``agents/__init__.py``). Game ``g`` rolls
 the dice of ``game_streams(seed, [g])`` for every agent, so same arguments give the same JSON byte for byte.
-Bad input prints one ``evaluate.py: error: ...`` line and exits with status 2, writing no file.
+``--plot`` writes the format its extension names: ``.png``, ``.pdf`` or ``.svg``. At most 10,000,000 games.
+Bad input prints one ``evaluate.py: error: ...`` line and exits with status 2, writing no file; Ctrl-C prints
+``evaluate.py: interrupted`` and exits with status 130.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
-from pathlib import Path
 
-from agents import AGENT_SPECS, make_agent
-from agents.cli import OneLineParser, number
-from agents.evaluation import DEFAULT_BATCH_SIZE, evaluate, format_report, render_json, render_plot, write_atomically
-from yacht_env.rules import PRESETS
-
+# Only the standard library up here: the project (numpy, torch) is imported inside main(), where Ctrl-C
+# during the imports ends in one line, not a traceback.
 DEFAULT_AGENTS = ("random", "greedy", "optimal")
 DEFAULT_GAMES = 10_000  # ~2 s for random, greedy and optimal on two cores; a small PPO MLP adds ~2-5 s
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    import importlib.util
+    from pathlib import Path
+
+    from agents import AGENT_SPECS
+    from agents.cli import OneLineParser, number
+    from agents.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, PLOT_FORMATS
+    from yacht_env.rules import PRESETS
+
     parser = OneLineParser(prog="evaluate.py", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--agents",
@@ -38,14 +43,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         f"(default: {' '.join(DEFAULT_AGENTS)}, plus ppo:models/ppo_<rules>.zip if that file exists)",
     )
     parser.add_argument(
-        "--games", type=number(int, 1), default=DEFAULT_GAMES, help="games per agent (default: %(default)s)"
+        "--games",
+        type=number(int, 1, high=MAX_GAMES),
+        default=DEFAULT_GAMES,
+        help=f"games per agent, at most {MAX_GAMES:,} (default: %(default)s)",
     )
     parser.add_argument("--seed", type=number(int, 0), default=0, help="seed of the dice (default: %(default)s)")
     parser.add_argument(
         "--rules", choices=sorted(PRESETS), default="standard", help="rules preset (default: %(default)s)"
     )
     parser.add_argument("--json", metavar="PATH", help="write the statistics as JSON to PATH")
-    parser.add_argument("--plot", metavar="PATH", help="write a PNG of score distributions and category means to PATH")
+    parser.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="write score distributions and category means to PATH, in the format its extension names: "
+        + ", ".join(f".{fmt}" for fmt in PLOT_FORMATS),
+    )
     parser.add_argument(
         "--batch-size",
         type=number(int, 1),
@@ -59,29 +72,64 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         model = Path("models") / f"ppo_{args.rules}.zip"
         if model.is_file() and importlib.util.find_spec("sb3_contrib") is not None:  # the train extra
             args.agents.append(f"ppo:{model}")
-    for option in ("json", "plot"):
-        problem = output_problem(getattr(args, option))
-        if problem:
-            parser.error(f"argument --{option}: {problem}")
+    problem = outputs_problem(args.json, args.plot)
+    if problem:
+        parser.error(problem)
     return args
 
 
-def output_problem(path: str | None) -> str | None:
-    """Why ``path`` cannot be written (checked before the run, so a bad path costs no time), or ``None``."""
-    if path is None:
-        return None
-    folder = Path(path).parent
-    if Path(path).is_dir():
-        return f"'{path}' is a directory"
-    if not folder.is_dir():
-        return f"cannot write '{path}': folder '{folder}' does not exist"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"cannot write '{path}': folder '{folder}' is not writable"
+def plot_format(path: str) -> str | None:
+    """The format a plot path names by its extension (``.png``, ``.pdf``, ``.svg``), or ``None``."""
+    from agents.evaluation import PLOT_FORMATS
+
+    fmt = os.path.splitext(path)[1].lower().lstrip(".")
+    return fmt if fmt in PLOT_FORMATS else None
+
+
+def outputs_problem(json_path: str | None, plot_path: str | None) -> str | None:
+    """Why the outputs cannot be written (checked before the run, so a bad path costs no time), or ``None``.
+
+    Each path must be a regular file or a new one in an existing folder where a file can really be created
+    (a symlink is written through); the plot's extension must name a format; the two must be different files.
+    """
+    from agents.evaluation import PLOT_FORMATS
+    from yacht_env.util import check_writable
+
+    targets = {}
+    for option, path in (("--json", json_path), ("--plot", plot_path)):
+        if path is None:
+            continue
+        if option == "--plot" and plot_format(path) is None:
+            formats = ", ".join(f".{fmt}" for fmt in PLOT_FORMATS)
+            return f"argument --plot: '{path}' must end in one of {formats} (the format it is written in)"
+        try:
+            targets[option] = check_writable(path)
+        except ValueError as error:
+            return f"argument {option}: {error}"
+    if len(targets) == 2:
+        json_target, plot_target = targets["--json"], targets["--plot"]
+        same = json_target == plot_target or (
+            json_target.exists() and plot_target.exists() and os.path.samefile(json_target, plot_target)
+        )
+        if same:
+            return f"argument --plot: '{plot_path}' is the same file as --json '{json_path}'"
     return None
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # during the imports, the games or the writing (each file is written atomically)
+        print("evaluate.py: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     args = parse_args(argv)
+    from agents import make_agent
+    from agents.evaluation import evaluate, format_report, render_json, render_plot
+    from yacht_env.util import atomic_write
+
     try:
         if len(set(args.agents)) != len(args.agents):
             raise ValueError(f"each agent may be given once, got {' '.join(args.agents)}")
@@ -90,17 +138,17 @@ def main(argv: list[str] | None = None) -> int:
             agents, args.games, args.seed, args.rules, batch_size=args.batch_size, progress=not args.no_progress
         )
         # Both files are rendered before either is written, each written atomically.
-        outputs = [(args.plot, render_plot), (args.json, render_json)]
-        rendered = [(path, render(evaluation)) for path, render in outputs if path]
+        rendered = []
+        if args.plot:
+            rendered.append((args.plot, render_plot(evaluation, plot_format(args.plot))))
+        if args.json:
+            rendered.append((args.json, render_json(evaluation)))
         for path, data in rendered:
-            write_atomically(path, data)
+            atomic_write(path, data)
     except (ValueError, OSError) as error:
         message = " ".join(str(error).split())  # one line, whatever the error says
         print(f"evaluate.py: error: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("evaluate.py: interrupted", file=sys.stderr)
-        return 130
     try:
         print(format_report(evaluation))
         for path, _ in rendered:

@@ -5,20 +5,25 @@
     python train.py --resume runs/<run>/checkpoints/step_<N>.zip
 
 Each run writes ``runs/<run name>/``: config.yaml, command.txt, model.zip, checkpoints/,
-learning_curve.csv, learning_curve.png and tb/ (TensorBoard). Ctrl-C saves a checkpoint and exits.
+learning_curve.csv, learning_curve.png and tb/ (TensorBoard). Ctrl-C (or SIGTERM) saves a checkpoint and
+exits; a second Ctrl-C quits at once without saving (exit status 130; 143 for SIGTERM). Bad input prints one
+``train.py: error: ...`` line and exits with status 2, writing nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
-from agents.cli import OneLineParser, number
-
+# Only the standard library up here: the project (numpy, torch) is imported inside main(), where Ctrl-C
+# during the imports ends in one line, not a traceback.
 DEFAULT_CONFIG = "configs/ppo.yaml"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from agents.cli import OneLineParser, number
+
     parser = OneLineParser(prog="train.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", help=f"YAML hyperparameters (default: {DEFAULT_CONFIG})")
     parser.add_argument("--rules", choices=["standard", "classic"], help="rules preset (config: rules)")
@@ -28,7 +33,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=number(int, 0), help="seed (config: seed)")
     parser.add_argument("--n-envs", type=number(int, 1), help="games stepped together (config: n_envs)")
-    parser.add_argument("--device", help="torch device, e.g. cpu or cuda (config: device)")
+    parser.add_argument("--device", help="torch device: cpu, cuda, cuda:<i> or mps, if present (config: device)")
     parser.add_argument("--output-dir", default="runs", help="where run folders go (default: %(default)s)")
     parser.add_argument(
         "--resume",
@@ -39,10 +44,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` (``agents.training.Abort`` once that is imported)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame) -> None:
+    raise Terminated(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    # SIGTERM like SIGINT from the start: an exception, so that nothing is left half-done (a claimed run
+    # folder is removed again); during training agents.training's own handling takes over.
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as interrupt:
+        signum = getattr(interrupt, "signum", signal.SIGINT)
+        print(f"train.py: interrupted ({signal.Signals(signum).name}): quit at once, without saving", file=sys.stderr)
+        return 128 + signum
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     args = parse_args(argv)
     try:
-        from agents.training import load_config, resume_config, train
+        from agents.config import load_config
+        from agents.training import resume_config, train
     except ImportError as error:  # yaml, torch, stable-baselines3 come with the train extra
         extra = "pip install 'yacht-rl[train]'"
         print(f"train.py: error: training needs the train extra ({extra}): {error}", file=sys.stderr)
@@ -64,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             config = load_config(args.config or DEFAULT_CONFIG, overrides)
         run_dir = train(config, args.output_dir, resume=args.resume, progress=not args.no_progress)
-    except ValueError as error:
-        print(f"train.py: error: {error}", file=sys.stderr)
+    except (ValueError, OSError) as error:
+        message = " ".join(str(error).split())  # one line, whatever the error says
+        print(f"train.py: error: {message}", file=sys.stderr)
         return 2
     print(f"run folder: {run_dir}")
     return 0

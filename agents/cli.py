@@ -13,9 +13,12 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def number(kind: type, low: float, inclusive: bool = True):
-    """An argparse ``type``: a finite ``kind`` (``int`` or ``float``) that is >= ``low`` (or > ``low``)."""
+def number(kind: type, low: float, inclusive: bool = True, high: float | None = None):
+    """An argparse ``type``: a finite ``kind`` (``int`` or ``float``) that is >= ``low`` (or > ``low``) and, if
+    ``high`` is given, <= ``high``."""
     bound = f">= {low}" if inclusive else f"> {low}"
+    if high is not None:
+        bound += f" and <= {high:,}"
     noun = "an integer" if kind is int else "a number"
 
     def parse(text: str):
@@ -23,7 +26,8 @@ def number(kind: type, low: float, inclusive: bool = True):
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {noun} {bound}, got {text!r}") from None
-        if not math.isfinite(value) or not (value >= low if inclusive else value > low):
+        ok = math.isfinite(value) and (value >= low if inclusive else value > low)
+        if not ok or (high is not None and value > high):
             raise argparse.ArgumentTypeError(f"expected {noun} {bound}, got {text!r}")
         return value
 

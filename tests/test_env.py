@@ -606,7 +606,10 @@ def test_step_after_termination_or_before_reset_raises():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"rules": "nope"}, "unknown rules 'nope'; expected one of ['classic', 'knizia', 'standard'] or a Rules object"),
+        (
+            {"rules": "nope"},
+            "unknown rules 'nope'; expected one of ['classic', 'knizia', 'standard'] or a Rules object",
+        ),
         ({"observation_type": "x"}, "observation_type must be one of ('flat', 'dict', 'masked'), got 'x'"),
         ({"observation_type": ["flat"]}, "observation_type must be one of ('flat', 'dict', 'masked'), got ['flat']"),
         ({"action_mask_dtype": "float32"}, "action_mask_dtype must be one of ('int8', 'bool'), got 'float32'"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 
 from agents import make_agent
-from agents.evaluation import Z_95, evaluate, format_report
+from agents.evaluation import MAX_GAMES, Z_95, evaluate, format_report
 from yacht_env import rules as R
 from yacht_env.solver import solve
 
@@ -36,10 +38,31 @@ TOP_KEYS = {"rules", "games", "seed", "optimal_expected_score", "agents", "paire
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def run_script(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+def run_script(*args: str, cwd: Path = REPO, umask: int = -1) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(REPO / "evaluate.py"), *args], cwd=cwd, capture_output=True, text=True, timeout=120
+        [sys.executable, str(REPO / "evaluate.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        umask=umask,
     )
+
+
+# Runs a script as ``python script.py ARGS`` would, but sends the process SIGINT while it imports MODULE.
+INTERRUPT_AT_IMPORT = """
+import os, runpy, signal, sys
+
+class InterruptAt:
+    def find_spec(self, name, path=None, target=None):
+        if name == module:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptAt())
+module, sys.argv = sys.argv[1], sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +145,9 @@ def test_optimal_first_game_replays_in_the_single_env():
     [
         ({"games": 0}, "games must be an int >= 1"),
         ({"games": 2.5}, "games must be an int >= 1"),
+        ({"games": True}, "games must be an int >= 1"),
+        ({"games": MAX_GAMES + 1}, "games must be an int >= 1 and <= 10,000,000, got 10000001"),
+        ({"games": 10**15}, "games must be an int >= 1 and <= 10,000,000"),
         ({"seed": -1}, "seed must be an int >= 0"),
         ({"batch_size": 0}, "batch_size must be an int >= 1"),
         ({"rules": "classic"}, "plays the 'standard' rules, not 'classic'"),
@@ -235,6 +261,16 @@ BAD_INPUTS = {
     "json under a file": lambda tmp: ["--json", str(tmp / "a_file.txt" / "r.json")],
     "json is a folder": lambda tmp: ["--json", str(tmp)],
     "plot in a missing folder": lambda tmp: ["--plot", str(tmp / "missing" / "s.png")],
+    "absurdly many games": lambda tmp: ["--games", "1000000000000000"],
+    "more games than the limit": lambda tmp: ["--games", str(MAX_GAMES + 1)],
+    "json is a FIFO": lambda tmp: ["--json", str(tmp / "a_fifo")],
+    "json is a symlink to a FIFO": lambda tmp: ["--json", str(tmp / "link_to_fifo.json")],
+    "json is stdout (a pipe)": lambda tmp: ["--json", "/dev/stdout"],
+    "plot is a device": lambda tmp: ["--plot", "/dev/null"],
+    "json and plot the same file": lambda tmp: ["--json", str(tmp / "same.png"), "--plot", str(tmp / "same.png")],
+    "plot a symlink to the json": lambda tmp: ["--plot", str(tmp / "link_to_out_json.png")],
+    "plot in an unknown format": lambda tmp: ["--plot", str(tmp / "s.jpg")],
+    "plot without an extension": lambda tmp: ["--plot", str(tmp / "scores")],
 }
 
 
@@ -242,6 +278,9 @@ BAD_INPUTS = {
 def test_bad_input_is_one_error_line_exit_2_and_no_output_file(tmp_path, case):
     (tmp_path / "corrupt.zip").write_bytes(b"\x00garbage bytes, not a model" * 8)
     (tmp_path / "a_file.txt").write_text("not a folder")
+    os.mkfifo(tmp_path / "a_fifo")
+    (tmp_path / "link_to_fifo.json").symlink_to(tmp_path / "a_fifo")
+    (tmp_path / "link_to_out_json.png").symlink_to(tmp_path / "out.json")  # dangling until out.json is written
     args = BAD_INPUTS[case](tmp_path)
     for option, name in (("--json", "out.json"), ("--plot", "out.png"), ("--games", "50")):
         if option not in args:
@@ -253,3 +292,47 @@ def test_bad_input_is_one_error_line_exit_2_and_no_output_file(tmp_path, case):
     assert len(lines) == 1 and lines[0].startswith("evaluate.py: error: "), done.stderr
     assert "Traceback" not in done.stderr
     assert sorted(tmp_path.rglob("*")) == before  # no output, not even a temporary file
+    assert stat.S_ISFIFO((tmp_path / "a_fifo").stat().st_mode)
+    assert (tmp_path / "link_to_out_json.png").is_symlink()
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "svg"])
+def test_the_plot_is_written_in_the_format_its_extension_names_through_a_symlink(tmp_path, fmt):
+    # The JSON through a symlink: the link stays, its target is replaced and keeps its mode; new files get
+    # the usual mode (0644 under umask 022).
+    (tmp_path / "report.json").write_text("old")
+    (tmp_path / "report.json").chmod(0o640)
+    (tmp_path / "link.json").symlink_to("report.json")
+    plot = tmp_path / f"scores.{fmt.upper()}"
+    args = ["--agents", "greedy", "--games", "50", "--no-progress"]
+    done = run_script(*args, "--json", str(tmp_path / "link.json"), "--plot", str(plot), umask=0o022)
+    assert done.returncode == 0, done.stderr
+    assert os.readlink(tmp_path / "link.json") == "report.json"
+    assert json.loads((tmp_path / "report.json").read_text())["games"] == 50
+    assert stat.S_IMODE((tmp_path / "report.json").stat().st_mode) == 0o640
+    assert stat.S_IMODE(plot.stat().st_mode) == 0o644
+    magic = {"pdf": b"%PDF-", "svg": b"<?xml"}[fmt]
+    assert plot.read_bytes().startswith(magic)
+    if fmt == "svg":
+        assert b"<svg" in plot.read_bytes()[:1000]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "report.json", plot.name]
+
+
+def test_new_output_files_get_the_usual_mode(tmp_path):
+    args = ["--agents", "greedy", "--games", "50", "--no-progress"]
+    done = run_script(*args, "--json", str(tmp_path / "r.json"), "--plot", str(tmp_path / "s.png"), umask=0o022)
+    assert done.returncode == 0, done.stderr
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()} == {"r.json": 0o644, "s.png": 0o644}
+
+
+def test_ctrl_c_during_the_imports_is_one_line_exit_130(tmp_path):
+    args = ["--agents", "greedy", "--games", "50", "--json", str(tmp_path / "r.json"), "--no-progress"]
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_AT_IMPORT, "numpy", "evaluate.py", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stderr, done.stdout) == (130, "evaluate.py: interrupted\n", "")
+    assert list(tmp_path.iterdir()) == []

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
+import os
 import shutil
+import stat
+import subprocess
+import sys
+import time
+import warnings
 from collections import Counter
 from functools import cache
 
@@ -411,3 +418,44 @@ def test_batched_queries_reject_bad_states(solutions, roll, rolls_left, open_mas
 def test_unknown_rules(rules):
     with pytest.raises(ValueError, match="unknown rules"):
         solve(rules, cache=False)
+
+
+def test_a_cache_file_gets_the_usual_mode(tmp_path, fresh_memo):
+    previous = os.umask(0o022)
+    try:
+        solve("standard", cache_dir=tmp_path)
+    finally:
+        os.umask(previous)
+    path = solver.cache_path("standard", tmp_path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644  # not mkstemp's private 0600
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+@pytest.mark.parametrize("how", ["truncated", "empty", "garbage"])
+def test_a_damaged_cache_file_leaves_no_file_open(tmp_path, fresh_memo, how):
+    solve("standard", cache_dir=tmp_path)
+    path = solver.cache_path("standard", tmp_path)
+    _corrupt(path, how, tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert solver._load(path, R.get_rules("standard")) is None
+        gc.collect()  # an unclosed file warns when it is collected
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+def test_a_killed_writers_temp_file_is_cleaned_up(tmp_path, fresh_memo):
+    path = solver.cache_path("standard", tmp_path)
+    tmp_path.mkdir(exist_ok=True)
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = path.with_name(f".{path.name}.{int(done.stdout)}-0123abcd.tmp")  # its writer was killed (kill -9)
+    live = path.with_name(f".{path.name}.{os.getppid()}-0123abcd.tmp")  # another process writing now
+    old_style = path.with_name(f"{path.name}k2j4h1x0.tmp")  # named by mkstemp before this version, an hour old
+    for temp in (stale, live, old_style):
+        temp.write_bytes(b"\x00" * 1000)
+    os.utime(old_style, (time.time() - 3601,) * 2)
+    assert solve("standard", cache_dir=tmp_path).source == "solved"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, live.name])
+    solver.clear_memo()
+    stale.write_bytes(b"")  # also when the cache file is good and only read
+    assert solve("standard", cache_dir=tmp_path).source == "disk"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, live.name])

@@ -7,10 +7,12 @@ from __future__ import annotations
 import copy
 import csv
 import math
+import os
 import re
 import shlex
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -23,13 +25,15 @@ import torch
 import yaml
 from sb3_contrib import MaskablePPO
 
-from agents import make_agent
+from agents import make_agent, training
+from agents.config import TrainConfig, load_config
 from agents.evaluation import evaluate
 from agents.training import (
     CURVE_FIELDS,
-    TrainConfig,
+    Abort,
+    StopFlag,
+    claim_run_folder,
     evaluate_model,
-    load_config,
     make_model,
     make_vec_env,
     train,
@@ -75,8 +79,35 @@ def write_config(path: Path, **changes) -> Path:
 
 def run_train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "train.py", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "train.py", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, umask=0o022
     )
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped): the writer of a file left by kill -9."""
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(done.stdout)
+
+
+def snapshot(folder: Path) -> dict[Path, bytes | None]:
+    """Every path under ``folder`` with its bytes (``None`` for a folder)."""
+    return {p: (p.read_bytes() if p.is_file() else None) for p in folder.rglob("*")}
+
+
+# Runs a script as ``python script.py ARGS`` would, but sends the process SIGINT while it imports MODULE.
+INTERRUPT_AT_IMPORT = """
+import os, runpy, signal, sys
+
+class InterruptAt:
+    def find_spec(self, name, path=None, target=None):
+        if name == module:
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptAt())
+module, sys.argv = sys.argv[1], sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 
 
 def run_folder(stdout: str) -> Path:
@@ -643,4 +674,258 @@ def test_resuming_a_corrupt_checkpoint_writes_nothing(tmp_path, corrupt_checkpoi
             train(config, tmp_path / "runs", resume=checkpoint, command="resume", progress=False)
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
     assert [p.name for p in loose.parent.iterdir()] == ["model.zip"]
+    assert not (tmp_path / "runs").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# Hardening (issue 15): what a hostile or an unlucky user still broke
+# --------------------------------------------------------------------------------------------------
+def test_every_file_of_a_run_gets_the_usual_mode(e2e):
+    # Written atomically, yet not with mkstemp's private 0600: 0644 under the umask 022 the run had.
+    modes = {p.relative_to(e2e["run"]): stat.S_IMODE(p.stat().st_mode) for p in e2e["run"].rglob("*")}
+    files = {path: mode for path, mode in modes.items() if (e2e["run"] / path).is_file()}
+    assert {"config.yaml", "command.txt", "model.zip", "learning_curve.csv", "learning_curve.png"} <= {
+        path.name for path in files
+    }
+    assert set(files.values()) == {0o644}, files
+    assert modes[Path("checkpoints")] == 0o755
+
+
+def test_run_folders_are_claimed_exclusively(tmp_path, monkeypatch):
+    # Two runs started in the same second (so with the same name) never share a folder.
+    monkeypatch.setattr(training, "run_name", lambda config: "Yacht-v0__standard__ppo__0__1700000000")
+    config = load_config(write_config(tmp_path / "c.yaml"))
+    first, created = claim_run_folder(tmp_path / "out" / "runs", config)
+    second, _ = claim_run_folder(tmp_path / "out" / "runs", config)
+    third, _ = claim_run_folder(tmp_path / "out" / "runs", config)
+    assert [first.name, second.name, third.name] == [
+        "Yacht-v0__standard__ppo__0__1700000000",
+        "Yacht-v0__standard__ppo__0__1700000000-2",
+        "Yacht-v0__standard__ppo__0__1700000000-3",
+    ]
+    assert created == [tmp_path / "out", tmp_path / "out" / "runs", first]
+    assert all(list(folder.iterdir()) == [] for folder in (first, second, third))
+
+
+def test_a_run_never_writes_into_another_runs_folder(tmp_path, monkeypatch):
+    name = "Yacht-v0__standard__ppo__0__1700000000"
+    monkeypatch.setattr(training, "run_name", lambda config: name)
+    other = tmp_path / "runs" / name
+    other.mkdir(parents=True)
+    (other / "config.yaml").write_text("the other run's\n")
+    run = train(load_config(write_config(tmp_path / "c.yaml")), tmp_path / "runs", command="mine", progress=False)
+    assert run == tmp_path / "runs" / f"{name}-2"
+    assert [p.name for p in other.iterdir()] == ["config.yaml"]
+    assert (other / "config.yaml").read_text() == "the other run's\n"
+    assert (run / "command.txt").read_text() == "mine\n"
+
+
+def test_a_failed_build_removes_the_claimed_folder(tmp_path, monkeypatch):
+    def fail(*args, **kwargs):
+        raise RuntimeError("the build failed")
+
+    monkeypatch.setattr(training, "make_model", fail)
+    config = load_config(write_config(tmp_path / "c.yaml"))
+    with pytest.raises(RuntimeError, match="the build failed"):
+        train(config, tmp_path / "out" / "runs", progress=False)
+    assert list(tmp_path.iterdir()) == [tmp_path / "c.yaml"]  # neither the run folder nor the folders made for it
+
+
+def test_a_signal_before_training_starts_aborts_and_removes_the_claimed_folder(tmp_path, monkeypatch):
+    def interrupted_build(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the handler raises before this ends
+
+    monkeypatch.setattr(training, "make_model", interrupted_build)
+    config = load_config(write_config(tmp_path / "c.yaml"))
+    with pytest.raises(Abort) as raised:
+        train(config, tmp_path / "runs", progress=False)
+    assert raised.value.signum == signal.SIGINT
+    assert not (tmp_path / "runs").exists()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+
+
+def test_once_armed_the_first_signal_asks_to_stop_and_the_second_aborts():
+    with StopFlag() as stop:
+        stop.arm()
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.requested
+        with pytest.raises(Abort) as raised:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        assert raised.value.signum == signal.SIGINT
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+@pytest.mark.parametrize("kind", ["a file", "under a file"])
+def test_an_output_dir_that_is_not_a_folder_is_one_clear_error(tmp_path, kind):
+    (tmp_path / "README.md").write_text("a file\n")
+    output_dir = tmp_path / "README.md" if kind == "a file" else tmp_path / "README.md" / "runs"
+    config = write_config(tmp_path / "c.yaml")
+    before = snapshot(tmp_path)
+    start = time.monotonic()
+    result = run_train("--config", str(config), "--output-dir", str(output_dir), "--no-progress")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        f"train.py: error: cannot create a run folder in --output-dir '{output_dir}': "
+        f"'{tmp_path / 'README.md'}' is a file\n"
+    )
+    assert result.stdout == "" and snapshot(tmp_path) == before
+    assert time.monotonic() - start < 60  # before the model build and the reference evaluation
+
+
+def test_a_read_only_output_dir_is_one_clear_error(tmp_path):
+    output_dir = tmp_path / "ro"
+    output_dir.mkdir()
+    output_dir.chmod(0o555)
+    try:
+        if os.access(output_dir, os.W_OK):
+            pytest.skip("this user (root) can write into a read-only folder")
+        result = run_train("--config", str(write_config(tmp_path / "c.yaml")), "--output-dir", str(output_dir))
+        assert result.returncode == 2 and "Permission denied" in result.stderr and "Traceback" not in result.stderr
+        assert list(output_dir.iterdir()) == []
+    finally:
+        output_dir.chmod(0o755)
+
+
+CRASHING_CONFIGS = {
+    "device meta": ({"device": "meta"}, "device must be cpu, cuda, cuda:<i> or mps, got 'meta'"),
+    "a missing GPU": ({"device": "cuda:99"}, "device 'cuda:99' is not available: torch sees"),
+    "100,000 threads": ({"torch_threads": 100000}, "torch_threads must be an int >= 1 and <= 256, got 100000"),
+    "10**12 envs": ({"n_envs": 10**12}, "n_envs must be an int >= 1 and <= 100,000, got 1000000000000"),
+}
+
+
+@pytest.mark.parametrize("case", list(CRASHING_CONFIGS))
+def test_a_config_that_would_crash_later_is_one_clear_error(tmp_path, case):
+    changes, fragment = CRASHING_CONFIGS[case]
+    result = run_train(
+        "--config", str(write_config(tmp_path / "c.yaml", **changes)), "--output-dir", str(tmp_path / "r")
+    )
+    check_clean_error(result, tmp_path / "r", fragment)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"seed": 2**32}, "seed must be an int >= 0 and <= 4,294,967,295, got 4294967296"),
+        ({"torch_threads": 257}, "torch_threads must be an int >= 1 and <= 256, got 257"),
+        ({"device": "cuda"}, "device 'cuda' is not available: torch sees no CUDA GPU on this machine"),
+        ({"device": "mps"}, "device 'mps' is not available: torch sees no MPS device on this machine"),
+        ({"device": "xla"}, "device must be cpu, cuda, cuda:<i> or mps, got 'xla'"),
+        ({"n_envs": 100_001}, "n_envs must be an int >= 1 and <= 100,000, got 100001"),
+        (
+            {"n_envs": 100_000, "ppo": {"n_steps": 101}},
+            "the rollout size n_steps x n_envs (101 x 100000) must be at most 10,000,000 steps",
+        ),
+        ({"ppo": {"n_steps": 10**12}}, "ppo.n_steps must be an int >= 1 and <= 10,000,000, got 1000000000000"),
+        ({"eval": {"games": 10**15}}, "eval.games must be an int >= 1 and <= 10,000,000, got 1000000000000000"),
+        (
+            {"policy": {"net_arch": [10**9]}},
+            "policy.net_arch must be a list of 1..16 ints in 1..8192, got [1000000000]",
+        ),
+        ({"policy": {"net_arch": [8] * 17}}, "policy.net_arch must be a list of 1..16 ints in 1..8192"),
+    ],
+)
+def test_sizes_and_devices_are_bounded_up_front(tmp_path, changes, message):
+    if changes.get("device") == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    if changes.get("device") == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has MPS")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        load_config(write_config(tmp_path / "c.yaml", **changes))
+
+
+def test_the_limits_themselves_are_accepted(tmp_path):
+    changes = {"seed": 2**32 - 1, "torch_threads": 256, "n_envs": 100_000, "policy": {"net_arch": [8192] + [1] * 15}}
+    config = load_config(write_config(tmp_path / "c.yaml", **changes, ppo={"n_steps": 100}, eval={"games": 10**7}))
+    assert (config.seed, config.n_envs, config.ppo.n_steps, config.eval.games) == (2**32 - 1, 100_000, 100, 10**7)
+
+
+def test_a_resume_after_kill_9_repairs_the_curve_and_cleans_the_temp_files(e2e, tmp_path):
+    # kill -9 while an older version appended a curve row, and while files were being written.
+    run = copy_run(e2e["run"], tmp_path)
+    curve = run / "learning_curve.csv"
+    text = curve.read_text()
+    curve.write_text(text[: text.rindex("\n", 0, len(text) - 1) + 9])  # the last row cut after 8 characters
+    pid = dead_pid()
+    stale = [run / f".model.zip.{pid}-0123abcd.tmp", run / "checkpoints" / f".step_2048.zip.{pid}-4567cdef.tmp"]
+    legacy = [run / "checkpoints" / "step_1536.tmp.zip", run / "learning_curve.tmp"]  # names of older versions
+    live = run / "checkpoints" / f".step_2048.zip.{os.getpid()}-89abcdef.tmp"  # a process alive now: kept
+    for path in [*stale, *legacy, live]:
+        path.write_bytes(b"\x00" * 100)
+    for path in legacy:
+        os.utime(path, (time.time() - 3601,) * 2)
+    args = ["--resume", str(run / "checkpoints" / "step_1024.zip"), "--total-timesteps", "2048"]
+    result = run_train(*args, "--output-dir", str(tmp_path / "unused"), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert timesteps(run) == [0, 1024, 2048]
+    assert curve_lines(run)[:3] == text.splitlines()[:3]
+    assert not any(path.exists() for path in [*stale, *legacy]) and live.exists()
+    live.unlink()
+    assert checkpoint_steps(run) == [1024, 2048]
+    assert len((run / "command.txt").read_text().splitlines()) == 2
+
+
+def test_a_resume_that_cannot_start_changes_nothing(e2e, tmp_path):
+    # A curve damaged before its last row is not guessed at: one clear error, and config.yaml, command.txt
+    # and the curve stay as they were.
+    run = copy_run(e2e["run"], tmp_path)
+    lines = curve_lines(run)
+    (run / "learning_curve.csv").write_text("\n".join([lines[0], "0,garbage", *lines[2:]]) + "\n")
+    before = snapshot(run)
+    args = ["--resume", str(run / "checkpoints" / "step_1024.zip"), "--total-timesteps", "4096"]
+    result = run_train(*args, "--output-dir", str(tmp_path / "unused"), "--no-progress")
+    check_clean_error(result, tmp_path / "unused", "line 2 is not a learning-curve row: '0,garbage'")
+    assert snapshot(run) == before
+
+
+def test_a_second_sigint_quits_at_once_without_a_traceback(tmp_path):
+    config = write_config(tmp_path / "long.yaml", total_timesteps=LONG_BUDGET)
+    output_dir = tmp_path / "runs"
+    args = ["--config", str(config), "--output-dir", str(output_dir), "--no-progress"]
+    proc = subprocess.Popen(
+        [sys.executable, "train.py", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        lines = []
+        while not any(line.startswith("[") and not line.startswith("[         0 steps") for line in lines):
+            line = proc.stderr.readline()
+            assert line, (proc.wait(), "".join(lines))
+            lines.append(line)
+        proc.send_signal(signal.SIGINT)  # the first: stop after this update and save
+        while not lines[-1].startswith("stopping: "):
+            lines.append(proc.stderr.readline())
+            assert lines[-1], "".join(lines)
+        # While the run saves: pause it, so that the second signal surely arrives before it is done.
+        proc.send_signal(signal.SIGSTOP)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGCONT)
+        stdout, stderr = proc.communicate(timeout=60)
+        seconds = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert stderr == "train.py: interrupted (SIGINT): quit at once, without saving\n"
+    assert stdout == "" and seconds < 10
+    run = next(output_dir.iterdir())
+    assert list(run.rglob(".*.tmp")) == []  # nothing half-written left behind
+    for checkpoint in (run / "checkpoints").iterdir():
+        assert MaskablePPO.load(str(checkpoint), device="cpu").num_timesteps == int(checkpoint.stem[len("step_") :])
+
+
+def test_sigint_during_the_imports_is_one_line_exit_130(tmp_path):
+    args = ["--config", str(write_config(tmp_path / "c.yaml")), "--output-dir", str(tmp_path / "runs")]
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_AT_IMPORT, "torch", "train.py", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (130, "")
+    assert done.stderr == "train.py: interrupted (SIGINT): quit at once, without saving\n"
     assert not (tmp_path / "runs").exists()

@@ -33,11 +33,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
-import tempfile
 import warnings
 import zlib
 from pathlib import Path
@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from yacht_env import rules as R
+from yacht_env.util import atomic_output, remove_stale_temps
 
 SOLVER_FORMAT_VERSION = 1  # bump when the recurrence or the stored arrays change; old cache files are ignored
 CACHE_DIR_ENV = "YACHT_RL_CACHE_DIR"
@@ -299,31 +300,35 @@ def _checksum(key: str, start_values: np.ndarray, keep_values: np.ndarray) -> in
 
 
 def _save(path: Path, solution: Solution) -> None:
-    """Writes atomically (a temporary file in the same folder, then ``os.replace``)."""
+    """Writes atomically, with the usual file mode (:func:`yacht_env.util.atomic_output`)."""
     key = cache_key(solution.rules)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            np.savez(
-                file,
-                key=np.array(key),
-                checksum=np.array(_checksum(key, solution.start_values, solution.keep_values), dtype=np.int64),
-                start_values=solution.start_values,
-                keep_values=solution.keep_values,
-            )
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    _remove_stale_temps(path.parent)
+    with atomic_output(path) as temp, open(temp, "wb") as file:  # a file object: np.savez adds no ".npz"
+        np.savez(
+            file,
+            key=np.array(key),
+            checksum=np.array(_checksum(key, solution.start_values, solution.keep_values), dtype=np.int64),
+            start_values=solution.start_values,
+            keep_values=solution.keep_values,
+        )
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    """Removes the temporary files of writers killed mid-write (``kill -9``), ~2 MB each; never fails."""
+    # Before util's naming, mkstemp named them "<cache file name><random>.tmp".
+    with contextlib.suppress(OSError):
+        remove_stale_temps(folder, legacy=["*.npz*.tmp"])
 
 
 def _load(path: Path, rules: R.Rules) -> Solution | None:
     """The cached solution at ``path``, or ``None`` if it is missing or fails any check."""
+    _remove_stale_temps(path.parent)
     if not path.is_file():
         return None
     try:
-        with np.load(path, allow_pickle=False) as data:
+        # Opened here, not by np.load: np.load leaves its file open when a truncated zip fails to parse.
+        with open(path, "rb") as file, np.load(file, allow_pickle=False) as data:
             key, checksum = str(data["key"][()]), int(data["checksum"][()])
             start_values, keep_values = data["start_values"], data["keep_values"]
     except Exception:  # a damaged file can fail in many ways (zip, npy header, truncation); none is trusted

@@ -10,7 +10,8 @@ import contextlib
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 TEMP_SUFFIX = ".tmp"
@@ -35,9 +36,36 @@ def writable_target(path: str | os.PathLike) -> Path:
         ValueError: ``path`` names a directory or a special file (FIFO, device, socket).
     """
     target = Path(os.path.realpath(path))
-    if target.exists() and not target.is_file():
-        kind = "a directory" if target.is_dir() else "not a regular file"
-        raise ValueError(f"cannot write '{path}': it is {kind}")
+    # The path itself too: /dev/stdout on a pipe resolves to a name that does not exist, "pipe:[...]".
+    for candidate in (Path(path), target):
+        if candidate.exists() and not candidate.is_file():
+            kind = "a directory" if candidate.is_dir() else "not a regular file"
+            raise ValueError(f"cannot write '{path}': it is {kind}")
+    return target
+
+
+def check_writable(path: str | os.PathLike) -> Path:
+    """Checks, by really creating and removing a file beside it, that ``path`` can be written; returns its target.
+
+    For checks before a long computation: a permission bit, a read-only file system or a full inode table
+    shows here and not after the work is done. Only a hidden temporary file (see :func:`atomic_output`) is
+    created, and it is removed at once.
+
+    Raises:
+        ValueError: ``path`` is a directory or a special file, its folder is missing or not a folder, or a
+            file cannot be created there.
+    """
+    target = writable_target(path)
+    folder = target.parent
+    if not folder.is_dir():
+        problem = "does not exist" if not folder.exists() else "is not a folder"
+        raise ValueError(f"cannot write '{path}': folder '{folder}' {problem}")
+    probe = _temp_name(target)
+    try:
+        probe.touch(exist_ok=False)
+    except OSError as error:
+        raise ValueError(f"cannot write '{path}': {error.strerror or error}") from None
+    probe.unlink(missing_ok=True)
     return target
 
 
@@ -73,14 +101,31 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
         temp.write_bytes(data)
 
 
-def remove_stale_temps(folder: str | os.PathLike) -> list[Path]:
+def remove_stale_temps(folder: str | os.PathLike, legacy: Iterable[str] = (), legacy_age: float = 3600.0) -> list[Path]:
     """Removes temporary files of :func:`atomic_output` in ``folder`` whose writing process is gone.
 
     A process killed with ``kill -9`` cannot clean up after itself; the next run calls this. Files of a
-    process still alive (another run writing now) are left alone. Returns the paths removed.
+    process still alive (another run writing now) are left alone. A missing folder has nothing to clean.
+
+    Args:
+        folder: The folder (not searched recursively).
+        legacy: Glob patterns of temporary files named by older versions, without a pid: they are removed
+            once their last change is ``legacy_age`` seconds old (no write of this project takes that long).
+        legacy_age: See ``legacy``.
+
+    Returns:
+        The paths removed.
     """
     removed = []
-    for temp in Path(folder).glob(f".*{TEMP_SUFFIX}"):
+    folder = Path(folder)
+    now = time.time()
+    for pattern in legacy:
+        for temp in folder.glob(pattern):
+            with contextlib.suppress(OSError):
+                if temp.is_file() and now - temp.stat().st_mtime >= legacy_age:
+                    temp.unlink()
+                    removed.append(temp)
+    for temp in folder.glob(f".*{TEMP_SUFFIX}"):
         try:
             pid = int(temp.name.rsplit(".", 2)[-2].split("-")[0])
         except (ValueError, IndexError):

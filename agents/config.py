@@ -1,0 +1,242 @@
+"""The training config: dataclasses (one source of truth for the defaults, ``configs/ppo.yaml`` names them all),
+YAML loading and validation.
+
+Validation catches every value that would crash or misbehave later: wrong types, out-of-range values, a torch
+device this machine does not have, and sizes beyond the limits below (refused up front rather than ending in a
+``MemoryError`` or a crash after minutes of work).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agents.evaluation import MAX_GAMES
+from yacht_env import rules as R
+from yacht_env.rules import is_int
+
+#: Seeds go to numpy's legacy global generator (through SB3), which takes 32 bits.
+MAX_SEED = 2**32 - 1
+#: Torch CPU threads: a fixed cap, not this machine's core count, so that a config runs anywhere; torch
+#: crashes (segfault) on absurd counts such as 100,000.
+MAX_TORCH_THREADS = 256
+#: Games stepped together: the vector env keeps about 1 KB per game.
+MAX_N_ENVS = 100_000
+#: Steps per rollout, ``ppo.n_steps x n_envs``: the rollout buffer keeps about 460 bytes a step (the 64
+#: observation floats, the 44 action-mask floats, 7 more floats), so 4.6 GB at the limit.
+MAX_ROLLOUT_STEPS = 10_000_000
+#: Hidden layers of the MLPs, and units per layer (a square layer of 8,192 is 256 MB of float32 weights).
+MAX_LAYERS = 16
+MAX_LAYER_WIDTH = 8192
+
+
+@dataclass
+class PolicyConfig:
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    """Hidden layers of the policy MLP and of the (separate) value MLP (at most :data:`MAX_LAYERS` of at most
+    :data:`MAX_LAYER_WIDTH` units)."""
+    activation: str = "relu"
+    """``relu`` or ``tanh``."""
+
+
+@dataclass
+class PPOConfig:
+    n_steps: int = 256
+    """Steps per env per rollout (rollout size = n_steps x n_envs, at most :data:`MAX_ROLLOUT_STEPS`)."""
+    batch_size: int = 4096
+    """Minibatch size."""
+    n_epochs: int = 8
+    """Passes over each rollout."""
+    learning_rate: float = 3e-4
+    """Initial learning rate; decays linearly to ``learning_rate_final`` over ``total_timesteps``."""
+    learning_rate_final: float = 0.0
+    """Learning rate at the end of training."""
+    ent_coef: float = 0.04
+    """Initial entropy bonus; decays linearly to ``ent_coef_final`` over ``total_timesteps``."""
+    ent_coef_final: float = 0.0
+    """Entropy bonus at the end of training."""
+    gamma: float = 1.0
+    """Discount: a game is short and its score undiscounted."""
+    gae_lambda: float = 0.9
+    """GAE lambda."""
+    clip_range: float = 0.2
+    """PPO clip range."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    max_grad_norm: float = 0.5
+    """Gradient clipping."""
+
+
+@dataclass
+class EvalConfig:
+    every_timesteps: int = 500_000
+    """Evaluate the deterministic policy every this many timesteps (and at the end)."""
+    games: int = 2000
+    """Evaluation games: ``game_streams(seed, range(games))``, the same at every evaluation (at most
+    :data:`agents.evaluation.MAX_GAMES`)."""
+    seed: int = 1000
+    """Seed of the evaluation games."""
+
+
+@dataclass
+class TrainConfig:
+    rules: str = "standard"
+    """Rules preset: ``standard`` or ``classic``."""
+    seed: int = 0
+    """Seed of the env, the policy initialisation and PPO's sampling (0..:data:`MAX_SEED`)."""
+    total_timesteps: int = 24_000_000
+    """Environment steps to train for (the learning-rate schedule spans this)."""
+    max_minutes: float | None = 60.0
+    """Stop after this many minutes of training and save (``None``: no limit)."""
+    n_envs: int = 64
+    """Games stepped together by the native vector env (at most :data:`MAX_N_ENVS`)."""
+    device: str = "cpu"
+    """Torch device: ``cpu``, or ``cuda``, ``cuda:<i>``, ``mps`` where torch has them."""
+    torch_threads: int = 2
+    """Torch CPU threads, 1..:data:`MAX_TORCH_THREADS`."""
+    reward_scale: float = 0.02
+    """Rewards are multiplied by this inside training only (the env's reward stays the score)."""
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    checkpoint_every_timesteps: int = 2_000_000
+    """Save ``checkpoints/step_<N>.zip`` this often."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _from_dict(cls: type, data: Any, where: str):
+    if not isinstance(data, dict):
+        raise ValueError(f"{where or 'config'} must be a mapping, got {data!r}")
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(str(key) for key in set(data) - set(known))
+    if unknown:
+        raise ValueError(f"unknown config key {where + '.' if where else ''}{unknown[0]}; accepted: {sorted(known)}")
+    kwargs = {}
+    for name, value in data.items():
+        sub = {"policy": PolicyConfig, "ppo": PPOConfig, "eval": EvalConfig}.get(name) if cls is TrainConfig else None
+        kwargs[name] = _from_dict(sub, value, name) if sub else value
+    return cls(**kwargs)
+
+
+def _check_number(
+    name: str, value: Any, kind: type, low: float, low_inclusive: bool = True, high: float | None = None
+) -> None:
+    ok = (is_int(value) or (kind is float and isinstance(value, float))) and math.isfinite(value)
+    noun = "a number" if kind is float else "an int"
+    if not ok or not (value >= low if low_inclusive else value > low):
+        raise ValueError(f"{name} must be {noun} {'>=' if low_inclusive else '>'} {low}, got {value!r}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be {noun} >= {low} and <= {high:,}, got {value!r}")
+
+
+def _check_device(device: Any) -> None:
+    """Only devices this machine has: torch accepts ``cuda:99`` or ``meta`` as names and fails much later."""
+    if not isinstance(device, str):
+        raise ValueError(f"device must be a torch device name such as 'cpu' or 'cuda', got {device!r}")
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"device must be a torch device name such as 'cpu' or 'cuda', got {device!r}") from None
+    if parsed.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"device {device!r} is not available: torch sees no CUDA GPU on this machine")
+        if parsed.index is not None and parsed.index >= count:
+            raise ValueError(f"device {device!r} is not available: torch sees {count} CUDA GPU(s), cuda:0..{count - 1}")
+    elif parsed.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise ValueError(f"device {device!r} is not available: torch sees no MPS device on this machine")
+    elif parsed.type != "cpu":
+        raise ValueError(f"device must be cpu, cuda, cuda:<i> or mps, got {device!r}")
+
+
+def validate(config: TrainConfig) -> TrainConfig:
+    """Checks every field; raises ``ValueError`` naming the first bad one.
+
+    Besides types and ranges: the device must exist on this machine, and the sizes are bounded (see the
+    ``MAX_*`` constants of this module) so that no config passes here and then crashes or runs out of memory.
+    """
+    R.get_rules(config.rules)
+    if not isinstance(config.rules, str):
+        raise ValueError(f"rules must be a preset name, got {config.rules!r}")
+    _check_number("seed", config.seed, int, 0, high=MAX_SEED)
+    _check_number("total_timesteps", config.total_timesteps, int, 1)
+    if config.max_minutes is not None:
+        _check_number("max_minutes", config.max_minutes, float, 0, low_inclusive=False)
+    _check_number("n_envs", config.n_envs, int, 1, high=MAX_N_ENVS)
+    _check_number("torch_threads", config.torch_threads, int, 1, high=MAX_TORCH_THREADS)
+    _check_number("reward_scale", config.reward_scale, float, 0, low_inclusive=False)
+    _check_number("checkpoint_every_timesteps", config.checkpoint_every_timesteps, int, 1)
+    _check_device(config.device)
+    arch = config.policy.net_arch
+    ok = isinstance(arch, list) and 1 <= len(arch) <= MAX_LAYERS
+    if not ok or not all(is_int(n) and 1 <= n <= MAX_LAYER_WIDTH for n in arch):
+        raise ValueError(
+            f"policy.net_arch must be a list of 1..{MAX_LAYERS} ints in 1..{MAX_LAYER_WIDTH}, got {arch!r}"
+        )
+    if config.policy.activation not in ("relu", "tanh"):
+        raise ValueError(f"policy.activation must be 'relu' or 'tanh', got {config.policy.activation!r}")
+    p = config.ppo
+    _check_number("ppo.n_steps", p.n_steps, int, 1, high=MAX_ROLLOUT_STEPS)
+    _check_number("ppo.batch_size", p.batch_size, int, 2)
+    _check_number("ppo.n_epochs", p.n_epochs, int, 1)
+    _check_number("ppo.learning_rate", p.learning_rate, float, 0, low_inclusive=False)
+    _check_number("ppo.learning_rate_final", p.learning_rate_final, float, 0)
+    _check_number("ppo.ent_coef", p.ent_coef, float, 0)
+    _check_number("ppo.ent_coef_final", p.ent_coef_final, float, 0)
+    _check_number("ppo.clip_range", p.clip_range, float, 0, low_inclusive=False)
+    _check_number("ppo.vf_coef", p.vf_coef, float, 0)
+    _check_number("ppo.max_grad_norm", p.max_grad_norm, float, 0, low_inclusive=False)
+    for name in ("gamma", "gae_lambda"):
+        value = getattr(p, name)
+        _check_number(f"ppo.{name}", value, float, 0)
+        if value > 1:
+            raise ValueError(f"ppo.{name} must be in 0..1, got {value!r}")
+    if p.n_steps * config.n_envs > MAX_ROLLOUT_STEPS:
+        raise ValueError(
+            f"the rollout size n_steps x n_envs ({p.n_steps} x {config.n_envs}) must be at most "
+            f"{MAX_ROLLOUT_STEPS:,} steps"
+        )
+    if p.batch_size > p.n_steps * config.n_envs:
+        raise ValueError(
+            f"ppo.batch_size ({p.batch_size}) must not exceed the rollout size n_steps x n_envs "
+            f"({p.n_steps * config.n_envs})"
+        )
+    _check_number("eval.every_timesteps", config.eval.every_timesteps, int, 1)
+    _check_number("eval.games", config.eval.games, int, 1, high=MAX_GAMES)
+    _check_number("eval.seed", config.eval.seed, int, 0)
+    return config
+
+
+def load_config(path: str | os.PathLike, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Reads a YAML config, applies top-level ``overrides`` (CLI flags), validates.
+
+    Raises:
+        ValueError: missing or unreadable file, bad YAML, unknown key, bad value.
+    """
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise ValueError(f"cannot read config {str(path)!r}: {error.strerror or error}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        first = str(error).splitlines()[0] if str(error) else "invalid YAML"
+        raise ValueError(f"config {str(path)!r} is not valid YAML: {first}") from None
+    if data is None:
+        data = {}
+    config = _from_dict(TrainConfig, data, "")
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            setattr(config, name, value)
+    return validate(config)

@@ -184,10 +184,10 @@ def play_games(
         env = YachtVectorEnv(len(batch), rules=solution.rules, autoreset_mode="next_step")
         obs, _ = env.reset(options={"dice_stream": game_streams(seed, batch)})
         playing = np.ones(len(batch), dtype=bool)  # not yet finished its (first) game
-        actions = np.zeros(len(batch), dtype=np.intp)  # finished games' actions are ignored by the env
         while playing.any():
             index = np.flatnonzero(playing)
-            masks = env.action_masks()[index]
+            all_masks = env.action_masks()
+            masks = all_masks[index]
             chosen = np.asarray(agent.act(obs[index], masks), dtype=np.intp)
             if not masks[np.arange(len(index)), chosen].all():
                 bad = int(np.flatnonzero(~masks[np.arange(len(index)), chosen])[0])
@@ -203,7 +203,7 @@ def play_games(
             category_regret[picked_games, chosen[picks] - R.PICK_OFFSET] += turn_regret[picked_games]
             turn_regret[picked_games] = 0.0
             decisions[first + index] += 1
-            actions[:] = 0
+            actions = all_masks.argmax(axis=1)  # a legal filler for the games already counted (and restarted)
             actions[index] = chosen
             obs, _, terminated, truncated, info = env.step(actions)
             done = playing & (terminated | truncated)

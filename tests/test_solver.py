@@ -258,7 +258,7 @@ def play_games(solution: Solution, games: int, seed: int) -> np.ndarray:
         total, done = 0.0, False
         while not done:
             roll = R.roll_index(info["dice"])
-            open_mask = R.open_mask_from([points is None for points in info["scores"].values()])
+            open_mask = R.open_mask_from([int(points == -1) for points in info["scores"]])  # -1: open
             q = solution.q_values(roll, info["rolls_left"], open_mask)
             np.testing.assert_array_equal(np.isfinite(q), env.action_masks())
             _, reward, done, truncated, info = env.step(int(q.argmax()))

@@ -14,7 +14,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
-from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import yacht_env
 from yacht_env import YachtEnv
@@ -250,6 +249,7 @@ def test_gymnasium_env_checker_passes_without_warnings(preset, observation_type)
 
 @pytest.mark.parametrize(("preset", "observation_type"), list(_checker_params()))
 def test_sb3_env_checker_passes_without_warnings(preset, observation_type):
+    sb3_check_env = pytest.importorskip("stable_baselines3.common.env_checker").check_env  # the train extra
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         allow_the_illegal_action_warning()

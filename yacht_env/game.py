@@ -302,10 +302,11 @@ class TableState:
 
 
 def win_rewards(totals: np.ndarray) -> np.ndarray:
-    """Zero-sum rewards of finished games (the rules: the highest total wins, ties share), as OpenSpiel scores
-    them: the players with the highest total share +1, the others share -1; all tied: 0.
+    """Zero-sum rewards of finished games (the rules: the highest total wins, ties share): the players with the
+    highest total share +1, the others share -1; all tied (a lone player too): 0.
 
-    ``totals`` is ``(..., P)``; so is the result (float64).
+    For two or more players this is OpenSpiel's ``returns()`` (``tests/test_openspiel.py`` checks it); OpenSpiel
+    gives a lone player its total / 305 instead. ``totals`` is ``(..., P)``; so is the result (float64).
     """
     totals = np.asarray(totals)
     best = totals.max(axis=-1, keepdims=True)

@@ -1,0 +1,262 @@
+"""Multiplayer Yacht: the PettingZoo AEC env and the versus envs (one learner seat against fixed opponents).
+
+* PettingZoo's ``api_test`` and ``seed_test`` for 1..5 players, both reward modes, every preset.
+* One player plays exactly the game ``Yacht-v0`` plays on the same stream (and the same seed).
+* Invariants over thousands of seeded 2..5-player games: 12 picks each, seat order, masks, ``"score"``
+  rewards summing to totals, ``"win"`` rewards zero-sum and matching the totals.
+* The versus envs: Gymnasium's checker, seats, opponents acting inside ``step``, the win reward, batch vs one.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+pytest.importorskip("pettingzoo")
+from pettingzoo.test import api_test, seed_test  # noqa: E402
+
+from yacht_env import YachtEnv  # noqa: E402
+from yacht_env import rules as R  # noqa: E402
+from yacht_env.game import game_streams, win_rewards  # noqa: E402
+from yacht_env.multiplayer import env as aec_env  # noqa: E402
+from yacht_env.multiplayer import raw_env  # noqa: E402
+from yacht_env.versus import YachtVersusEnv, YachtVersusVectorEnv  # noqa: E402
+
+PRESETS = ("standard", "classic", "knizia")
+
+
+@pytest.mark.parametrize("rules", PRESETS)
+@pytest.mark.parametrize("reward", ["score", "win"])
+@pytest.mark.parametrize("num_players", [1, 2, 3, 4, 5])
+def test_pettingzoo_api_and_seed_tests(num_players, reward, rules):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # api_test's own advice for Dict observations, and its unknown option
+        api_test(aec_env(num_players=num_players, reward=reward, rules=rules), num_cycles=200)
+        seed_test(lambda **kw: aec_env(num_players=num_players, reward=reward, rules=rules, **kw), num_cycles=200)
+
+
+def uniform(rng: np.random.Generator, mask: np.ndarray) -> int:
+    return int(rng.choice(np.flatnonzero(mask)))
+
+
+@pytest.mark.parametrize("rules", PRESETS)
+def test_one_player_plays_exactly_yacht_v0(rules):
+    for seed in range(20):
+        stream = game_streams(seed, [0])[0]
+        table = raw_env(num_players=1, rules=rules)
+        table.reset(options={"dice_stream": stream[None]})
+        solo = YachtEnv(rules=rules)
+        obs, info = solo.reset(options={"dice_stream": stream})
+        rng = np.random.default_rng(seed)
+        for agent in table.agent_iter():
+            observation, reward, termination, truncation, table_info = table.last()
+            if termination or truncation:
+                assert table_info["totals"][0] == info["total"]
+                table.step(None)
+                continue
+            np.testing.assert_array_equal(observation["observation"][: obs.size], obs)
+            np.testing.assert_array_equal(observation["action_mask"], info["action_mask"])
+            np.testing.assert_array_equal(table_info["dice"], info["dice"])
+            np.testing.assert_array_equal(table_info["scores"][0], info["scores"])
+            action = uniform(rng, info["action_mask"])
+            obs, solo_reward, terminated, _, info = solo.step(action)
+            table.step(action)
+            assert table.rewards[agent] == solo_reward
+            assert table.terminations[agent] == terminated
+
+
+def test_one_player_with_a_seed_deals_yacht_v0s_dice():
+    table = raw_env(num_players=1)
+    table.reset(seed=7)
+    _, info = YachtEnv().reset(seed=7)
+    np.testing.assert_array_equal(table.last()[-1]["dice"], info["dice"])
+
+
+@pytest.mark.parametrize("reward", ["score", "win"])
+@pytest.mark.parametrize("num_players", [2, 3, 5])
+def test_invariants_over_many_seeded_games(num_players, reward):
+    games = {2: 300, 3: 200, 5: 100}[num_players]
+    table = raw_env(num_players=num_players, reward=reward)
+    agents = table.possible_agents
+    rng = np.random.default_rng(num_players)
+    for game in range(games):
+        table.reset(seed=game)
+        picks = dict.fromkeys(agents, 0)
+        returns = dict.fromkeys(agents, 0.0)
+        expected_seat = 0
+        for agent in table.agent_iter():
+            observation, reward_so_far, termination, truncation, info = table.last()
+            returns[agent] += reward_so_far
+            if termination or truncation:
+                assert termination and not truncation
+                table.step(None)
+                continue
+            seat = agents.index(agent)
+            assert seat == expected_seat == info["player_on_turn"]  # whole turns in seat order
+            for other in agents:  # the mask is all zeros for agents not on turn
+                assert table.observe(other)["action_mask"].any() == (other == agent)
+            action = uniform(rng, observation["action_mask"])
+            table.step(action)
+            if action >= R.PICK_OFFSET:
+                picks[agent] += 1
+                expected_seat = (seat + 1) % num_players
+        totals = info["totals"]
+        assert all(count == 12 for count in picks.values())
+        assert (info["scores"] >= 0).all() and (info["scores"].sum(axis=1) == totals).all()
+        np.testing.assert_array_equal(info["winners"], totals == totals.max())
+        if reward == "score":
+            assert [returns[a] for a in agents] == totals.tolist()
+        else:
+            assert abs(sum(returns.values())) < 1e-12
+            np.testing.assert_allclose([returns[a] for a in agents], win_rewards(totals))
+
+
+@pytest.mark.parametrize(
+    ("totals", "expected"),
+    [
+        ([100, 90], [1, -1]),
+        ([90, 90], [0, 0]),
+        ([100, 100, 90], [0.5, 0.5, -1]),
+        ([100, 90, 90], [1, -0.5, -0.5]),
+        ([50], [0]),
+        ([7, 7, 7], [0, 0, 0]),
+    ],
+)
+def test_win_rewards(totals, expected):
+    np.testing.assert_allclose(win_rewards(np.array(totals)), expected)
+
+
+def test_dice_follow_the_player_whatever_the_seat():
+    streams = game_streams(3, range(2))
+    table = raw_env(num_players=2)
+    table.reset(options={"dice_stream": streams})
+    first = table.last()[-1]["dice"]
+    table.reset(options={"dice_stream": streams[::-1]})
+    second_player_first_dice = None
+    for agent in table.agent_iter():
+        observation, _, _, _, info = table.last()
+        if agent == "player_1":
+            second_player_first_dice = info["dice"]
+            break
+        table.step(int(R.PICK_OFFSET + np.flatnonzero(observation["action_mask"][R.PICK_OFFSET :])[0]))
+    np.testing.assert_array_equal(second_player_first_dice, first)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"num_players": 0}, "num_players must be an int in 1..10"),
+        ({"num_players": 11}, "num_players must be an int in 1..10"),
+        ({"num_players": True}, "num_players must be an int in 1..10"),
+        ({"reward": "points"}, "reward must be one of"),
+        ({"rules": "yahtzee"}, "unknown rules"),
+        ({"illegal_action": "warn"}, "illegal_action must be one of"),
+    ],
+)
+def test_bad_arguments_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        raw_env(**kwargs)
+
+
+def test_illegal_actions_follow_yacht_v0s_policy():
+    table = raw_env(num_players=2, illegal_action_penalty=-1.0, max_illegal_actions=3)
+    table.reset(seed=0)
+    before = table.observe("player_0")
+    table.step(31)  # keeps everything: never legal
+    assert table.rewards["player_0"] == -1.0 and table.agent_selection == "player_0"
+    np.testing.assert_array_equal(table.observe("player_0")["observation"], before["observation"])
+    table.step(31)
+    table.step(31)
+    assert all(table.truncations.values())
+    strict = raw_env(illegal_action="raise")
+    strict.reset(seed=0)
+    with pytest.raises(ValueError, match="action 31 keeps all five dice"):
+        strict.step(31)
+    with pytest.raises(ValueError, match="action must be an int in 0..43"):
+        strict.step(True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Versus envs
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("observation_type", ["flat", "masked"])
+def test_versus_env_passes_gymnasiums_checker(observation_type):
+    env = gym.make("YachtVersus-v0", opponents=["greedy"], observation_type=observation_type).unwrapped
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=".*Yacht: an illegal action was ignored", category=UserWarning)
+        gym.utils.env_checker.check_env(env)
+
+
+@pytest.mark.parametrize("reward", ["score", "win"])
+def test_versus_games_are_whole_games_with_the_opponents_inside(reward):
+    env = YachtVersusVectorEnv(64, opponents=["greedy", "random"], reward=reward, autoreset_mode="same_step")
+    obs, info = env.reset(seed=0)
+    assert obs.shape == (64, env._encoder.size)
+    rng = np.random.default_rng(0)
+    returns = np.zeros(64)
+    finished = 0
+    seats = set()
+    for _ in range(400):
+        mask = info["action_mask"]
+        assert mask.any(axis=1).all()
+        actions = np.where(mask, rng.random(mask.shape), -1).argmax(axis=1)
+        obs, rewards, terminated, truncated, info = env.step(actions)
+        assert not truncated.any()
+        returns += rewards
+        for i in np.flatnonzero(terminated):
+            totals, seat = info["final_totals"][i], info["final_seat"][i]
+            seats.add(int(seat))
+            expected = totals[seat] if reward == "score" else win_rewards(totals)[seat]
+            assert returns[i] == pytest.approx(expected)
+            returns[i] = 0
+            finished += 1
+    assert finished > 100 and seats == {0, 1, 2}  # random seats each game
+
+
+def test_versus_single_env_is_the_vector_env_with_one_table():
+    single = YachtVersusEnv(opponents=["optimal"], seat=1, reward="win")
+    vector = YachtVersusVectorEnv(1, opponents=["optimal"], seat=1, reward="win")
+    streams = game_streams(5, range(2))
+    obs, info = single.reset(options={"dice_stream": streams})
+    vobs, vinfo = vector.reset(options={"dice_stream": streams[None]})
+    assert info["seat"] == 1 and info["totals"][0] > 0  # the opponent in seat 0 played its first turn
+    rng = np.random.default_rng(1)
+    done = False
+    while not done:
+        np.testing.assert_array_equal(obs, vobs[0])
+        action = uniform(rng, info["action_mask"])
+        obs, reward, terminated, truncated, info = single.step(action)
+        vobs, vrewards, vterminated, _, vinfo = vector.step(np.array([action]))
+        assert reward == vrewards[0] and terminated == vterminated[0]
+        done = terminated or truncated
+    with pytest.raises(ValueError, match="the episode is over"):
+        single.step(32)
+
+
+def test_versus_learner_dice_follow_the_learner_whatever_its_seat():
+    streams = game_streams(2, range(2))
+    first = YachtVersusEnv(opponents=["greedy"], seat=0)
+    second = YachtVersusEnv(opponents=["greedy"], seat=1)
+    _, a = first.reset(options={"dice_stream": streams})
+    _, b = second.reset(options={"dice_stream": streams})
+    np.testing.assert_array_equal(a["dice"], b["dice"])  # the learner's first roll, dealt from streams[0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"opponents": []}, "opponents must be a list of 1..9"),
+        ({"opponents": "greedy"}, "opponents must be a list of 1..9"),
+        ({"opponents": ["nobody"]}, "unknown agent 'nobody'"),
+        ({"opponents": [object()]}, "opponent 0 must be an agent"),
+        ({"seat": 2}, "seat must be 'random' or an int in 0..1"),
+        ({"reward": "points"}, "reward must be one of"),
+    ],
+)
+def test_versus_bad_arguments_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        YachtVersusVectorEnv(2, **{"opponents": ["greedy"], **kwargs})

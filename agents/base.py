@@ -19,7 +19,13 @@ class Agent:
         rules: The rules preset the agent plays (the solver and the score table depend on it).
         encoder: The env's observation encoder for ``rules``; agents that act on the game's state read it
             with ``self.encoder.decode(observations)`` (the encoder's documented inverse).
+        table_players: ``None`` for an agent that acts on its own game as ``Yacht-v0`` shows it (every agent
+            but a PPO model trained at a table); ``P`` for one that acts on the view of a ``P``-player table
+            (:class:`yacht_env.encoding.MultiplayerEncoder`, from its own seat). Envs and evaluations that
+            seat agents give each the observation it asks for.
     """
+
+    table_players: int | None = None
 
     def __init__(self, name: str, rules: str | R.Rules = "standard") -> None:
         self.name = name
@@ -49,7 +55,7 @@ class Agent:
         single = obs.ndim == 1
         if single:
             obs, masks = obs[None], masks[None]
-        size, num_actions = self.encoder.size, self.rules.num_actions
+        size, num_actions = self.observation_size, self.rules.num_actions
         if obs.ndim != 2 or obs.shape[1] != size or masks.shape != (len(obs), num_actions):
             raise ValueError(
                 f"expected observations (N, {size}) and action_masks (N, {num_actions}) (or one of each), "
@@ -59,6 +65,15 @@ class Agent:
             raise ValueError("every state needs at least one legal action; got an all-False action mask")
         actions = np.asarray(self._act(obs, masks), dtype=np.intp)
         return int(actions[0]) if single else actions
+
+    @property
+    def observation_size(self) -> int:
+        """The length of the observations the agent acts on (solo, or its table's view)."""
+        if self.table_players is None:
+            return self.encoder.size
+        from yacht_env.encoding import MultiplayerEncoder
+
+        return MultiplayerEncoder(self.rules, self.table_players).size
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """``(N,)`` legal actions for ``(N, size)`` observations and ``(N, num_actions)`` bool masks."""

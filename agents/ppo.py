@@ -13,9 +13,10 @@ from yacht_env import rules as R
 class PPOAgent(Agent):
     """Loads ``MaskablePPO.load(path, device="cpu")`` and acts with ``predict(..., deterministic=True)``.
 
-    The model must have been trained on the flat observation of the preset's sheet: a ``Box`` of shape
-    ``(encoder.size,)`` and ``Discrete(rules.num_actions)`` actions (64 and 44 for Yacht, the same for both
-    presets, so one model can be evaluated under either).
+    The model must have been trained on a flat observation of the preset's sheet with
+    ``Discrete(rules.num_actions)`` actions: the solo one (``Box`` of ``encoder.size``, 64 for Yacht, the same
+    for every preset of 12 categories) or a table's view from ``YachtVersus-v0`` (a ``P``-player
+    :class:`~yacht_env.encoding.MultiplayerEncoder`'s size; the agent's ``table_players`` is then ``P``).
 
     Raises:
         ValueError: the file is missing, is not a loadable MaskablePPO model, or has other spaces.
@@ -27,8 +28,6 @@ class PPOAgent(Agent):
         if not self.path.is_file():
             reason = "it is a directory" if self.path.is_dir() else "file not found"
             raise ValueError(f"cannot load PPO model '{path}': {reason}")
-        from gymnasium import spaces
-
         try:
             from sb3_contrib import MaskablePPO  # imported here: only this agent needs torch
         except ImportError:
@@ -40,15 +39,31 @@ class PPOAgent(Agent):
         except Exception as error:  # a corrupt or foreign file fails in many ways (zip, pickle, torch)
             detail = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(f"cannot load PPO model '{path}': not a MaskablePPO model ({detail})") from None
+        self._read_spaces(f"PPO model '{path}'")
+
+    def _read_spaces(self, what: str) -> None:
+        """Sets ``table_players`` from the model's observation size; raises ``ValueError`` for other spaces."""
+        from gymnasium import spaces
+
+        from yacht_env.encoding import MultiplayerEncoder
+
         obs_space, action_space = self.model.observation_space, self.model.action_space
-        size, num_actions = self.encoder.size, self.rules.num_actions
-        if not (isinstance(obs_space, spaces.Box) and obs_space.shape == (size,)) or not (
-            isinstance(action_space, spaces.Discrete) and int(action_space.n) == num_actions
+        sizes = {self.encoder.size: None}
+        sizes.update({MultiplayerEncoder(self.rules, p).size: p for p in range(2, 11)})
+        num_actions = self.rules.num_actions
+        shape = obs_space.shape if isinstance(obs_space, spaces.Box) else None
+        if (
+            shape is None
+            or len(shape) != 1
+            or shape[0] not in sizes
+            or not (isinstance(action_space, spaces.Discrete) and int(action_space.n) == num_actions)
         ):
             raise ValueError(
-                f"cannot use PPO model '{path}': it was trained on observation space {obs_space} and action "
-                f"space {action_space}; this env has Box(0, 1, ({size},)) and Discrete({num_actions})"
+                f"cannot use {what}: it was trained on observation space {obs_space} and action space "
+                f"{action_space}; Yacht-v0 has Box(0, 1, ({self.encoder.size},)) and Discrete({num_actions}), "
+                f"YachtVersus-v0 a table's view of {sorted(s for s in sizes if s != self.encoder.size)} values"
             )
+        self.table_players = sizes[shape[0]]
 
     @classmethod
     def from_model(cls, model, rules: str | R.Rules = "standard", name: str = "ppo") -> PPOAgent:
@@ -56,6 +71,7 @@ class PPOAgent(Agent):
         agent = cls.__new__(cls)
         Agent.__init__(agent, name, rules)
         agent.path, agent.model = None, model
+        agent._read_spaces("the model")
         return agent
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:

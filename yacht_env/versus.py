@@ -8,7 +8,8 @@ Opponents are agents (objects with ``act(observations, action_masks)``, like tho
 strings (``"random"``, ``"greedy"``, ``"optimal"``, ``"ppo:PATH"``), resolved by :func:`agents.make_agent`
 when the env is built (``yacht_env`` never imports ``agents`` at import time). An opponent sees its own game
 as ``Yacht-v0`` shows it (the flat solo observation and its action mask); all the opponents on turn at
-many tables act in one batched call.
+many tables act in one batched call. An agent whose ``table_players`` is the table's size (a PPO model
+trained in ``YachtVersus-v0``) sees the table from its seat instead, as the learner does.
 """
 
 from __future__ import annotations
@@ -114,6 +115,12 @@ class YachtVersusVectorEnv(VectorEnv):
         self.rules = R.get_rules(rules)
         self.opponents = resolve_opponents(opponents, self.rules)
         self.num_players = len(self.opponents) + 1
+        for i, opponent in enumerate(self.opponents):
+            players = getattr(opponent, "table_players", None)
+            if players not in (None, self.num_players):
+                raise ValueError(
+                    f"opponent {i} acts at a table of {players} players; this table has {self.num_players}"
+                )
         if not (seat == "random" or (is_int(seat) and 0 <= seat < self.num_players)):
             raise ValueError(f"seat must be 'random' or an int in 0..{self.num_players - 1}, got {seat!r}")
         if not isinstance(reward, str) or reward not in REWARD_MODES:
@@ -292,7 +299,10 @@ class YachtVersusVectorEnv(VectorEnv):
                     continue
                 r = rows[at]
                 masks = games.mask[r]
-                observations = self._solo.flat(games.roll[r], games.rolls_left[r], games.open_mask[r])
+                if getattr(opponent, "table_players", None) is None:  # its own game, as Yacht-v0 shows it
+                    observations = self._solo.flat(games.roll[r], games.rolls_left[r], games.open_mask[r])
+                else:  # the table from its seat, as YachtVersus-v0 shows the learner
+                    observations = self._encoder.observe(table, table.current)[at]
                 chosen = np.asarray(opponent.act(observations, masks), dtype=np.intp).reshape(len(at))
                 if not masks[np.arange(len(at)), chosen].all():
                     bad = int(np.flatnonzero(~masks[np.arange(len(at)), chosen])[0])

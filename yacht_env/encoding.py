@@ -238,25 +238,39 @@ class MultiplayerEncoder:
         self.size = self.solo.size + (num_players - 1) * self.opponent_size + 2
         self.space = spaces.Box(0.0, 1.0, shape=(self.size,), dtype=np.float32)
         self._open_bits = R.open_bits(n).astype(np.float32)
+        # Per seat: the opponents in seat order after it, and where each one's part of the observation lies.
+        self._order = [[(seat + j) % num_players for j in range(1, num_players)] for seat in range(num_players)]
+        self._parts = [
+            slice(self.solo.size + j * self.opponent_size, self.solo.size + (j + 1) * self.opponent_size - 1)
+            for j in range(num_players - 1)
+        ]
 
     def observe(self, table: TableState, seat) -> np.ndarray:
         """The observation of the player at ``seat``: ``(size,)`` for one table, ``(num_tables, size)`` for a
         batch (``seat`` an int, or an array ``(num_tables,)``)."""
         p = self.num_players
-        order = (np.asarray(seat)[..., None] + np.arange(1, p)) % p  # opponents in seat order after the player
-        if table.num_tables is None:
-            games = table.players
+        if table.num_tables is None:  # one table: fill the parts in place (a few small copies, no gathers)
+            games, scale = table.players, self.max_total
             own = games[seat]
-            solo = self.solo.flat(own.roll, own.rolls_left, own.open_mask)
-            totals = np.array([game.total for game in games], dtype=np.float32) / self.max_total
-            open_masks = np.array([game.open_mask for game in games])
-        else:
-            games = table.players
-            rows = np.arange(table.num_tables) * p
-            own_rows = rows + seat
-            solo = self.solo.flat(games.roll[own_rows], games.rolls_left[own_rows], games.open_mask[own_rows])
-            totals = games.total.reshape(-1, p).astype(np.float32) / self.max_total
-            open_masks = games.open_mask.reshape(-1, p)
+            out = np.empty(self.size, dtype=np.float32)
+            out[: self.solo.size] = self.solo.flat(own.roll, own.rolls_left, own.open_mask)
+            best = None
+            for part, opponent in zip(self._parts, self._order[seat], strict=True):
+                game = games[opponent]
+                out[part] = self._open_bits[game.open_mask]
+                out[part.stop] = game.total / scale
+                best = game.total if best is None else max(best, game.total)
+            best = own.total if best is None else best
+            out[-2] = own.total / scale
+            out[-1] = (own.total - best) / scale / 2 + 0.5
+            return out
+        order = (np.asarray(seat)[..., None] + np.arange(1, p)) % p  # opponents in seat order after the player
+        games = table.players
+        rows = np.arange(table.num_tables) * p
+        own_rows = rows + seat
+        solo = self.solo.flat(games.roll[own_rows], games.rolls_left[own_rows], games.open_mask[own_rows])
+        totals = games.total.reshape(-1, p).astype(np.float32) / self.max_total
+        open_masks = games.open_mask.reshape(-1, p)
         own_total = np.take_along_axis(totals, np.asarray(seat)[..., None], axis=-1)[..., 0]
         opponent_totals = np.take_along_axis(totals, order, axis=-1)
         opponents = np.concatenate(

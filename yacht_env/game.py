@@ -215,6 +215,7 @@ class TableState:
             :class:`GameState` of ``num_tables * num_players`` games, player ``p`` of table ``t`` at row
             ``t * num_players + p``.
         current: The seat on turn (an int, or an intp array ``(num_tables,)``).
+        sheets: int16 ``(..., num_players, num_categories)``: every player's sheet (a view of the games' own).
     """
 
     def __init__(
@@ -231,9 +232,14 @@ class TableState:
             self.players: list[GameState] | GameState = [
                 GameState(self.rules, None, canonical_keeps) for _ in range(num_players)
             ]
+            # The players' sheets as rows of one array (each game writes its row in place), read in one copy.
+            self.sheets = np.full((num_players, self.rules.num_categories), -1, dtype=np.int16)
+            for game, row in zip(self.players, self.sheets, strict=True):
+                game.sheet = row
             self.current = 0
         else:
             self.players = GameState(self.rules, num_tables * num_players, canonical_keeps)
+            self.sheets = self.players.sheet.reshape(num_tables, num_players, -1)  # a view
             self.current = np.zeros(num_tables, dtype=np.intp)
             self._first_row = np.arange(num_tables) * num_players
 

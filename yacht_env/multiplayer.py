@@ -66,7 +66,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     action earns its actor ``illegal_action_penalty``.
 
     ## Information
-    Every agent's info, numbers and arrays only: ``"dice"`` (int8 (5,), the dice of the player on turn),
+    Every agent's info, numbers and read-only arrays (new each step): ``"dice"`` (int8 (5,), the dice of
+    the player on turn),
     ``"rolls_left"``, ``"player_on_turn"`` (its seat), ``"scores"`` (int16 (P, 12), -1 while open),
     ``"totals"`` (P,), ``"illegal_action"``; at the end also ``"winners"`` (int8 (P,), 1 for each player
     with the highest total).
@@ -125,6 +126,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self.render_mode = render_mode
 
         self.possible_agents = [f"player_{p}" for p in range(self.num_players)]
+        self._seat = {agent: seat for seat, agent in enumerate(self.possible_agents)}
+        self._no_actions = np.zeros(self.rules.num_actions, dtype=np.int8)
         self.agents = []
         self._encoder = MultiplayerEncoder(self.rules, self.num_players)
         mask_space = spaces.Box(0, 1, shape=(self.rules.num_actions,), dtype=np.int8)
@@ -205,11 +208,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
             self.render()
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        seat = self.possible_agents.index(agent)
-        mask = np.zeros(self.rules.num_actions, dtype=np.int8)
         if not self._over and agent == self.agent_selection:
-            mask[:] = self._table.mask
-        return {"observation": self._encoder.observe(self._table, seat), "action_mask": mask}
+            mask = self._table.mask.astype(np.int8)
+        else:
+            mask = self._no_actions.copy()
+        return {"observation": self._encoder.observe(self._table, self._seat[agent]), "action_mask": mask}
 
     def render(self) -> str | None:
         if self.render_mode not in self.metadata["render_modes"]:
@@ -229,20 +232,21 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         table = self._table
         on_turn = table.on_turn
         totals = table.totals()
+        scores = table.sheets.copy()
+        scores.flags.writeable = totals.flags.writeable = False  # new arrays each step, shared by every agent
         info = {
-            "dice": R.ROLLS[on_turn.roll].copy(),
+            "dice": R.ROLLS[on_turn.roll],  # a read-only row of the rules' table
             "rolls_left": on_turn.rolls_left,
             "player_on_turn": table.current,
-            "scores": np.stack([game.sheet for game in table.players]),
+            "scores": scores,
             "totals": totals,
             "illegal_action": illegal,
         }
         if self._over and all(self.terminations.values()):
-            info["winners"] = (totals == totals.max()).astype(np.int8)
-        self.infos = {
-            agent: {key: value.copy() if isinstance(value, np.ndarray) else value for key, value in info.items()}
-            for agent in self.agents
-        }
+            winners = (totals == totals.max()).astype(np.int8)
+            winners.flags.writeable = False
+            info["winners"] = winners
+        self.infos = {agent: dict(info) for agent in self.agents}
 
     def _sheets(self) -> str:
         table, rules = self._table, self.rules

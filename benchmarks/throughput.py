@@ -2,17 +2,20 @@
 
 Usage:
     python benchmarks/throughput.py [--seconds 2] [--sizes 1 64 1024 4096 65536] [--sync-sizes 64 1024]
-                                    [--skip-sb3] [--json PATH]
+                                    [--versus-sizes 4096] [--players 2] [--skip-sb3] [--json PATH]
 
 What is measured (every engine plays whole games, starting new ones as they end):
 
 * ``pyhtzee``: the reference engine (``pip install -r benchmarks/requirements.txt``); a step is
   ``get_possible_actions()`` + a uniform choice + ``take_action(a)``, its equivalent of our step returning a mask.
 * ``YachtEnv``: the single env itself (no ``gymnasium.make`` wrappers), the action drawn from ``info["action_mask"]``.
-* ``SyncVectorEnv``: Gymnasium's ``SyncVectorEnv`` over N ``YachtEnv`` (each in a one-line wrapper that writes
-  open categories' scores as -1: SyncVectorEnv cannot batch ``YachtEnv``'s int-or-None scores).
+* ``SyncVectorEnv``: Gymnasium's ``SyncVectorEnv`` over N plain ``YachtEnv``.
 * ``YachtVectorEnv``: the native vector env (``next_step`` autoreset). A call steps N games and counts N steps,
   including the one step per finished game that starts its next game (as for ``SyncVectorEnv``).
+* ``YachtVersus``: ``YachtVersusVectorEnv(N, opponents=["random"])``: N tables, the learner against one
+  ``random`` opponent whose turns are played inside ``step``; a call counts N learner steps.
+* multiplayer (``--players``): the PettingZoo AEC env against OpenSpiel's ``yacht`` stepped from Python, with
+  the runners of ``benchmarks/multiplayer_speed.py`` (decisions/s; needs ``open_spiel`` and ``pettingzoo``).
 * SB3 training (unless ``--skip-sb3``): ``MaskablePPO`` on ``YachtSB3VecEnv(32)`` vs a ``DummyVecEnv`` of 32
   ``Monitor(YachtEnv())``, same hyperparameters and steps.
 
@@ -44,8 +47,10 @@ import numpy as np
 from yacht_env import YachtEnv
 from yacht_env import rules as R
 from yacht_env.vector import YachtVectorEnv
+from yacht_env.versus import YachtVersusVectorEnv
 
 clock = time.perf_counter
+VERSUS = "YachtVersus (1 random opp)"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -110,27 +115,6 @@ class SingleEnvRunner:
                 break
         self._info = info
         return steps, env_s, clock() - start
-
-
-class ScoresAsInts(gym.Wrapper):
-    """``info["scores"]`` with -1 for open categories (the vector env's convention), so SyncVectorEnv can batch it.
-
-    Gymnasium's ``SyncVectorEnv`` batches each nested info key with the dtype of the first env's value, so
-    ``YachtEnv``'s int-or-None scores raise ``TypeError`` as soon as env 0 has scored a category.
-    """
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        return obs, self._ints(info)
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, self._ints(info)
-
-    @staticmethod
-    def _ints(info: dict) -> dict:
-        info["scores"] = {name: -1 if points is None else points for name, points in info["scores"].items()}
-        return info
 
 
 class BatchRunner:
@@ -265,6 +249,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved slices per measurement (median kept)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 4096, 65536], help="YachtVectorEnv N")
     parser.add_argument("--sync-sizes", type=int, nargs="*", default=[64, 1024], help="SyncVectorEnv N")
+    parser.add_argument(
+        "--versus-sizes", type=int, nargs="*", default=[4096], help="YachtVersusVectorEnv N (learner steps)"
+    )
+    parser.add_argument(
+        "--players", type=int, nargs="*", default=[2], help="multiplayer AEC env vs OpenSpiel at these player counts"
+    )
     parser.add_argument("--skip-sb3", action="store_true", help="skip the MaskablePPO training comparison")
     parser.add_argument("--sb3-envs", type=int, default=32, help="parallel games for the SB3 comparison")
     parser.add_argument("--sb3-steps", type=int, default=16_384, help="training steps for each SB3 run")
@@ -291,13 +281,11 @@ def main() -> None:
         print("pyhtzee: skipped, not installed (pip install -r benchmarks/requirements.txt)")
     runners.append(SingleEnvRunner(args.seed))
     for n in args.sync_sizes:
-        runners.append(
-            BatchRunner(
-                "SyncVectorEnv(YachtEnv)", gym.vector.SyncVectorEnv([lambda: ScoresAsInts(YachtEnv())] * n), args.seed
-            )
-        )
+        runners.append(BatchRunner("SyncVectorEnv(YachtEnv)", gym.vector.SyncVectorEnv([YachtEnv] * n), args.seed))
     for n in args.sizes:
         runners.append(BatchRunner("YachtVectorEnv", YachtVectorEnv(n), args.seed))
+    for n in args.versus_sizes:
+        runners.append(BatchRunner(VERSUS, YachtVersusVectorEnv(n, opponents=["random"]), args.seed))
     results = measure(runners, args.seconds, args.rounds)
 
     pyhtzee = next((row for row in results if row["name"] == PyhtzeeRunner.name), None)
@@ -340,6 +328,37 @@ def main() -> None:
                 f"({'met' if rate >= 10e6 else 'NOT met'}; one process, numpy single-threaded)"
             )
 
+    versus = next((row for row in results if row["name"] == VERSUS and row["num_envs"] == 4096), None)
+    if versus:
+        rate = versus["env_steps_per_s"]
+        targets["versus_4096_learner_steps_per_s"] = {"value": rate, "target": 0.5e6, "met": rate >= 0.5e6}
+        print(
+            f"target  YachtVersus(4096, random opp) >= 0.5 M learner steps/s: {rate / 1e6:6.2f} M  "
+            f"({'met' if rate >= 0.5e6 else 'NOT met'}; opponents' turns played inside step)"
+        )
+
+    multiplayer = {}
+    if args.players:
+        import multiplayer_speed  # beside this script: OpenSpiel's yacht and the AEC env, same random legal play
+
+        print()
+        print("multiplayer: decisions/s, the PettingZoo AEC env (last() + step) vs OpenSpiel's yacht from Python")
+        for players in args.players:
+            try:
+                rates = multiplayer_speed.measure(players, args.seconds, args.rounds, args.seed)
+            except ImportError as error:
+                print(f"  skipped: {error} (pip install open_spiel pettingzoo)")
+                break
+            ratio = rates["aec (last + step)"] / rates["openspiel"]
+            multiplayer[str(players)] = {"steps_per_s": rates, "aec_vs_openspiel": ratio}
+            for name, value in rates.items():
+                print(f"  {players} players  {name:<20}{value:>12,.0f}  {value / rates['openspiel']:7.2f}x")
+            targets[f"aec_{players}p_vs_openspiel"] = {"ratio": ratio, "target": 20, "met": ratio >= 20}
+            print(
+                f"target  AEC env at {players} players >= 20x OpenSpiel: {ratio:6.2f}x "
+                f"({'met' if ratio >= 20 else 'NOT met'})"
+            )
+
     sb3 = None
     if not args.skip_sb3:
         import torch
@@ -364,6 +383,7 @@ def main() -> None:
                     "machine": info,
                     "results": results,
                     "targets": targets,
+                    "multiplayer": multiplayer,
                     "sb3": sb3,
                 },
                 f,

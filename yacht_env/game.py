@@ -281,16 +281,18 @@ class TableState:
             return np.array([game.total for game in self.players])
         return self.players.total.reshape(self.num_tables, self.num_players)
 
-    def play(self, actions, legal: np.ndarray | None = None):
+    def play(self, actions, legal: np.ndarray | None = None, tables: np.ndarray | None = None):
         """The player on turn takes one action (one per table): the solo game's transition, then the turn order.
 
         Args:
-            actions: An int (one table) or an int array ``(num_tables,)``; legal for the player on turn.
-            legal: Batch only: bool ``(num_tables,)``, the tables that take their action (default: all).
+            actions: An int (one table), or an int array: one action per table (or per table of ``tables``),
+                legal for the player on turn.
+            legal: Batch only: bool, the tables that take their action (default: all).
+            tables: Batch only: distinct indices of the tables the actions are for (default: every table).
 
         Returns:
             ``(points, game_over)``: what the action scored for the player on turn, and whether it ended the
-            table's game (the last seat's last pick); ints and bools, or arrays ``(num_tables,)``.
+            table's game (the last seat's last pick); ints and bools, or arrays (one entry per action).
         """
         if self.num_tables is None:
             seat = self.current
@@ -298,12 +300,16 @@ class TableState:
             if actions >= R.PICK_OFFSET:
                 self.current = (seat + 1) % self.num_players
             return points, finished and seat == self.num_players - 1
-        legal = np.ones(self.num_tables, dtype=bool) if legal is None else legal
-        rows = self.on_turn
+        seat = self.current if tables is None else self.current[tables]
+        legal = np.ones(len(seat), dtype=bool) if legal is None else legal
+        rows = (self._first_row if tables is None else self._first_row[tables]) + seat
         points, finished = self.players.play(actions, legal, rows)
-        seat = self.current
         picked = legal & (actions >= R.PICK_OFFSET)
-        self.current = np.where(picked, (seat + 1) % self.num_players, seat)
+        next_seat = np.where(picked, (seat + 1) % self.num_players, seat)
+        if tables is None:
+            self.current = next_seat
+        else:
+            self.current[tables] = next_seat
         return points, finished & (seat == self.num_players - 1)
 
 

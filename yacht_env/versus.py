@@ -288,13 +288,14 @@ class YachtVersusVectorEnv(VectorEnv):
         """Opponents on turn at ``tables`` (bool (N,)) play, one decision per table per pass, in batch per
         opponent, until the learner is on turn again or the game is over."""
         table, games = self._table, self._table.players
-        active = tables.copy()
-        while active.any():
-            rows = table.on_turn
-            actions = np.zeros(self.num_envs, dtype=np.intp)
-            who = self._opponent_at[self._index, table.current]
+        active = np.flatnonzero(tables & (table.current != self._learner_seat) & ~self._over)
+        while active.size:
+            seats = table.current[active]
+            rows = active * self.num_players + seats
+            who = self._opponent_at[active, seats]
+            actions = np.zeros(len(active), dtype=np.intp)
             for i, opponent in enumerate(self.opponents):
-                at = np.flatnonzero(active & (who == i))
+                at = np.flatnonzero(who == i) if len(self.opponents) > 1 else np.arange(len(active))
                 if at.size == 0:
                     continue
                 r = rows[at]
@@ -302,18 +303,19 @@ class YachtVersusVectorEnv(VectorEnv):
                 if getattr(opponent, "table_players", None) is None:  # its own game, as Yacht-v0 shows it
                     observations = self._solo.flat(games.roll[r], games.rolls_left[r], games.open_mask[r])
                 else:  # the table from its seat, as YachtVersus-v0 shows the learner
-                    observations = self._encoder.observe(table, table.current)[at]
+                    observations = self._encoder.observe(table, table.current)[active[at]]
                 chosen = np.asarray(opponent.act(observations, masks), dtype=np.intp).reshape(len(at))
-                if not masks[np.arange(len(at)), chosen].all():
-                    bad = int(np.flatnonzero(~masks[np.arange(len(at)), chosen])[0])
+                legal = masks[np.arange(len(at)), chosen]
+                if not legal.all():
+                    bad = int(np.flatnonzero(~legal)[0])
                     raise ValueError(
                         f"opponent {i} ({getattr(opponent, 'name', opponent)!r}) chose illegal action "
-                        f"{int(chosen[bad])} at table {int(at[bad])}"
+                        f"{int(chosen[bad])} at table {int(active[at[bad]])}"
                     )
                 actions[at] = chosen
-            _, over = table.play(actions, active)
-            self._over |= over
-            active &= ~over & (table.current != self._learner_seat)
+            _, over = table.play(actions, None, active)
+            self._over[active] |= over
+            active = active[~over & (table.current[active] != self._learner_seat[active])]
 
     def _win_rewards(self) -> np.ndarray:
         return win_rewards(self._table.totals())[self._index, self._learner_seat]

@@ -1,10 +1,10 @@
-"""An independent statement of shared/RULES.md for the tests: plain Python, nothing from yacht_env."""
+"""An independent statement of the rules (the README's rules section) for the tests: plain Python, no yacht_env."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-#: The 12 category names of RULES.md, in sheet order (written out, not read from the package).
+#: The 12 category names of the README's rules table, in sheet order (written out, not read from the package).
 EXPECTED_CATEGORIES = (
     "ones",
     "twos",
@@ -23,7 +23,7 @@ UPPER_FACES = {"ones": 1, "twos": 2, "threes": 3, "fours": 4, "fives": 5, "sixes
 
 
 def reference_score(dice: tuple[int, ...], category: str | int, preset: str) -> int:
-    """Points for ``dice`` in ``category`` (a name or index) under ``preset``, from RULES.md's text."""
+    """Points for ``dice`` in ``category`` (a name or index) under ``preset``, from the README's rules text."""
     if isinstance(category, int):
         category = EXPECTED_CATEGORIES[category]
     counts = Counter(dice)
@@ -31,13 +31,13 @@ def reference_score(dice: tuple[int, ...], category: str | int, preset: str) -> 
     if category in UPPER_FACES:
         face = UPPER_FACES[category]
         return face * counts[face]
-    if category == "full_house":  # three of one face and two of a *different* face
-        return total if sorted(counts.values()) == [2, 3] else 0
+    if category == "full_house":  # three of one face and two of a *different* face (knizia: or five of a kind)
+        return total if sorted(counts.values()) == [2, 3] or (preset == "knizia" and len(counts) == 1) else 0
     if category == "four_of_a_kind":
         face, n = counts.most_common(1)[0]
         if n < 4:
             return 0
-        return 4 * face if preset == "standard" else total
+        return 4 * face if preset == "standard" else total  # classic and knizia: all five dice
     if category == "little_straight":
         return 30 if sorted(dice) == [1, 2, 3, 4, 5] else 0
     if category == "big_straight":

@@ -1,6 +1,6 @@
 """Specification of ``YachtEnv``: API conformance, game invariants, determinism, illegal actions, rendering.
 
-The contract is the ``YachtEnv`` class docstring; game facts come from ``/work/shared/RULES.md``.
+The contract is the ``YachtEnv`` class docstring; game facts come from the README's rules section.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def pick(name: str) -> int:
 
 
 def worked_stream() -> np.ndarray:
-    """A dice stream whose first turn is the worked turn of RULES.md; the other turns are seeded noise.
+    """A dice stream whose first turn is the worked turn of the README's rules; the other turns are seeded noise.
 
     First roll 1-2-2-4-6; keeping the 2s (sorted positions 1, 2: mask 6) re-rolls three dice to 4-4-6;
     keeping the 4s of 2-2-4-4-6 (positions 2, 3: mask 12) re-rolls three dice to 1-4-4. The re-rolled

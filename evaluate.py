@@ -5,10 +5,17 @@ Usage:
     python evaluate.py                      # random, greedy, optimal (+ ppo:models/ppo_<rules>.zip if present)
     python evaluate.py --agents random greedy optimal ppo:models/x.zip --games 10000 --seed 0 \\
         --rules standard --json results.json --plot scores.png
+    python evaluate.py --players 2 --games 20000 --json h2h.json   # head to head: every pair of the agents
+    python evaluate.py --players 3 --agents random greedy optimal  # three agents at one table
 
 Agent specs: ``random``, ``greedy``, ``optimal``, ``ppo:PATH`` (see ``agents/__init__.py``). Game ``g`` rolls
 the dice of ``game_streams(seed, [g])`` for every agent, so same arguments give the same JSON byte for byte.
 ``--plot`` writes the format its extension names: ``.png``, ``.pdf`` or ``.svg``. At most 10,000,000 games.
+
+``--players P`` (2..10) plays the agents against each other instead (:mod:`agents.head_to_head`): with 2 every
+pair of them, with more exactly ``P`` agents at one table. ``--games`` is then the number of deals, each
+played ``P * P`` times (dice rotations x seat rotations); ``--json`` writes the head-to-head report and
+``--plot`` the 2-player win-rate matrix (not available for more players).
 Bad input prints one ``evaluate.py: error: ...`` line and exits with status 2, writing no file; Ctrl-C prints
 ``evaluate.py: interrupted`` and exits with status 130.
 """
@@ -32,6 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     from agents import AGENT_SPECS
     from agents.cli import OneLineParser, number
     from agents.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, PLOT_FORMATS
+    from agents.head_to_head import MAX_PLAYERS
     from yacht_env.rules import PRESETS
 
     parser = OneLineParser(prog="evaluate.py", description=__doc__.split("\n\n")[0])
@@ -43,10 +51,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         f"(default: {' '.join(DEFAULT_AGENTS)}, plus ppo:models/ppo_<rules>.zip if that file exists)",
     )
     parser.add_argument(
+        "--players",
+        type=number(int, 1, high=MAX_PLAYERS),
+        default=1,
+        help="players at a table: 1 (default) benchmarks each agent alone; 2 plays every pair of the agents "
+        f"against each other, 3..{MAX_PLAYERS} exactly that many agents at one table",
+    )
+    parser.add_argument(
         "--games",
         type=number(int, 1, high=MAX_GAMES),
         default=DEFAULT_GAMES,
-        help=f"games per agent, at most {MAX_GAMES:,} (default: %(default)s)",
+        help=f"games per agent, at most {MAX_GAMES:,} (default: %(default)s); with --players P >= 2 the number "
+        "of deals, each played P * P times (dice rotations x seat rotations)",
     )
     parser.add_argument("--seed", type=number(int, 0), default=0, help="seed of the dice (default: %(default)s)")
     parser.add_argument(
@@ -56,8 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--plot",
         metavar="PATH",
-        help="write score distributions and category means to PATH, in the format its extension names: "
-        + ", ".join(f".{fmt}" for fmt in PLOT_FORMATS),
+        help="write score distributions and category means (with --players 2: the win-rate matrix) to PATH, "
+        "in the format its extension names: " + ", ".join(f".{fmt}" for fmt in PLOT_FORMATS),
     )
     parser.add_argument(
         "--batch-size",
@@ -72,10 +88,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         model = Path("models") / f"ppo_{args.rules}.zip"
         if model.is_file() and importlib.util.find_spec("sb3_contrib") is not None:  # the train extra
             args.agents.append(f"ppo:{model}")
+    problem = players_problem(args)
+    if problem:
+        parser.error(problem)
     problem = outputs_problem(args.json, args.plot)
     if problem:
         parser.error(problem)
     return args
+
+
+def players_problem(args: argparse.Namespace) -> str | None:
+    """Why the agents cannot play ``--players`` (checked before the run), or ``None``."""
+    p, count = args.players, len(args.agents)
+    if len(set(args.agents)) != count:
+        return f"argument --agents: each agent may be given once, got {' '.join(args.agents)}"
+    if p == 2 and count < 2:
+        return f"argument --agents: --players 2 plays every pair of the agents; give at least 2, got {count}"
+    if p > 2 and count != p:
+        agents = " ".join(args.agents)
+        return f"argument --agents: --players {p} seats exactly {p} agents at one table, got {count}: {agents}"
+    if p > 2 and args.plot:
+        return f"argument --plot: the plot is the 2-player win-rate matrix; there is none for --players {p}"
+    return None
 
 
 def plot_format(path: str) -> str | None:
@@ -126,17 +160,25 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = parse_args(argv)
-    from agents import make_agent
+    from agents import head_to_head, make_agent
     from agents.evaluation import evaluate, format_report, render_json, render_plot
     from yacht_env.util import atomic_write
 
-    try:
-        if len(set(args.agents)) != len(args.agents):
-            raise ValueError(f"each agent may be given once, got {' '.join(args.agents)}")
-        agents = [make_agent(spec, rules=args.rules, seed=args.seed) for spec in args.agents]
-        evaluation = evaluate(
-            agents, args.games, args.seed, args.rules, batch_size=args.batch_size, progress=not args.no_progress
+    if args.players > 1:  # the head to head's report, JSON and plot
+        format_report, render_json, render_plot = (
+            head_to_head.format_report,
+            head_to_head.render_json,
+            head_to_head.render_plot,
         )
+    try:
+        agents = [make_agent(spec, rules=args.rules, seed=args.seed) for spec in args.agents]
+        progress = not args.no_progress
+        if args.players == 1:
+            evaluation = evaluate(agents, args.games, args.seed, args.rules, args.batch_size, progress)
+        else:
+            evaluation = head_to_head.head_to_head(
+                agents, args.players, args.games, args.seed, args.rules, args.batch_size, progress
+            )
         # Both files are rendered before either is written, each written atomically.
         rendered = []
         if args.plot:

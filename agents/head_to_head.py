@@ -1,0 +1,503 @@
+"""Head to head: agents playing multiplayer Yacht against each other at tables, on common dice, seats rotated.
+
+With two players every pair of the agents given plays (a round robin); with ``P > 2`` players the ``P``
+agents sit at one table. The highest total wins a game; tied winners share it.
+
+**Deals, dice and seats.** Deal ``g`` is the ``P`` dice streams ``game_streams(seed, range(g * P, g * P + P))``
+(stream ``j`` of the deal is solo game ``g * P + j`` of :mod:`agents.evaluation`). Each deal is played
+``P * P`` times, once per *dice rotation* ``d`` and *seat rotation* ``r``: the ``i``-th agent of the table
+(in the order given) holds stream ``(i + d) % P`` of the deal and sits at seat ``(i + r) % P``. So an agent
+keeps its dice whatever its seat (the seat rotations of one dice rotation replay the same dice from every
+seat: the seat advantage cancels), and every agent plays every stream of the deal equally often (the dice
+cancel: a duplicate tournament). Two copies of one deterministic agent therefore split every deal exactly at two
+players; at more their win shares and margins are exactly equal, their pairwise win rates equal in expectation
+(the cyclic rotations put stream ``d`` against ``d + 1``, never the reverse).
+Every one of the ``P * P`` plays counts as a game: ``games = deals * P * P`` per table.
+
+**Statistics.** Games of one deal share their dice, so they are not independent; the deals are. Every mean
+(win rate, margin, score, win share) is the mean over all games, and its 95% confidence interval is the
+normal approximation over deals: each deal's mean over its games is one observation (``mean +- 1.96 *
+sd / sqrt(deals)``). The per-deal sums are integers (a game's win share is counted in units of ``1 /
+lcm(1..P)``), summed exactly: the report does not depend on the batch size (except through the ``random``
+agent's draws) and the JSON is the same byte for byte for the same arguments.
+
+Batching: the tables of a batch of deals step together on one :class:`~yacht_env.game.TableState`, a
+decision at a time; each agent acts once per decision, in one batched ``act`` call, at every table where it
+is on turn. An agent with ``table_players == P`` sees the table from its seat
+(:class:`~yacht_env.encoding.MultiplayerEncoder`); the others see their own game as ``Yacht-v0`` shows it.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from agents.base import Agent
+from agents.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, PLOT_FORMATS, Z_95, _rounded, _short
+from yacht_env import rules as R
+from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
+from yacht_env.game import TableState, game_streams
+from yacht_env.rules import is_int
+
+MAX_PLAYERS = 10
+#: How the confidence intervals are computed (written to the JSON report).
+CI_METHOD = "95% normal approximation over deals (each deal's mean over its games is one observation)"
+
+
+def seating(num_players: int) -> tuple[np.ndarray, np.ndarray]:
+    """Who sits where in the ``P * P`` games of a deal, game ``d * P + r`` (dice rotation ``d``, seat rotation ``r``).
+
+    Returns:
+        ``(agent_at, stream_at)``, both intp ``(P * P, P)``: the agent (its index at the table) at each seat,
+        and the stream of the deal that seat plays (the stream that agent holds).
+    """
+    p = num_players
+    d, r, seat = np.meshgrid(np.arange(p), np.arange(p), np.arange(p), indexing="ij")
+    agent_at = (seat - r) % p
+    return agent_at.reshape(p * p, p), ((agent_at + d) % p).reshape(p * p, p)
+
+
+def table_streams(seed: int, deals: range, num_players: int, rules: str | R.Rules = "standard") -> np.ndarray:
+    """The dice of every seat of every game of ``deals``: int8 ``(len(deals) * P * P, P, *rules.stream_shape)``.
+
+    Game ``k = (deal - deals.start) * P * P + d * P + r``, seat ``s``: stream ``stream_at[d * P + r, s]`` of the
+    deal (see :func:`seating`).
+    """
+    p = num_players
+    shape = R.get_rules(rules).stream_shape
+    streams = game_streams(seed, range(deals.start * p, deals.stop * p), rules).reshape(len(deals), p, *shape)
+    _, stream_at = seating(p)
+    return streams[:, stream_at].reshape(len(deals) * p * p, p, *shape)
+
+
+def play_tables(
+    agents: Sequence[Agent], dice: np.ndarray, agent_at: np.ndarray, rules: str | R.Rules = "standard"
+) -> np.ndarray:
+    """Plays one game at each of ``len(dice)`` tables to the end, all tables stepping together.
+
+    Args:
+        agents: The ``P`` agents of the table.
+        dice: int8 ``(N, P, *rules.stream_shape)``: each seat's dice stream.
+        agent_at: intp ``(N, P)``: the index into ``agents`` of the agent at each seat.
+        rules: The rules played.
+
+    Returns:
+        The final totals by seat, int ``(N, P)``.
+
+    Raises:
+        ValueError: an agent chose an illegal action (naming it, the table and the action).
+    """
+    rules = R.get_rules(rules)
+    n, p = agent_at.shape
+    table = TableState(rules, p, n)
+    table.start(R.prefix_codes(dice.reshape(n, p, -1, R.NUM_DICE)))
+    games = table.players
+    solo, view = ObservationEncoder(rules), MultiplayerEncoder(rules, p)
+    index = np.arange(n)
+    playing = np.ones(n, dtype=bool)
+    while playing.any():
+        rows = table.on_turn
+        who = agent_at[index, table.current]
+        actions = np.zeros(n, dtype=np.intp)
+        for i, agent in enumerate(agents):
+            at = np.flatnonzero(playing & (who == i))
+            if at.size == 0:
+                continue
+            r = rows[at]
+            masks = games.mask[r]
+            if getattr(agent, "table_players", None) is None:  # its own game, as Yacht-v0 shows it
+                observations = solo.flat(games.roll[r], games.rolls_left[r], games.open_mask[r])
+            else:  # the table from its seat, as YachtVersus-v0 shows it
+                observations = view.observe(table, table.current)[at]
+            name = getattr(agent, "name", agent)
+            chosen = np.asarray(agent.act(observations, masks)).reshape(-1)
+            if chosen.shape != (at.size,) or not np.issubdtype(chosen.dtype, np.integer):
+                raise ValueError(f"agent {name!r} returned {chosen.dtype} {chosen.shape}, not {at.size} int actions")
+            legal = (chosen >= 0) & (chosen < rules.num_actions)
+            legal &= masks[np.arange(at.size), np.where(legal, chosen, 0)]
+            if not legal.all():
+                bad = int(np.flatnonzero(~legal)[0])
+                raise ValueError(f"agent {name!r} chose illegal action {int(chosen[bad])} at table {int(at[bad])}")
+            actions[at] = chosen
+        _, over = table.play(actions, playing)
+        playing &= ~over
+    return table.totals().astype(np.int64)
+
+
+class Tally:
+    """Exact sums over deals of an integer per-deal quantity: count, sum and sum of squares (Python ints)."""
+
+    def __init__(self) -> None:
+        self.n = self.total = self.total_sq = 0
+
+    def add(self, values: np.ndarray) -> None:
+        values = np.asarray(values, dtype=np.int64)
+        self.n += len(values)
+        self.total += int(values.sum())
+        self.total_sq += int(np.dot(values, values))  # |values| <= 10**8 per deal: no int64 overflow
+
+    def mean_ci(self, scale: float) -> tuple[float, list[float]]:
+        """The mean of ``value / scale`` per deal and its 95% normal-approximation CI over deals."""
+        n = self.n
+        mean = self.total / (n * scale)
+        # Sample variance of the per-deal values: (n * sum_sq - sum^2) / (n (n - 1)), exact in integers.
+        spread = n * self.total_sq - self.total**2 if n > 1 else 0
+        half = Z_95 * math.sqrt(spread / (n * n * (n - 1))) / scale if n > 1 else 0.0
+        return mean, [mean - half, mean + half]
+
+
+@dataclass
+class PairResult:
+    """Agent ``a`` against agent ``b`` (``a`` given first) over all the games where both sat."""
+
+    a: str
+    b: str
+    games: int = 0
+    wins_a: int = 0
+    wins_b: int = 0
+    ties: int = 0
+    outcome: Tally = field(default_factory=Tally)  # per deal: 2 * (wins of a) + ties
+    margin: Tally = field(default_factory=Tally)  # per deal: sum of total_a - total_b
+
+    def summary(self, games_per_deal: int) -> dict[str, object]:
+        win_rate, win_ci = self.outcome.mean_ci(2 * games_per_deal)
+        margin, margin_ci = self.margin.mean_ci(games_per_deal)
+        return _rounded(
+            {
+                "games": self.games,
+                "wins_a": self.wins_a,
+                "wins_b": self.wins_b,
+                "ties": self.ties,
+                "win_rate_a": win_rate,
+                "win_rate_a_ci95": win_ci,
+                "mean_margin_a": margin,
+                "mean_margin_a_ci95": margin_ci,
+            }
+        )
+
+
+@dataclass
+class HeadToHead:
+    """The outcome of :func:`head_to_head`."""
+
+    rules: R.Rules
+    num_players: int
+    deals: int
+    seed: int
+    names: list[str]
+    pairs: dict[str, PairResult]
+    scores: dict[str, Tally]  # per deal: the agent's summed totals over its games
+    shares: dict[str, Tally]  # per deal: its summed win shares, in units of 1 / share_unit
+    games: dict[str, int]  # games each agent played
+    first_seat: Tally  # per deal: seat 0's summed win shares over all games
+    tables_per_deal: int  # games per deal over all tables (P * P per table)
+    share_unit: int
+    seconds: float = 0.0
+
+    @property
+    def games_per_deal(self) -> int:
+        return self.num_players**2
+
+    @property
+    def total_games(self) -> int:
+        return self.deals * self.tables_per_deal
+
+    @property
+    def games_per_second(self) -> float:
+        return self.total_games / self.seconds if self.seconds > 0 else math.inf
+
+    def agent_summary(self, name: str) -> dict[str, object]:
+        per_deal = self.games[name] // self.deals
+        score, score_ci = self.scores[name].mean_ci(per_deal)
+        share, share_ci = self.shares[name].mean_ci(per_deal * self.share_unit)
+        return _rounded(
+            {
+                "games": self.games[name],
+                "mean_score": score,
+                "mean_score_ci95": score_ci,
+                "win_share": share,
+                "win_share_ci95": share_ci,
+            }
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON report: deterministic for given agents, deals, seed and rules (no timings in it)."""
+        first, first_ci = self.first_seat.mean_ci(self.tables_per_deal * self.share_unit)
+        return {
+            "rules": self.rules.name,
+            "players": self.num_players,
+            "seed": self.seed,
+            "deals": self.deals,
+            "games_per_deal": self.games_per_deal,
+            "ci": CI_METHOD,
+            "head_to_head": {key: pair.summary(self.games_per_deal) for key, pair in self.pairs.items()},
+            "agents": {name: self.agent_summary(name) for name in self.names},
+            "first_seat_win_rate": round(first, 6),
+            "first_seat_win_rate_ci95": _rounded(first_ci),
+        }
+
+
+def pair_key(a: str, b: str) -> str:
+    return f"{a} vs {b}"
+
+
+def head_to_head(
+    agents: Sequence[Agent],
+    num_players: int,
+    games: int,
+    seed: int = 0,
+    rules: str | R.Rules = "standard",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: bool = False,
+    on_games_done: Callable[[int], None] | None = None,
+) -> HeadToHead:
+    """Plays ``games`` deals of every table; see the module docstring.
+
+    Args:
+        agents: Agents with distinct names, all for ``rules``: two or more for ``num_players == 2`` (every pair
+            plays), exactly ``num_players`` for more players (one table).
+        num_players: Players at a table, 2..:data:`MAX_PLAYERS`.
+        games: Deals (a positive int, at most :data:`~agents.evaluation.MAX_GAMES`); each is played
+            ``num_players ** 2`` times at each table (dice rotations x seat rotations).
+        seed: A non-negative int; deal ``g``'s dice depend only on ``(seed, g, num_players)``.
+        rules: A preset name or :class:`~yacht_env.rules.Rules`.
+        batch_size: Games stepped together (rounded down to whole deals, at least one). It changes the speed,
+            not the dice; only an agent with its own randomness (``random``) draws differently with another size.
+        progress: Show a tqdm progress bar on stderr (only on a terminal).
+        on_games_done: Called with a number of games each time some finish.
+
+    Raises:
+        ValueError: bad players, deals, seed or batch size; too few agents, or not ``num_players`` of them for
+            more than two players; duplicate names; an agent for other rules or for another table size; an
+            agent choosing an illegal action.
+    """
+    rules = R.get_rules(rules)
+    if not is_int(num_players) or not 2 <= num_players <= MAX_PLAYERS:
+        raise ValueError(f"num_players must be an int in 2..{MAX_PLAYERS}, got {num_players!r}")
+    for name, value, low in (("games", games, 1), ("seed", seed, 0), ("batch_size", batch_size, 1)):
+        if not is_int(value) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    if games > MAX_GAMES:
+        raise ValueError(f"games must be an int >= 1 and <= {MAX_GAMES:,}, got {games!r}")
+    p, agents = int(num_players), list(agents)
+    if p == 2 and len(agents) < 2:
+        raise ValueError(f"a 2-player head to head needs at least 2 agents, got {len(agents)}")
+    if p > 2 and len(agents) != p:
+        raise ValueError(f"a {p}-player table seats exactly {p} agents, got {len(agents)}")
+    names = [agent.name for agent in agents]
+    if len(set(names)) != len(names):
+        raise ValueError(f"agent names must be distinct, got {names}")
+    for agent in agents:
+        if agent.rules != rules:
+            raise ValueError(f"agent {agent.name!r} plays the {agent.rules.name!r} rules, not {rules.name!r}")
+        players = getattr(agent, "table_players", None)
+        if players not in (None, p):
+            raise ValueError(f"agent {agent.name!r} acts at a table of {players} players, not {p}")
+
+    lineups = list(itertools.combinations(range(len(agents)), 2)) if p == 2 else [tuple(range(p))]
+    per_deal = p * p
+    share_unit = math.lcm(*range(1, p + 1))
+    pairs = {
+        pair_key(names[lineup[i]], names[lineup[j]]): PairResult(names[lineup[i]], names[lineup[j]])
+        for lineup in lineups
+        for i, j in itertools.combinations(range(p), 2)
+    }
+    result = HeadToHead(
+        rules=rules,
+        num_players=p,
+        deals=int(games),
+        seed=int(seed),
+        names=names,
+        pairs=pairs,
+        scores={name: Tally() for name in names},
+        shares={name: Tally() for name in names},
+        games={name: 0 for name in names},
+        first_seat=Tally(),
+        tables_per_deal=len(lineups) * per_deal,
+        share_unit=share_unit,
+    )
+    agent_at, _ = seating(p)
+    seat_of = np.argsort(agent_at, axis=1)  # seat of each agent of the table, per game of a deal
+    deals_per_batch = max(1, batch_size // per_deal)
+
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm
+        except ImportError:  # tqdm comes with the train extra; without it, no bar
+            tqdm = None
+        if tqdm is not None:
+            bar = tqdm(total=result.total_games, unit="game", disable=None, leave=False)
+    start = time.perf_counter()
+    try:
+        for first in range(0, games, deals_per_batch):
+            deals = range(first, min(first + deals_per_batch, games))
+            nd = len(deals)
+            dice = table_streams(seed, deals, p, rules)
+            seats = np.tile(agent_at, (nd, 1))
+            scores = {name: np.zeros(nd, dtype=np.int64) for name in names}
+            shares = {name: np.zeros(nd, dtype=np.int64) for name in names}
+            first_seat = np.zeros(nd, dtype=np.int64)
+            for lineup in lineups:
+                table_agents = [agents[i] for i in lineup]
+                by_seat = play_tables(table_agents, dice, seats, rules).reshape(nd, per_deal, p)
+                totals = np.take_along_axis(by_seat, seat_of[None], axis=2)  # (deal, game, agent of the table)
+                winners = totals == totals.max(axis=2, keepdims=True)
+                share = winners * (share_unit // winners.sum(axis=2, keepdims=True))
+                first_seat += share[:, np.arange(per_deal), agent_at[:, 0]].sum(axis=1)
+                for i, k in enumerate(lineup):
+                    scores[names[k]] += totals[:, :, i].sum(axis=1)
+                    shares[names[k]] += share[:, :, i].sum(axis=1)
+                    result.games[names[k]] += nd * per_deal
+                for i, j in itertools.combinations(range(p), 2):
+                    pair = result.pairs[pair_key(names[lineup[i]], names[lineup[j]])]
+                    a, b = totals[:, :, i], totals[:, :, j]
+                    wins_a, wins_b = (a > b).sum(axis=1), (a < b).sum(axis=1)
+                    pair.games += nd * per_deal
+                    pair.wins_a += int(wins_a.sum())
+                    pair.wins_b += int(wins_b.sum())
+                    pair.ties += int(nd * per_deal - wins_a.sum() - wins_b.sum())
+                    pair.outcome.add(wins_a + (per_deal - wins_b))  # 2 * wins + ties
+                    pair.margin.add((a - b).sum(axis=1))
+                if bar is not None:
+                    bar.update(nd * per_deal)
+                if on_games_done is not None:
+                    on_games_done(nd * per_deal)
+            for name in names:
+                result.scores[name].add(scores[name])
+                result.shares[name].add(shares[name])
+            result.first_seat.add(first_seat)
+    finally:
+        if bar is not None:
+            bar.close()
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+# --------------------------------------------------------------------------------------------------
+# Reporting
+# --------------------------------------------------------------------------------------------------
+def format_report(result: HeadToHead) -> str:
+    """The human-readable report: the win-rate and margin matrices (row against column), pairs, agents."""
+    report = result.to_dict()
+    p, per_deal = result.num_players, result.games_per_deal
+    pairs, agents = report["head_to_head"], report["agents"]
+    lines = [
+        f"Yacht head to head ({result.rules.name} rules, {p} players): {result.deals:,} deals, seed {result.seed}; "
+        f"each deal played {per_deal} times per table ({p} dice rotations x {p} seat rotations), "
+        f"{result.total_games:,} games in all, {result.games_per_second:,.0f} games/s",
+        f"CIs: {CI_METHOD}",
+        "",
+    ]
+    names = result.names
+    if p == 2:
+        short = {name: _short(name, 18) for name in names}
+        width = 2 + max(9, *(len(label) for label in short.values()))
+
+        def matrix(title: str, cell: Callable[[dict, bool], str]) -> list[str]:
+            rows = [title, " " * width + "".join(f"{short[name]:>{width}}" for name in names)]
+            for a in names:
+                cells = []
+                for b in names:
+                    if a == b:
+                        cells.append("-")
+                    elif pair_key(a, b) in pairs:
+                        cells.append(cell(pairs[pair_key(a, b)], False))
+                    else:
+                        cells.append(cell(pairs[pair_key(b, a)], True))
+                rows.append(f"{short[a]:<{width}}" + "".join(f"{c:>{width}}" for c in cells))
+            return rows
+
+        def win(pair: dict, flip: bool) -> str:
+            rate = 1 - pair["win_rate_a"] if flip else pair["win_rate_a"]
+            return f"{100 * rate:.1f}%"
+
+        def margin(pair: dict, flip: bool) -> str:
+            return f"{-pair['mean_margin_a'] if flip else pair['mean_margin_a']:+.2f}"
+
+        lines += matrix("win rate of row against column (ties count half):", win) + [""]
+        lines += matrix("mean margin of row over column (points):", margin) + [""]
+    lines.append("pairs (a vs b): games, wins a / wins b / ties, win rate of a [95% CI], mean margin of a [95% CI]")
+    label = max(len(key) for key in pairs)
+    for key, pair in pairs.items():
+        lo, hi = pair["win_rate_a_ci95"]
+        mlo, mhi = pair["mean_margin_a_ci95"]
+        lines.append(
+            f"  {key:<{label}}  {pair['games']:>9,}  {pair['wins_a']:,} / {pair['wins_b']:,} / {pair['ties']:,}  "
+            f"{100 * pair['win_rate_a']:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]  "
+            f"{pair['mean_margin_a']:+.2f} [{mlo:+.2f}, {mhi:+.2f}]"
+        )
+    lines += ["", "agents: games, mean score [95% CI], win share (ties split) [95% CI]"]
+    label = max(len(name) for name in names)
+    for name, stats in agents.items():
+        lo, hi = stats["mean_score_ci95"]
+        slo, shi = stats["win_share_ci95"]
+        lines.append(
+            f"  {name:<{label}}  {stats['games']:>9,}  {stats['mean_score']:.2f} [{lo:.2f}, {hi:.2f}]  "
+            f"{100 * stats['win_share']:.2f}% [{100 * slo:.2f}, {100 * shi:.2f}]"
+        )
+    lo, hi = report["first_seat_win_rate_ci95"]
+    lines += [
+        "",
+        f"first seat's win rate (its share of the wins, ties split; no advantage: {100 / p:.2f}%): "
+        f"{100 * report['first_seat_win_rate']:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]",
+    ]
+    return "\n".join(lines)
+
+
+def render_json(result: HeadToHead) -> bytes:
+    """:meth:`HeadToHead.to_dict` as indented JSON (UTF-8)."""
+    return (json.dumps(result.to_dict(), indent=2) + "\n").encode()
+
+
+def render_plot(result: HeadToHead, fmt: str = "png") -> bytes:
+    """The 2-player win-rate matrix (row against column) as a heatmap.
+
+    Raises:
+        ValueError: more than two players, another format, or no matplotlib.
+    """
+    if result.num_players != 2:
+        raise ValueError("the plot is the 2-player win-rate matrix; there is none for more players")
+    if fmt not in PLOT_FORMATS:
+        raise ValueError(f"plot format must be one of {', '.join(PLOT_FORMATS)}, got {fmt!r}")
+    try:
+        import matplotlib
+    except ImportError:
+        raise ValueError("--plot needs matplotlib: pip install 'yacht-rl[train]'") from None
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names, pairs = result.names, result.to_dict()["head_to_head"]
+    n = len(names)
+    rates = np.full((n, n), np.nan)
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            if pair_key(a, b) in pairs:
+                rates[i, j] = pairs[pair_key(a, b)]["win_rate_a"]
+                rates[j, i] = 1 - rates[i, j]
+    fig, ax = plt.subplots(figsize=(1.6 * n + 2.5, 1.3 * n + 1.5))
+    try:
+        image = ax.imshow(rates, cmap="RdBu", vmin=0, vmax=1)
+        for i in range(n):
+            for j in range(n):
+                text = "-" if i == j else f"{100 * rates[i, j]:.1f}%"
+                ax.text(j, i, text, ha="center", va="center", fontsize=9)
+        labels = [_short(name) for name in names]
+        ax.set_xticks(range(n), labels, rotation=20, ha="right", fontsize=8)
+        ax.set_yticks(range(n), labels, fontsize=8)
+        ax.set_title(f"win rate of row against column ({result.deals:,} deals, {result.rules.name} rules)", fontsize=9)
+        fig.colorbar(image, ax=ax, fraction=0.046)
+        fig.tight_layout()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=fmt, dpi=100)
+        return buffer.getvalue()
+    finally:
+        plt.close(fig)

@@ -1,0 +1,274 @@
+"""Specification of the head-to-head benchmark: ``agents.head_to_head`` (common dice, seat and dice rotations,
+statistics over deals) and ``evaluate.py --players P`` end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents import make_agent
+from agents.base import Agent
+from agents.evaluation import evaluate
+from agents.greedy import GreedyAgent
+from agents.head_to_head import head_to_head, play_tables, render_json, seating, table_streams
+from yacht_env import rules as R
+from yacht_env.encoding import MultiplayerEncoder
+from yacht_env.game import TableState, game_streams
+from yacht_env.solver import solve
+
+REPO = Path(__file__).resolve().parents[1]
+PAIR_KEYS = {
+    "games",
+    "wins_a",
+    "wins_b",
+    "ties",
+    "win_rate_a",
+    "win_rate_a_ci95",
+    "mean_margin_a",
+    "mean_margin_a_ci95",
+}
+DEALS = 2000
+
+
+@pytest.fixture(scope="module")
+def optimal_vs_greedy():
+    return head_to_head([make_agent("optimal"), make_agent("greedy")], 2, DEALS, seed=0).to_dict()
+
+
+def test_optimal_beats_greedy_and_scores_the_solitaire_optimum(optimal_vs_greedy):
+    pair = optimal_vs_greedy["head_to_head"]["optimal vs greedy"]
+    assert set(pair) == PAIR_KEYS
+    assert pair["games"] == DEALS * 4 == pair["wins_a"] + pair["wins_b"] + pair["ties"]
+    assert pair["win_rate_a"] == round((pair["wins_a"] + pair["ties"] / 2) / pair["games"], 6)
+    lo, hi = pair["win_rate_a_ci95"]
+    assert 0.5 < lo < pair["win_rate_a"] < hi
+    assert pair["mean_margin_a_ci95"][0] > 0
+    optimal = optimal_vs_greedy["agents"]["optimal"]
+    lo, hi = optimal["mean_score_ci95"]
+    assert lo < solve("standard").expected_score < hi
+    assert optimal["games"] == DEALS * 4
+    shares = optimal["win_share"] + optimal_vs_greedy["agents"]["greedy"]["win_share"]
+    assert shares == pytest.approx(1.0, abs=2e-6)
+
+
+def test_two_players_replay_the_solo_games_of_the_same_streams(optimal_vs_greedy):
+    """Deal g's streams are solo games 2g and 2g + 1 of evaluate(); each agent plays each of them twice (once from
+    each seat), against the other agent on the other stream: every count follows from the solo scores."""
+    solo = evaluate([make_agent("optimal"), make_agent("greedy")], 2 * DEALS, seed=0)
+    a = solo.results["optimal"].scores.reshape(DEALS, 2)
+    b = solo.results["greedy"].scores.reshape(DEALS, 2)
+    pair = optimal_vs_greedy["head_to_head"]["optimal vs greedy"]
+    assert pair["wins_a"] == 2 * int((a[:, 0] > b[:, 1]).sum() + (a[:, 1] > b[:, 0]).sum())
+    assert pair["wins_b"] == 2 * int((a[:, 0] < b[:, 1]).sum() + (a[:, 1] < b[:, 0]).sum())
+    assert pair["mean_margin_a"] == round(float(a.mean() - b.mean()), 6)
+    assert optimal_vs_greedy["agents"]["optimal"]["mean_score"] == round(float(a.mean()), 6)
+    assert optimal_vs_greedy["agents"]["greedy"]["mean_score"] == round(float(b.mean()), 6)
+
+
+def test_an_agent_against_a_copy_of_itself_splits_every_deal_exactly():
+    result = head_to_head([make_agent("greedy"), GreedyAgent(name="greedy_b")], 2, 500, seed=3).to_dict()
+    pair = result["head_to_head"]["greedy vs greedy_b"]
+    assert pair["wins_a"] == pair["wins_b"] > 0
+    assert pair["ties"] % 2 == 0 and pair["games"] == 2000
+    assert pair["win_rate_a"] == 0.5 and pair["win_rate_a_ci95"] == [0.5, 0.5]
+    assert pair["mean_margin_a"] == 0.0 and pair["mean_margin_a_ci95"] == [0.0, 0.0]
+    assert result["first_seat_win_rate"] == 0.5
+    assert result["agents"]["greedy"]["win_share"] == result["agents"]["greedy_b"]["win_share"] == 0.5
+
+
+def test_three_copies_at_one_table_share_the_wins_and_margins_exactly():
+    agents = [GreedyAgent(name=name) for name in ("g0", "g1", "g2")]
+    result = head_to_head(agents, 3, 200, seed=1).to_dict()
+    assert list(result["head_to_head"]) == ["g0 vs g1", "g0 vs g2", "g1 vs g2"]
+    for pair in result["head_to_head"].values():
+        # Each agent holds each stream once per seat rotation, so the margins cancel exactly; the pairwise win
+        # rates only in expectation (the cyclic rotations pair stream d with d + 1, never d + 1 with d).
+        assert pair["games"] == 200 * 9 and pair["mean_margin_a"] == 0.0
+        assert pair["win_rate_a_ci95"][0] < 0.5 < pair["win_rate_a_ci95"][1]
+    for stats in result["agents"].values():
+        assert stats["win_share"] == round(1 / 3, 6) and stats["games"] == 200 * 9
+    assert result["first_seat_win_rate"] == round(1 / 3, 6)
+
+
+def test_three_players_win_shares_sum_to_one_and_every_pair_is_reported():
+    agents = [make_agent(spec, seed=0) for spec in ("random", "greedy", "optimal")]
+    result = head_to_head(agents, 3, 100, seed=0).to_dict()
+    assert result["players"] == 3 and result["games_per_deal"] == 9 and result["deals"] == 100
+    assert list(result["head_to_head"]) == ["random vs greedy", "random vs optimal", "greedy vs optimal"]
+    assert all(set(pair) == PAIR_KEYS and pair["games"] == 900 for pair in result["head_to_head"].values())
+    assert sum(stats["win_share"] for stats in result["agents"].values()) == pytest.approx(1.0, abs=3e-6)
+    assert result["agents"]["optimal"]["win_share"] > result["agents"]["greedy"]["win_share"] > 0.05
+    assert result["head_to_head"]["greedy vs optimal"]["win_rate_a_ci95"][1] < 0.5
+
+
+@pytest.mark.parametrize("p", [2, 3, 4])
+def test_seating_rotates_seats_and_dice_in_balance(p):
+    agent_at, stream_at = seating(p)
+    assert agent_at.shape == stream_at.shape == (p * p, p)
+    for g in range(p * p):
+        d, r = divmod(g, p)
+        for i in range(p):
+            assert agent_at[g, (i + r) % p] == i  # agent i at seat (i + r) % P
+            assert stream_at[g, (i + r) % p] == (i + d) % p  # holding stream (i + d) % P, whatever its seat
+    for i in range(p):  # each agent: each seat P times, each stream P times
+        seats, streams = np.nonzero(agent_at == i)[1], stream_at[agent_at == i]
+        assert np.bincount(seats, minlength=p).tolist() == [p] * p
+        assert np.bincount(streams, minlength=p).tolist() == [p] * p
+
+
+def test_an_agent_keeps_its_dice_whatever_its_seat():
+    p, seed, deal = 2, 7, 5
+    dice = table_streams(seed, range(deal, deal + 1), p)
+    own = game_streams(seed, range(deal * p, deal * p + p))  # the deal's streams
+    agent_at, _ = seating(p)
+    table = TableState("standard", p, p * p)
+    table.start(R.prefix_codes(dice.reshape(p * p, p, -1, R.NUM_DICE)))
+    first_rolls = R.ROLLS[table.players.roll].reshape(p * p, p, R.NUM_DICE)
+    for d in range(p):
+        for i in range(p):
+            expected = np.sort(own[(i + d) % p, 0, 0])
+            for r in range(p):  # the same first roll from every seat
+                seat = int(np.flatnonzero(agent_at[d * p + r] == i)[0])
+                assert (first_rolls[d * p + r, seat] == expected).all()
+                assert (dice[d * p + r, seat] == own[(i + d) % p]).all()
+    assert not (own[0] == own[1]).all()
+
+
+def test_results_are_reproducible_and_do_not_depend_on_the_batch_size():
+    def run(seed, batch_size, random_seed=0):
+        agents = [make_agent("random", seed=random_seed), make_agent("greedy")]
+        return render_json(head_to_head(agents, 2, 300, seed=seed, batch_size=batch_size))
+
+    assert run(0, 1000) == run(0, 1000)
+    assert run(0, 1000) != run(1, 1000)
+    deterministic = [make_agent("greedy"), make_agent("optimal")]
+    assert render_json(head_to_head(deterministic, 2, 90, batch_size=4)) == render_json(
+        head_to_head(deterministic, 2, 90, batch_size=10_000)
+    )
+
+
+class FirstLegal(Agent):
+    """Takes the first legal action; with ``table_players`` set it records the observations it was shown."""
+
+    def __init__(self, name: str, table_players: int | None = None, action: int | None = None) -> None:
+        super().__init__(name)
+        self.table_players = table_players
+        self.action = action
+        self.sizes: set[int] = set()
+
+    def _act(self, observations, action_masks):
+        self.sizes.add(observations.shape[1])
+        if self.action is not None:
+            return np.full(len(observations), self.action)
+        return action_masks.argmax(axis=1)
+
+
+def test_a_table_agent_sees_the_table_from_its_seat_and_a_solo_agent_its_own_game():
+    table_agent, solo_agent = FirstLegal("table", table_players=2), FirstLegal("solo")
+    result = head_to_head([table_agent, solo_agent], 2, 20).to_dict()
+    assert table_agent.sizes == {MultiplayerEncoder("standard", 2).size}
+    assert solo_agent.sizes == {solo_agent.encoder.size}
+    assert result["head_to_head"]["table vs solo"]["win_rate_a"] == 0.5  # the same policy on the same dice
+
+
+def test_play_tables_returns_the_totals_by_seat():
+    dice = table_streams(0, range(0, 3), 2)
+    agent_at, _ = seating(2)
+    totals = play_tables([make_agent("optimal"), make_agent("greedy")], dice, np.tile(agent_at, (3, 1)))
+    assert totals.shape == (12, 2)
+    solo = evaluate([make_agent("optimal"), make_agent("greedy")], 6, seed=0)
+    _, stream_at = seating(2)
+    for k in range(12):
+        deal, g = divmod(k, 4)
+        for seat in range(2):
+            agent = ("optimal", "greedy")[agent_at[g, seat]]
+            assert totals[k, seat] == solo.results[agent].scores[2 * deal + stream_at[g, seat]]
+
+
+@pytest.mark.parametrize(
+    "agents, players, match",
+    [
+        (["greedy", "optimal"], 3, "exactly 3 agents"),
+        (["greedy"], 2, "at least 2 agents"),
+        (["greedy", "optimal"], 1, "num_players"),
+        (["greedy", "optimal"], 11, "num_players"),
+        (["greedy", "greedy"], 2, "distinct"),
+    ],
+)
+def test_bad_arguments_raise(agents, players, match):
+    with pytest.raises(ValueError, match=match):
+        head_to_head([make_agent(spec) for spec in agents], players, 10)
+
+
+def test_bad_agents_raise_naming_the_agent():
+    with pytest.raises(ValueError, match="'cheat' chose illegal action 31"):
+        head_to_head([make_agent("greedy"), FirstLegal("cheat", action=31)], 2, 5)
+    with pytest.raises(ValueError, match="'wide' acts at a table of 3 players, not 2"):
+        head_to_head([make_agent("greedy"), FirstLegal("wide", table_players=3)], 2, 5)
+    with pytest.raises(ValueError, match="classic"):
+        head_to_head([make_agent("greedy"), make_agent("optimal", rules="classic")], 2, 5)
+    for games in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="games"):
+            head_to_head([make_agent("greedy"), make_agent("optimal")], 2, games)
+
+
+# --------------------------------------------------------------------------------------------------
+# evaluate.py --players
+# --------------------------------------------------------------------------------------------------
+def run_script(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "evaluate.py"), *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_script_writes_the_head_to_head_json_byte_for_byte(tmp_path):
+    outputs = []
+    for name in ("a.json", "b.json"):
+        path = tmp_path / name
+        args = ["--players", "2", "--agents", "greedy", "random", "--games", "50", "--json", str(path)]
+        done = run_script(*args, "--no-progress")
+        assert done.returncode == 0, done.stderr
+        assert "win rate of row against column" in done.stdout and f"wrote {path}" in done.stdout
+        outputs.append(path.read_bytes())
+    assert outputs[0] == outputs[1]
+    report = json.loads(outputs[0])
+    assert list(report["head_to_head"]) == ["greedy vs random"]
+    pair = report["head_to_head"]["greedy vs random"]
+    assert set(pair) == PAIR_KEYS and pair["games"] == 200 and pair["win_rate_a"] > 0.9
+    assert report["players"] == 2 and report["deals"] == 50 and report["seed"] == 0
+    assert list(report["agents"]) == ["greedy", "random"]
+
+
+def test_script_plots_the_two_player_matrix(tmp_path):
+    path = tmp_path / "matrix.png"
+    done = run_script("--players", "2", "--agents", "greedy", "optimal", "--games", "20", "--plot", str(path))
+    assert done.returncode == 0, done.stderr
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--players", "3", "--agents", "greedy", "random"],
+        ["--players", "3", "--agents", "greedy", "random", "optimal", "--plot", "PLOT"],
+        ["--players", "2", "--agents", "greedy"],
+        ["--players", "2", "--agents", "greedy", "greedy"],
+        ["--players", "11", "--agents", "greedy", "random"],
+        ["--players", "0", "--agents", "greedy", "random"],
+        ["--players", "two", "--agents", "greedy", "random"],
+        ["--players", "2", "--agents", "greedy", "nope"],
+        ["--players", "2", "--agents", "greedy", "random", "--games", "0"],
+    ],
+)
+def test_script_bad_input_is_one_error_line_exit_2_and_no_file(tmp_path, args):
+    args = [str(tmp_path / "m.png") if arg == "PLOT" else arg for arg in args]
+    done = run_script("--games", "5", *args, "--json", str(tmp_path / "out.json"), "--no-progress")
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("evaluate.py: error: "), done.stderr
+    assert list(tmp_path.iterdir()) == []

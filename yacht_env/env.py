@@ -202,6 +202,7 @@ class YachtEnv(gym.Env):
         self.render_mode = checked_render_mode(render_mode, self.metadata["render_modes"])
         self.action_space = spaces.Discrete(self.rules.num_actions)
         self.observation_space = self._encoder.space(observation_type, self.action_mask_dtype)
+        self._num_actions = self.rules.num_actions
         self._game = GameState(self.rules, canonical_keeps=self.canonical_keeps)  # one game: the rules' state
         self._illegal_count = 0
         self._warned_illegal = False
@@ -221,11 +222,14 @@ class YachtEnv(gym.Env):
     def step(self, action):
         if self._done:
             raise ValueError("the episode is over; call reset() before step()")
-        if isinstance(action, np.ndarray) and action.shape == ():
-            action = action[()]  # a 0-d array, as some wrappers pass it
-        if not is_int(action) or not 0 <= action < self.rules.num_actions:
+        if type(action) is not int:  # the common case skips these checks
+            if isinstance(action, np.ndarray) and action.shape == ():
+                action = action[()]  # a 0-d array, as some wrappers pass it
+            if not is_int(action):
+                raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
+            action = int(action)
+        if not 0 <= action < self._num_actions:
             raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
-        action = int(action)
         game = self._game
         terminated = truncated = False
         legal = bool(game.mask[action])  # the mask this state was shown with: one source of legality
@@ -274,6 +278,9 @@ class YachtEnv(gym.Env):
 
     # ---------------------------------------------------------------------------------------------
     def _get_obs(self):
+        game = self._game
+        if self.observation_type == "flat":  # the common case, straight to the encoder's one-game path
+            return self._encoder.flat(game.roll, game.rolls_left, game.open_mask)
         if self.observation_type == "masked":
             mask = self.action_masks()
             return self._encoder.observe(

@@ -130,7 +130,11 @@ class GameState:
                     self.turn += 1
                     self.roll = R.roll_from_code(self.stream[self.turn * R.ROLLS_PER_TURN, R.NUM_DICE])
                     self.rolls_left = R.MAX_ROLLS_LEFT
-            self._update_mask()
+            self.mask = R.legal_action_mask(
+                self.roll, self.rolls_left, self.open_mask, self.canonical_keeps, self.rules.num_categories
+            )
+            if finished:
+                self.mask[:] = True  # as _update_mask: a finished game allows every action
             return points, finished
 
         if games is None:

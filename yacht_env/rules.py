@@ -554,7 +554,7 @@ def rows_of_dice(values: np.ndarray) -> np.ndarray:
 def roll_from_code(code) -> np.ndarray | int:
     """The sorted-roll index of a five-dice multiset code (e.g. ``prefix_codes(dice)[..., 5]``)."""
     index = _CODE_TO_ROLL[code]
-    return int(index) if np.ndim(index) == 0 else index.astype(np.intp)
+    return int(index) if isinstance(index, np.generic) else index.astype(np.intp)
 
 
 def reroll(roll, keep_mask, fresh_codes) -> np.ndarray | int:

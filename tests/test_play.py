@@ -1,0 +1,632 @@
+"""Specification of ``play.py`` and ``agents.table``: the commands a person types, the coach's numbers (the
+solver's own action values), whole games through the loop and through the script, every bad input (one line,
+the game goes on), clean exits, reproducible transcripts and one-line argument errors."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import play
+from agents import make_agent
+from agents.table import (
+    HELP,
+    Command,
+    CommandError,
+    PlainScreen,
+    Quit,
+    RichScreen,
+    TableGame,
+    command_for,
+    default_names,
+    display_name,
+    kept_dice,
+    parse_command,
+    resolve,
+)
+from yacht_env import rules as R
+from yacht_env.game import GameState, game_streams
+from yacht_env.solver import solve
+
+REPO = Path(__file__).resolve().parents[1]
+STANDARD = R.get_rules("standard")
+SCORE = R.score_table(STANDARD)
+
+
+def run_script(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "play.py"), *args],
+        cwd=REPO,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def solo_optimal_total(stream: np.ndarray, rules: R.Rules = STANDARD) -> int:
+    """The optimal policy's total on one (12, 3, 5) dice stream, played on its own ``GameState``."""
+    game, solution = GameState(rules), solve(rules)
+    game.start(R.prefix_codes(stream.reshape(-1, R.NUM_DICE)))
+    while True:
+        _, finished = game.play(solution.best_action(game.roll, game.rolls_left, game.open_mask))
+        if finished:
+            return int(game.total)
+
+
+def first_rolls_in_order_total(stream: np.ndarray) -> int:
+    """Scoring each turn's first roll in category ``turn`` (``s 1`` .. ``s 12``)."""
+    return sum(int(SCORE[R.roll_index(stream[t, 0]), t]) for t in range(R.NUM_CATEGORIES))
+
+
+def final_line(names: list[str], totals: list[int]) -> str:
+    scores = ", ".join(f"{name} {total}" for name, total in zip(names, totals, strict=True))
+    winners = [name for name, total in zip(names, totals, strict=True) if total == max(totals)]
+    if len(winners) > 1:
+        return f"final: {scores}; {' and '.join(winners)} tie with {max(totals)}"
+    return f"final: {scores}; {winners[0]} {'win' if winners[0] == 'You' else 'wins'}"
+
+
+class Transcript:
+    """A person's inputs from a list (or a function of the game), written to the transcript as a pipe shows them."""
+
+    def __init__(self, lines=None) -> None:
+        self.out = io.StringIO()
+        self.lines = iter(lines or [])
+        self.game: TableGame | None = None
+
+    def read(self, prompt: str) -> str:
+        self.out.write(prompt)
+        try:
+            line = next(self.lines)
+        except StopIteration:
+            self.out.write("\n")
+            raise EOFError from None
+        if callable(line):
+            line = line(self.game)
+        self.out.write(line + "\n")
+        return line
+
+
+def new_game(specs, lines=None, seed=3, hints=False, rules="standard", names=None, delay=0.0, sleep=None):
+    transcript = Transcript(lines)
+    agents = [None if spec == "human" else make_agent(spec, rules, seed=0) for spec in specs]
+    kwargs = {} if sleep is None else {"sleep": sleep}
+    game = TableGame(
+        agents,
+        names or default_names(specs),
+        rules,
+        seed,
+        PlainScreen(transcript.out),
+        transcript.read,
+        hints=hints,
+        delay=delay,
+        **kwargs,
+    )
+    transcript.game = game
+    return game, transcript
+
+
+def best_command(game: TableGame) -> str:
+    """What a person following the solver types (positions, one die by its face, ``r``, ``s <number>``)."""
+    player = game.table.on_turn
+    action = solve(game.rules).best_action(player.roll, player.rolls_left, player.open_mask)
+    return command_for(action, player.roll)
+
+
+# --------------------------------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("keep 4 4 6", Command("keep", faces=(4, 4, 6))),
+        ("k 4 4 6", Command("keep", faces=(4, 4, 6))),
+        ("KEEP 6 4 4", Command("keep", faces=(4, 4, 6))),
+        ("keep 4,4,6", Command("keep", faces=(4, 4, 6))),
+        ("  hold   6 ", Command("keep", faces=(6,))),
+        ("k 6", Command("keep", faces=(6,))),
+        ("k 245", Command("keep", positions=(2, 4, 5))),
+        ("keep 52", Command("keep", positions=(2, 5))),
+        ("k 1234", Command("keep", positions=(1, 2, 3, 4))),
+        ("r", Command("keep", faces=())),
+        ("roll", Command("keep", faces=())),
+        ("s fh", Command("score", category=6)),
+        ("score full house", Command("score", category=6)),
+        ("s full_house", Command("score", category=6)),
+        ("s fullhouse", Command("score", category=6)),
+        ("s ful", Command("score", category=6)),
+        ("s 7", Command("score", category=6)),
+        ("s 1", Command("score", category=0)),
+        ("s 12", Command("score", category=11)),
+        ("s 4k", Command("score", category=7)),
+        ("score four of a kind", Command("score", category=7)),
+        ("s 4 of a kind", Command("score", category=7)),
+        ("s ls", Command("score", category=8)),
+        ("s small straight", Command("score", category=8)),
+        ("s little", Command("score", category=8)),
+        ("s bs", Command("score", category=9)),
+        ("s large straight", Command("score", category=9)),
+        ("s big", Command("score", category=9)),
+        ("s chance", Command("score", category=10)),
+        ("s choice", Command("score", category=10)),
+        ("s c", Command("score", category=10)),
+        ("s yacht", Command("score", category=11)),
+        ("s yahtzee", Command("score", category=11)),
+        ("s y", Command("score", category=11)),
+        ("s 1s", Command("score", category=0)),
+        ("s ones", Command("score", category=0)),
+        ("s aces", Command("score", category=0)),
+        ("s 6s", Command("score", category=5)),
+        ("score Sixes", Command("score", category=5)),
+        ("s thr", Command("score", category=2)),
+        ("help", Command("help")),
+        ("h", Command("help")),
+        ("?", Command("help")),
+        ("quit", Command("quit")),
+        ("Q", Command("quit")),
+    ],
+)
+def test_commands(text, expected):
+    assert parse_command(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("s f", "'f' could be Fours, Fives, Full House or Four of a Kind: type more of the name"),
+        ("s fo", "'fo' could be Fours or Four of a Kind: type more of the name"),
+        ("s l", "'l' could be Little Straight or Big Straight: type more of the name"),
+        ("s s", "'s' could be Sixes or Little Straight: type more of the name"),
+        ("s 13", "there is no category 13: the sheet numbers them 1..12"),
+        ("s 0", "there is no category 0: the sheet numbers them 1..12"),
+        ("s foo", "unknown category 'foo': type its number in the sheet or its name (help lists them)"),
+        ("s", "score which category? e.g. s fh, s 7, score full house"),
+        ("k", "keep which dice? e.g. keep 4 4 6 (faces) or k 245 (positions); roll re-rolls all five"),
+        ("k 7", "7 is not a face of a die (1..6)"),
+        ("keep 4 0", "0 is not a face of a die (1..6)"),
+        ("k 446", "k 446: positions are 1..5, each once (to keep by faces, separate them: k 4 4 6)"),
+        ("k 16", "k 16: positions are 1..5, each once (to keep by faces, separate them: k 1 6)"),
+        ("k a b", "k takes faces (keep 4 4 6) or positions (k 245), got 'a b'"),
+        ("keep 4 x", "keep takes faces (keep 4 4 6) or positions (k 245), got '4 x'"),
+        ("k 1 1 1 1 1 1", "there are only five dice; got 6 faces to keep"),
+        ("r 2", "r re-rolls all five dice and takes nothing more; to keep some: keep 4 4 6"),
+        ("", "type a command (help lists them)"),
+        ("   ", "type a command (help lists them)"),
+        ("xyzzy", "unknown command 'xyzzy': type help for the commands"),
+        ("help me", "unknown command 'help me': type help for the commands"),
+        ("4 4 6", "unknown command '4 4 6': type help for the commands"),
+    ],
+)
+def test_bad_commands(text, message):
+    with pytest.raises(CommandError) as error:
+        parse_command(text)
+    assert str(error.value) == message
+
+
+DICE = R.roll_index([6, 2, 4, 1, 2])  # sorted: 1 2 2 4 6
+SHEET = np.array([-1, -1, -1, -1, 10, -1, -1, -1, -1, -1, -1, -1], dtype=np.int16)
+ALL_FIVE = "keeping all five dice re-rolls nothing: score instead (s <category>)"
+OPEN = STANDARD.all_open & ~(1 << 4)  # Fives filled with 10
+
+
+@pytest.mark.parametrize(
+    ("command", "rolls_left", "action"),
+    [
+        (Command("keep", faces=(2, 2)), 2, 0b00110),
+        (Command("keep", faces=(2,)), 2, 0b00010),
+        (Command("keep", positions=(3,)), 2, 0b00010),  # the other 2: the same multiset, the canonical mask
+        (Command("keep", positions=(1, 3)), 1, 0b00011),
+        (Command("keep", faces=(1, 2, 4, 6)), 1, 0b11011),
+        (Command("keep", faces=(6,)), 2, 0b10000),
+        (Command("keep", faces=()), 2, 0),
+        (Command("score", category=0), 2, 32),
+        (Command("score", category=11), 0, 43),
+    ],
+)
+def test_resolve(command, rolls_left, action):
+    assert resolve(command, DICE, rolls_left, OPEN, SHEET, STANDARD) == action
+
+
+@pytest.mark.parametrize(
+    ("command", "rolls_left", "message"),
+    [
+        (Command("keep", faces=(3,)), 2, "you have no 3 to keep (the dice: 1 2 2 4 6)"),
+        (Command("keep", faces=(2, 2, 2)), 2, "you have only two 2s to keep (the dice: 1 2 2 4 6)"),
+        (Command("keep", faces=(6, 6)), 2, "you have only one 6 to keep (the dice: 1 2 2 4 6)"),
+        (Command("keep", faces=(1, 2, 2, 4, 6)), 2, ALL_FIVE),
+        (Command("keep", positions=(1, 2, 3, 4, 5)), 1, ALL_FIVE),
+        (Command("keep", faces=(2,)), 0, "no re-rolls left this turn: score the dice (s <category>)"),
+        (Command("keep", faces=()), 0, "no re-rolls left this turn: score the dice (s <category>)"),
+        (Command("score", category=4), 2, "Fives is already filled (10): choose an open category"),
+    ],
+)  # fmt: skip
+def test_resolve_refuses(command, rolls_left, message):
+    with pytest.raises(CommandError) as error:
+        resolve(command, DICE, rolls_left, OPEN, SHEET, STANDARD)
+    assert str(error.value) == message
+
+
+def test_every_legal_keep_has_a_command_that_plays_it():
+    """For every roll, every legal (canonical) keep typed by positions and by faces resolves to itself."""
+    for roll in range(R.NUM_ROLLS):
+        for mask in np.flatnonzero(R.CANONICAL_KEEPS[roll]):
+            mask = int(mask)
+            by_faces = Command("keep", faces=tuple(int(f) for f in kept_dice(roll, mask)))
+            assert resolve(by_faces, roll, 2, STANDARD.all_open, SHEET, STANDARD) == mask
+            typed = parse_command(command_for(mask, roll))
+            assert resolve(typed, roll, 1, STANDARD.all_open, SHEET, STANDARD) == mask
+        assert not R.CANONICAL_KEEPS[roll, R.KEEP_ALL]
+
+
+def test_display_names_and_default_names():
+    assert [display_name(c) for c in R.CATEGORIES][6:] == [
+        "Full House",
+        "Four of a Kind",
+        "Little Straight",
+        "Big Straight",
+        "Choice",
+        "Yacht",
+    ]
+    assert default_names(["human", "optimal"]) == ["You", "optimal"]
+    assert default_names(["human", "human", "optimal", "optimal", "ppo:models/ppo_standard.zip"]) == [
+        "Human 1",
+        "Human 2",
+        "optimal",
+        "optimal 2",
+        "ppo:ppo_standard",
+    ]
+
+
+# --------------------------------------------------------------------------------------------------
+# The coach
+# --------------------------------------------------------------------------------------------------
+def test_coach_numbers_are_the_solvers_action_values():
+    """Along a whole hinted game the coach's values, best move and expected final score are the solver's."""
+    solution = solve(STANDARD)
+    seen = []
+
+    def record_and_play_worst_legal_keep_or_pick(game):
+        player = game.table.on_turn
+        advice = game.coach.advise(player.roll, player.rolls_left, player.open_mask, player.total)
+        q = solution.q_values(player.roll, player.rolls_left, player.open_mask)
+        np.testing.assert_array_equal(advice.q, q)
+        assert advice.best == solution.best_action(player.roll, player.rolls_left, player.open_mask)
+        assert advice.expected_final == player.total + q.max()
+        legal = np.flatnonzero(np.isfinite(q))
+        action = int(legal[-1] if len(seen) % 2 else legal[0])  # alternately the last pick and the first keep
+        seen.append((q.max() - q[action], player.roll))
+        return command_for(action, player.roll)
+
+    game, transcript = new_game(["human"], [record_and_play_worst_legal_keep_or_pick] * 36, seed=11, hints=True)
+    game.play()
+    costs = [d.cost for d in game.decisions]
+    assert len(costs) == len(seen) >= 12
+    np.testing.assert_allclose(costs, [gap for gap, _ in seen], rtol=0, atol=1e-12)
+    assert game.given_away()[0] == pytest.approx(sum(gap for gap, _ in seen), abs=1e-9)
+    assert transcript.out.getvalue().count("coach: ") == 2 * len(seen)  # a hint and a verdict per decision
+
+
+def test_hint_and_verdict_lines_show_the_solvers_numbers():
+    """Seed 3, first roll 4 5 5 5 6: the hint names the best keep, its margin over re-rolling all and the
+    expected final score; after ``k 12`` (keep 4 5) the verdict is best q - q[keep 4 5]."""
+    streams = game_streams(3, range(2))
+    roll = R.roll_index(streams[0, 0, 0])
+    assert R.ROLLS[roll].tolist() == [4, 5, 5, 5, 6]
+    q = solve(STANDARD).q_values(roll, 2, STANDARD.all_open)
+    assert int(np.argmax(q)) == 0b01110  # keep 5 5 5
+    game, transcript = new_game(["human", "optimal"], ["k 12"], seed=3, hints=True)
+    with pytest.raises(EOFError):
+        game.play()
+    lines = transcript.out.getvalue().splitlines()
+    hint = f"coach: keep 5 5 5 ({q[0b01110] - q[0]:+.2f} over re-rolling all); expected final score {q.max():.2f}"
+    assert hint == "coach: keep 5 5 5 (+7.31 over re-rolling all); expected final score 171.09"
+    assert lines[lines.index("You> k 12") - 1] == hint
+    verdict = f"coach: that gave away {q.max() - q[0b00011]:.2f} expected points (best: keep 5 5 5)"
+    at = lines.index("You> k 12")
+    assert lines[at + 1 : at + 3] == ["You: keep 4 5 (positions 1 2) -> 1 1 4 5 6", verdict]
+    assert verdict == "coach: that gave away 6.60 expected points (best: keep 5 5 5)"
+    # The next hint is the solver's again, from the new state (1 1 4 5 6, one re-roll left).
+    player = game.table.on_turn
+    assert (R.ROLLS[player.roll].tolist(), player.rolls_left) == ([1, 1, 4, 5, 6], 1)
+    q2 = solve(STANDARD).q_values(player.roll, 1, STANDARD.all_open)
+    best = int(np.argmax(q2))
+    words = " ".join(map(str, kept_dice(player.roll, best)))
+    next_hint = [line for line in lines[at + 3 :] if line.startswith("coach: ")][0]
+    assert next_hint == (
+        f"coach: keep {words} ({q2[best] - q2[0]:+.2f} over re-rolling all); expected final score {q2.max():.2f}"
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Whole games in process
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 3])
+def test_a_person_following_the_solver_plays_the_optimal_game(seed):
+    """A person typing the solver's best moves against ``optimal``: both totals are the optimal policy's on
+    each seat's stream, nothing is given away, the final line names the totals and the winner."""
+    streams = game_streams(seed, range(2))
+    game, transcript = new_game(["human", "optimal"], [best_command] * 36, seed=seed, hints=True)
+    totals = game.play()
+    expected = [solo_optimal_total(streams[0]), solo_optimal_total(streams[1])]
+    assert totals == expected
+    assert game.given_away() == [0.0, 0.0]
+    text = transcript.out.getvalue()
+    lines = text.splitlines()
+    assert not [line for line in lines if line.startswith("? ")]  # no command was refused
+    assert text.count("coach: best move (0.00 given away)") == sum(d.seat == 0 for d in game.decisions)
+    assert [line for line in lines if line.startswith("final: ")] == [final_line(["You", "optimal"], totals)]
+    assert "costliest decisions: none, every decision was a best move" in lines
+    assert f"== round 12 of {STANDARD.num_turns}: You to play, 2 re-rolls left ==" in lines
+
+
+def test_agents_moves_are_shown_and_waited_for():
+    """An all-agent table: every keep names the dice kept and their positions, every pick its points; the
+    delay is waited after each shown move; the review (with hints) counts the agents' decisions too."""
+    waits = []
+    game, transcript = new_game(["greedy", "optimal"], seed=5, hints=True, delay=0.25, sleep=waits.append)
+    totals = game.play()
+    lines = transcript.out.getvalue().splitlines()
+    moves = [line for line in lines if line.startswith(("greedy: ", "optimal: ")) and "round" not in line]
+    assert len(moves) == len(game.decisions) == len(waits)
+    assert set(waits) == {0.25}
+    picks = [line for line in moves if " scores " in line]
+    assert len(picks) == 24
+    for d, line in zip(game.decisions, moves, strict=True):
+        if d.action >= R.PICK_OFFSET:
+            points = int(SCORE[d.roll, d.action - R.PICK_OFFSET])
+            assert f"scores {display_name(R.CATEGORIES[d.action - R.PICK_OFFSET])} for {points} (total " in line
+        elif d.action:
+            kept = " ".join(map(str, kept_dice(d.roll, d.action)))
+            positions = " ".join(str(i + 1) for i in range(5) if d.action >> i & 1)
+            assert f"keeps {kept} (positions {positions}) -> " in line
+        else:
+            assert "re-rolls all -> " in line
+    assert totals[1] == solo_optimal_total(game_streams(5, range(2))[1])
+    assert game.given_away()[1] == 0.0 and game.given_away()[0] > 0
+    review = game.review().splitlines()
+    assert review[1].split()[:2] == ["greedy", f"{game.given_away()[0]:.2f}"]
+    assert review[2].split()[:2] == ["optimal", "0.00"]
+    worst = game.costliest()
+    assert len(worst) == 3 and all(d.seat == 0 for d in worst)
+    assert [d.cost for d in worst] == sorted((d.cost for d in game.decisions), reverse=True)[:3]
+    assert review[4].startswith("  1. greedy, round ") and review[4].endswith(f"cost {worst[0].cost:.2f}")
+
+
+def test_every_bad_input_is_one_line_and_the_game_goes_on():
+    streams = game_streams(3, range(2))
+    first = R.ROLLS[R.roll_index(streams[0, 0, 0])]
+    absent = next(face for face in range(1, 7) if face not in first)
+    bad = {
+        "": "? type a command (help lists them)",
+        "garbage!!": "? unknown command 'garbage!!': type help for the commands",
+        "k 9": "? 9 is not a face of a die (1..6)",
+        f"k {absent}": f"? you have no {absent} to keep (the dice: {' '.join(map(str, first))})",
+        "k 12345": "? keeping all five dice re-rolls nothing: score instead (s <category>)",
+        "s f": "? 'f' could be Fours, Fives, Full House or Four of a Kind: type more of the name",
+        "s 13": "? there is no category 13: the sheet numbers them 1..12",
+    }
+    ones = int(SCORE[R.roll_index(streams[0, 0, 0]), 0])
+    lines = [*bad, "help", "s 1", "s ones", "r", "r", "k 1 2", "s 2", *(f"s {k}" for k in range(3, 13))]
+    game, transcript = new_game(["human", "optimal"], lines, seed=3)
+    totals = game.play()
+    out = transcript.out.getvalue().splitlines()
+    for typed, message in bad.items():
+        at = out.index(f"You> {typed}")
+        assert out[at + 1] == message
+        assert out[at + 2].startswith("You> ")  # a new prompt at once
+    at = out.index("You> s ones")
+    assert out[at + 1] == f"? Ones is already filled ({ones}): choose an open category"
+    at = out.index("You> k 1 2")
+    assert out[at + 1] == "? no re-rolls left this turn: score the dice (s <category>)"
+    assert out[out.index("You> help") + 1 : out.index("You> help") + 1 + len(HELP.splitlines())] == HELP.splitlines()
+    assert sum(line.startswith("? ") for line in out) == len(bad) + 2
+    assert sum(d.seat == 0 for d in game.decisions) == 12 + 2  # the person's 12 picks and 2 re-rolls
+    assert totals[1] == solo_optimal_total(streams[1])
+
+
+def test_quit_and_end_of_input_stop_the_game():
+    game, transcript = new_game(["human", "optimal"], ["s 1", "quit"], seed=3)
+    with pytest.raises(Quit):
+        game.play()
+    assert len([d for d in game.decisions if d.seat == 0]) == 1
+    game, transcript = new_game(["human"], [], seed=3)
+    with pytest.raises(EOFError):
+        game.play()
+
+
+def test_the_table_checks_its_seats():
+    ppo_like = make_agent("optimal")
+    ppo_like.table_players = 3
+    with pytest.raises(ValueError, match="acts at a table of 3 players, not 2"):
+        TableGame([None, ppo_like], ["a", "b"], "standard", 0, PlainScreen(io.StringIO()), input)
+    with pytest.raises(ValueError, match="plays the 'classic' rules, not 'standard'"):
+        TableGame(
+            [None, make_agent("optimal", "classic")], ["a", "b"], "standard", 0, PlainScreen(io.StringIO()), input
+        )
+    with pytest.raises(ValueError, match="a table seats 1..5 players, got 6"):
+        TableGame([None] * 6, list("abcdef"), "standard", 0, PlainScreen(io.StringIO()), input)
+
+
+def test_the_rich_screen_shows_the_same_table():
+    rich = pytest.importorskip("rich.console")
+    out = io.StringIO()
+    game, _ = new_game(["human", "optimal"], seed=3)
+    screen = RichScreen(rich.Console(file=out, force_terminal=True, width=100, color_system="standard"))
+    screen.sheet(game.sheet_view(decision=True))
+    screen.say("coach: hello", "coach")
+    text = out.getvalue()
+    assert "\x1b[" in text  # coloured
+    for needle in ("Full House", "(15)", "(25)", "round 1 of 12: You to play, 2 re-rolls left", "coach: hello"):
+        assert needle in text
+
+
+# --------------------------------------------------------------------------------------------------
+# The script
+# --------------------------------------------------------------------------------------------------
+SCRIPT = "".join(f"s {k}\n" for k in range(1, 13))
+
+
+def test_script_plays_a_whole_game_from_stdin():
+    streams = game_streams(5, range(2))
+    done = run_script("--players", "human", "optimal", "--seed", "5", "--delay", "0", stdin=SCRIPT)
+    assert (done.returncode, done.stderr) == (0, "")
+    you, opponent = first_rolls_in_order_total(streams[0]), solo_optimal_total(streams[1])
+    lines = done.stdout.splitlines()
+    assert lines[0] == "Yacht, standard rules, dice seed 5: You, optimal. Type help for the commands."
+    final = [line for line in lines if line.startswith("final: ")]
+    assert final == [final_line(["You", "optimal"], [you, opponent])]
+    assert "\x1b[" not in done.stdout  # plain text when piped
+    assert lines[-1] == final[0]
+
+
+def test_same_seed_same_inputs_same_transcript():
+    args = ("--players", "human", "greedy", "random", "--seed", "9", "--delay", "0", "--hints")
+    stdin = "k 9\nr\n" + SCRIPT
+    first, second = run_script(*args, stdin=stdin), run_script(*args, stdin=stdin)
+    assert first.returncode == second.returncode == 0
+    assert first.stdout == second.stdout
+    assert "review: expected points given away (the solver's values)" in first.stdout
+    assert "? 9 is not a face of a die (1..6)" in first.stdout
+    other = run_script(*args[:-4], "10", "--delay", "0", "--hints", stdin=stdin)
+    assert other.stdout != first.stdout
+
+
+@pytest.mark.parametrize(("stdin", "decisions"), [("q\n", 0), ("s 1\nquit\n", 1), ("", 0), ("s 1\n", 1)])
+def test_quit_and_eof_exit_cleanly(stdin, decisions):
+    done = run_script("--players", "human", "optimal", "--seed", "1", "--delay", "0", stdin=stdin)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.endswith("\nbye\n")
+    assert done.stdout.count("You: score ") == decisions
+
+
+def test_ctrl_c_leaves_cleanly():
+    interrupt = (
+        "import os, runpy, signal, sys\n"
+        "class At:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'agents.table':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "sys.meta_path.insert(0, At())\n"
+        "sys.argv = sys.argv[1:]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", interrupt, "play.py", "--delay", "0"],
+        cwd=REPO,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (130, "\nbye\n", "")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--players"], "argument --players: expected at least one argument"),
+        (["--players", *["optimal"] * 6], "argument --players: a table seats 1..5 players, got 6"),
+        (
+            ["--players", "human", "alphago"],
+            "argument --players: unknown seat 'alphago'; expected human or random, greedy, optimal, ppo:PATH",
+        ),
+        (  # argparse quotes the choices from Python 3.12.8 / 3.13.1 on
+            ["--rules", "yahtzee"],
+            (
+                "argument --rules: invalid choice: 'yahtzee' (choose from classic, knizia, standard)",
+                "argument --rules: invalid choice: 'yahtzee' (choose from 'classic', 'knizia', 'standard')",
+            ),
+        ),
+        (["--names", "Ann"], "argument --names: give one name per seat: 2 seats, got 1"),
+        (["--names", "Ann", "Ann"], "argument --names: names must be non-empty and different, got 'Ann Ann'"),
+        (["--delay", "-1"], "argument --delay: expected a number >= 0 and <= 60.0, got '-1'"),
+        (["--seed", "x"], "argument --seed: expected an integer >= 0, got 'x'"),
+        (["--players", "ppo:no/such.zip"], "cannot load PPO model 'no/such.zip': file not found"),
+    ],
+)
+def test_bad_arguments_are_one_line(args, message, capsys):
+    try:
+        code = play.main(args)
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    messages = message if isinstance(message, tuple) else (message,)
+    assert (code, captured.out) == (2, "")
+    assert captured.err in [f"play.py: error: {m}\n" for m in messages]
+
+
+def test_bad_arguments_through_the_script():
+    done = run_script("--players", *["human"] * 6)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "play.py: error: argument --players: a table seats 1..5 players, got 6\n"
+
+
+def test_agents_get_the_observation_they_ask_for(monkeypatch):
+    """An agent with ``table_players == P`` sees the table from its seat (``MultiplayerEncoder``); one with
+    ``None`` its own game as ``Yacht-v0`` shows it; both with the table's mask of the player on turn."""
+    from agents.base import Agent
+    from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
+
+    class Recorder(Agent):
+        def __init__(self, players):
+            super().__init__(f"recorder{players}", "standard")
+            self.table_players, self.seen = players, []
+
+        def _act(self, observations, action_masks):
+            self.seen.append((observations[0].copy(), action_masks[0].copy()))
+            return np.flatnonzero(action_masks[0])[-1:]  # the last legal action: always a pick
+
+    table_view, solo_view = Recorder(2), Recorder(None)
+    checks = []
+    original = TableGame._agent
+
+    def checked(self, seat, agent):
+        expected = (
+            MultiplayerEncoder(STANDARD, 2).observe(self.table, seat)
+            if agent.table_players
+            else ObservationEncoder(STANDARD).flat(
+                *(getattr(self.table.on_turn, k) for k in ("roll", "rolls_left", "open_mask"))
+            )
+        )
+        action = original(self, seat, agent)
+        observation, mask = agent.seen[-1]
+        checks.append(np.array_equal(observation, expected) and np.array_equal(mask, self.table.mask))
+        return action
+
+    transcript = Transcript()
+    game = TableGame([table_view, solo_view], ["a", "b"], "standard", 4, PlainScreen(transcript.out), transcript.read)
+    monkeypatch.setattr(TableGame, "_agent", checked)
+    game.play()
+    assert len(table_view.seen) == len(solo_view.seen) == 12
+    assert table_view.seen[0][0].shape == (79,) and solo_view.seen[0][0].shape == (64,)
+    assert len(checks) == 24 and all(checks)
+
+
+def test_a_ppo_model_takes_a_seat():
+    pytest.importorskip("sb3_contrib")
+    game, transcript = new_game(["human", "ppo:models/ppo_standard.zip"], [f"s {k}" for k in range(1, 13)], seed=2)
+    totals = game.play()
+    picks = [d for d in game.decisions if d.seat == 1 and d.action >= R.PICK_OFFSET]
+    assert len(picks) == 12 and totals[1] == sum(int(SCORE[d.roll, d.action - 32]) for d in picks)
+    assert totals[0] == first_rolls_in_order_total(game_streams(2, range(2))[0])
+
+
+def test_the_readme_transcript_is_real_output():
+    """The README's turn is what its command prints (the lines it cuts are marked ``   ... (``)."""
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Play in the terminal (`play.py`)") : readme.index("## Training (`train.py`)")]
+    shown = section.split("```text\n")[1].split("```")[0].splitlines()
+    kept = [line for line in shown if not line.startswith("   ... (")]
+    assert "printf 'k 234\\nk 5 5 5 6\\ns 7\\nq\\n' | python play.py --players human optimal --seed 3" in section
+    done = run_script(
+        "--players", "human", "optimal", "--seed", "3", "--hints", "--delay", "0", stdin="k 234\nk 5 5 5 6\ns 7\nq\n"
+    )
+    output = iter(done.stdout.splitlines())
+    assert all(any(line == out for out in output) for line in kept)  # in order
+    assert len(kept) == 40

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
@@ -23,6 +24,15 @@ ILLEGAL_ACTION_HINT = (
 )
 
 
+def configure_from(env: object, options: dict[str, Any], **defaults: Any) -> None:
+    """:func:`configure` from an env's keyword arguments; an unknown one is a ``ValueError``, not a ``TypeError``."""
+    accepted = set(inspect.signature(configure).parameters) - {"env", "observation_types"}
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise ValueError(f"unknown argument {unknown[0]!r}; accepted: {sorted(accepted)}")
+    configure(env, **{**defaults, **options})
+
+
 def _is_finite_number(value: object) -> bool:
     if not (is_int(value) or isinstance(value, (float, np.floating))):
         return False
@@ -33,24 +43,32 @@ def _is_finite_number(value: object) -> bool:
 
 
 def configure(
-    env: gym.Env | gym.vector.VectorEnv,
-    rules: str | R.Rules,
-    observation_type: str,
-    action_mask_dtype: str,
-    canonical_keeps: bool,
-    illegal_action: str,
-    illegal_action_penalty: float,
-    max_illegal_actions: int | None,
+    env: object,
+    rules: str | R.Rules = "standard",
+    canonical_keeps: bool = True,
+    illegal_action: str = "ignore",
+    illegal_action_penalty: float = 0.0,
+    max_illegal_actions: int | None = 100,
+    observation_type: str | None = None,
+    action_mask_dtype: str = "int8",
+    observation_types: tuple[str, ...] = OBSERVATION_TYPES,
 ) -> None:
-    """Validates the options the single and vector envs share and sets them on ``env``, with its encoder.
+    """Validates the options every Yacht env shares and sets them on ``env`` (the one place that checks them).
+
+    The batched envs take these options as keyword arguments and pass them here; the defaults are
+    ``Yacht-v0``'s. ``observation_type`` (one of ``observation_types``) and ``action_mask_dtype`` are checked
+    and set unless ``observation_type`` is ``None`` (the PettingZoo env has one observation type).
 
     Raises:
         ValueError: a bad option, named with what is accepted.
     """
-    if not isinstance(observation_type, str) or observation_type not in OBSERVATION_TYPES:
-        raise ValueError(f"observation_type must be one of {OBSERVATION_TYPES}, got {observation_type!r}")
-    if not isinstance(action_mask_dtype, str) or action_mask_dtype not in ACTION_MASK_DTYPES:
-        raise ValueError(f"action_mask_dtype must be one of {ACTION_MASK_DTYPES}, got {action_mask_dtype!r}")
+    if observation_type is not None:
+        if not isinstance(observation_type, str) or observation_type not in observation_types:
+            raise ValueError(f"observation_type must be one of {observation_types}, got {observation_type!r}")
+        if not isinstance(action_mask_dtype, str) or action_mask_dtype not in ACTION_MASK_DTYPES:
+            raise ValueError(f"action_mask_dtype must be one of {ACTION_MASK_DTYPES}, got {action_mask_dtype!r}")
+        env.observation_type = observation_type
+        env.action_mask_dtype = action_mask_dtype
     if not isinstance(canonical_keeps, (bool, np.bool_)):
         raise ValueError(f"canonical_keeps must be True or False, got {canonical_keeps!r}")
     if not isinstance(illegal_action, str) or illegal_action not in ILLEGAL_ACTION_POLICIES:
@@ -60,13 +78,10 @@ def configure(
     if max_illegal_actions is not None and (not is_int(max_illegal_actions) or max_illegal_actions < 1):
         raise ValueError(f"max_illegal_actions must be a positive int or None, got {max_illegal_actions!r}")
     env.rules = R.get_rules(rules)
-    env.observation_type = observation_type
-    env.action_mask_dtype = action_mask_dtype
     env.canonical_keeps = bool(canonical_keeps)
     env.illegal_action = illegal_action
     env.illegal_action_penalty = float(illegal_action_penalty)
     env.max_illegal_actions = None if max_illegal_actions is None else int(max_illegal_actions)
-    env._encoder = ObservationEncoder(env.rules)
 
 
 def checked_render_mode(render_mode: object, render_modes: list[str]) -> object:
@@ -192,13 +207,14 @@ class YachtEnv(gym.Env):
         configure(
             self,
             rules,
-            observation_type,
-            action_mask_dtype,
             canonical_keeps,
             illegal_action,
             illegal_action_penalty,
             max_illegal_actions,
+            observation_type,
+            action_mask_dtype,
         )
+        self._encoder = ObservationEncoder(self.rules)
         self.render_mode = checked_render_mode(render_mode, self.metadata["render_modes"])
         self.action_space = spaces.Discrete(self.rules.num_actions)
         self.observation_space = self._encoder.space(observation_type, self.action_mask_dtype)

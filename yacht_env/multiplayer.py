@@ -25,7 +25,7 @@ from pettingzoo.utils import wrappers
 
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
-from yacht_env.env import ILLEGAL_ACTION_POLICIES, _is_finite_number
+from yacht_env.env import configure
 from yacht_env.game import TableState, draw_stream, parse_dice_stream, win_rewards
 from yacht_env.rules import is_int
 
@@ -106,23 +106,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
             raise ValueError(f"num_players must be an int in 1..{MAX_PLAYERS}, got {num_players!r}")
         if not isinstance(reward, str) or reward not in REWARD_MODES:
             raise ValueError(f"reward must be one of {REWARD_MODES}, got {reward!r}")
-        if not isinstance(canonical_keeps, (bool, np.bool_)):
-            raise ValueError(f"canonical_keeps must be True or False, got {canonical_keeps!r}")
-        if not isinstance(illegal_action, str) or illegal_action not in ILLEGAL_ACTION_POLICIES:
-            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_POLICIES}, got {illegal_action!r}")
-        if not _is_finite_number(illegal_action_penalty):
-            raise ValueError(f"illegal_action_penalty must be a finite number, got {illegal_action_penalty!r}")
-        if max_illegal_actions is not None and (not is_int(max_illegal_actions) or max_illegal_actions < 1):
-            raise ValueError(f"max_illegal_actions must be a positive int or None, got {max_illegal_actions!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             gymnasium.logger.warn(f"render_mode={render_mode!r} is not one of {self.metadata['render_modes']}")
-        self.rules = R.get_rules(rules)
+        configure(self, rules, canonical_keeps, illegal_action, illegal_action_penalty, max_illegal_actions)
         self.num_players = int(num_players)
         self.reward_mode = reward
-        self.canonical_keeps = bool(canonical_keeps)
-        self.illegal_action = illegal_action
-        self.illegal_action_penalty = float(illegal_action_penalty)
-        self.max_illegal_actions = max_illegal_actions
         self.render_mode = render_mode
 
         self.possible_agents = [f"player_{p}" for p in range(self.num_players)]

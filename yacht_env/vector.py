@@ -3,6 +3,10 @@
 Semantics are those of :class:`yacht_env.YachtEnv` in every respect (observation layout, action encoding,
 legality, illegal-action policy, rewards, dice streams); ``tests/test_vector.py`` proves step-by-step
 agreement with N single envs. There is no per-game Python loop in :meth:`YachtVectorEnv.step`.
+
+:class:`BatchedEnv` is what every batched Yacht env shares (this one and ``YachtVersusVectorEnv``): action
+checks, the illegal-action policy and its warning, truncation, the three autoreset modes, ``reset_mask``,
+masks and the batched info; a subclass only says how its games start, play, look and report.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from yacht_env import rules as R
-from yacht_env.env import ILLEGAL_ACTION_HINT, checked_render_mode, configure
+from yacht_env.encoding import ObservationEncoder
+from yacht_env.env import ILLEGAL_ACTION_HINT, checked_render_mode, configure_from
 from yacht_env.game import GameState, draw_stream, game_streams, parse_dice_stream
 from yacht_env.rules import is_int
 
-_AUTORESET_MODES = {
+AUTORESET_MODES = {
     AutoresetMode.NEXT_STEP: AutoresetMode.NEXT_STEP,
     AutoresetMode.SAME_STEP: AutoresetMode.SAME_STEP,
     AutoresetMode.DISABLED: AutoresetMode.DISABLED,
@@ -28,11 +33,197 @@ _AUTORESET_MODES = {
     "same_step": AutoresetMode.SAME_STEP,
     "disabled": AutoresetMode.DISABLED,
 }
-_INFO_KEYS = ("dice", "rolls_left", "scores", "total", "action_mask", "illegal_action", "illegal_actions")
-__all__ = ["YachtVectorEnv", "game_streams"]  # game_streams lives in yacht_env.game; kept importable here
+__all__ = ["BatchedEnv", "YachtVectorEnv", "game_streams"]  # game_streams lives in yacht_env.game
 
 
-class YachtVectorEnv(VectorEnv):
+class BatchedEnv(VectorEnv):
+    """N Yacht games (or tables) as one ``gymnasium.vector.VectorEnv``: the API work every batched env shares.
+
+    A subclass calls :meth:`_setup` in its ``__init__`` (after :func:`yacht_env.env.configure`) and implements
+    the hooks: :meth:`_deal` (start games), :meth:`_play` (apply the legal actions), :meth:`_state_mask`,
+    :meth:`_observe`, :meth:`_info`, :meth:`_final_info` and :meth:`_describe_illegal`.
+    """
+
+    def _setup(self, num_envs: int, autoreset_mode: str | AutoresetMode, render_mode: str | None) -> None:
+        if not is_int(num_envs) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if not isinstance(autoreset_mode, (str, AutoresetMode)) or autoreset_mode not in AUTORESET_MODES:
+            raise ValueError(f"autoreset_mode must be 'next_step', 'same_step' or 'disabled', got {autoreset_mode!r}")
+        self.num_envs = n = int(num_envs)
+        self.autoreset_mode = AUTORESET_MODES[autoreset_mode]
+        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
+        self.render_mode = checked_render_mode(render_mode, self.metadata["render_modes"])
+        self.single_action_space = spaces.Discrete(self.rules.num_actions)
+        self.action_space = spaces.MultiDiscrete(np.full(n, self.rules.num_actions))
+        self._index = np.arange(n)
+        self._illegal_count = np.zeros(n, dtype=np.int32)
+        self._awaiting_reset = np.zeros(n, dtype=bool)
+        self._warned_illegal = False
+        self._was_reset = False
+        self._mask = np.zeros((n, self.rules.num_actions), dtype=bool)
+        self._all_true = np.ones(n, dtype=bool)
+        self._all_true.flags.writeable = False
+
+    # ---------------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Starts new games: all of them, or with ``options={"reset_mask": m}`` those where ``m`` is True.
+
+        ``seed`` reseeds the env's generator first. ``options["dice_stream"]`` deals given dice instead of
+        drawn ones (with ``reset_mask``, only the masked rows). Returns the observations and info of every game.
+        """
+        super().reset(seed=seed)
+        options = dict(options) if isinstance(options, dict) else options
+        games = self._index
+        if isinstance(options, dict) and "reset_mask" in options:
+            games = np.flatnonzero(self._check_reset_mask(options.pop("reset_mask")))
+            if not self._was_reset:
+                raise ValueError("the first reset() starts every game; reset_mask is for later resets")
+        streams = self._parse_streams(options, seed)
+        self._start(games, None if streams is None else streams[games])
+        self._awaiting_reset[games] = False
+        self._was_reset = True
+        info = self._get_info(np.zeros(self.num_envs, dtype=bool))
+        return self._get_obs(), info
+
+    def step(self, actions):
+        if not self._was_reset:
+            raise ValueError("call reset() before step()")
+        actions = self._check_actions(actions)
+        waiting = self._awaiting_reset
+        if self.autoreset_mode == AutoresetMode.DISABLED and waiting.any():
+            i = int(np.flatnonzero(waiting)[0])
+            raise ValueError(
+                f"env {i}: its game is over and autoreset_mode='disabled'; start it with "
+                "reset(options={'reset_mask': done}) before step()"
+            )
+        shown = self._mask[self._index, actions]  # the masks the games were shown with
+        legal = shown & ~waiting  # a waiting game's mask is all True, and its action is ignored
+        illegal = ~shown
+        if illegal.any():
+            i = int(np.flatnonzero(illegal)[0])
+            if self.illegal_action == "raise":
+                raise ValueError(f"env {i}: {self._describe_illegal(i, int(actions[i]))}")
+            if not self._warned_illegal:
+                self._warned_illegal = True
+                gym.logger.warn(
+                    f"{ILLEGAL_ACTION_HINT} (the first: env {i}, {self._describe_illegal(i, int(actions[i]))})"
+                )
+
+        rewards, terminated = self._play(actions, legal)
+        terminated = terminated & ~waiting
+        if illegal.any():
+            rewards[illegal] = self.illegal_action_penalty
+            self._illegal_count += illegal
+        if self.max_illegal_actions is None:
+            truncated = np.zeros(self.num_envs, dtype=bool)
+        else:
+            truncated = illegal & (self._illegal_count >= self.max_illegal_actions) & ~terminated
+        done = terminated | truncated
+
+        if self.autoreset_mode != AutoresetMode.SAME_STEP:
+            if self.autoreset_mode == AutoresetMode.NEXT_STEP and waiting.any():
+                self._start(np.flatnonzero(waiting))
+            self._awaiting_reset = done
+            info = self._get_info(illegal)
+            return self._get_obs(), rewards, terminated, truncated, info
+        final = {}
+        if done.any():
+            final = {"final_obs": self._get_obs(), **self._final_info()}
+            final.update({"_" + key: done for key in list(final)})
+            self._start(np.flatnonzero(done))
+        info = self._get_info(illegal)
+        info.update(final)
+        return self._get_obs(), rewards, terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions of every game now, bool of shape ``(N, num_actions)``; a copy."""
+        return self._mask.copy()
+
+    # ---------------------------------------------------------------------------------------------
+    def _start(self, games: np.ndarray, streams: np.ndarray | None = None) -> None:
+        self._deal(games, streams)
+        self._illegal_count[games] = 0
+
+    def _check_actions(self, actions) -> np.ndarray:
+        array = np.asarray(actions)
+        if array.shape != (self.num_envs,) or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(
+                f"actions must be an int array of shape ({self.num_envs},), got {array.dtype} {array.shape}"
+            )
+        if array.size and (array.min() < 0 or array.max() >= self.rules.num_actions):
+            raise ValueError(
+                f"actions must be in 0..{self.rules.num_actions - 1}, got values {array.min()}..{array.max()}"
+            )
+        return array.astype(np.intp, copy=False)
+
+    def _check_reset_mask(self, reset_mask: object) -> np.ndarray:
+        if not (
+            isinstance(reset_mask, np.ndarray) and reset_mask.dtype == np.bool_ and reset_mask.shape == (self.num_envs,)
+        ):
+            raise ValueError(f"options['reset_mask'] must be a bool numpy array of shape ({self.num_envs},)")
+        if not reset_mask.any():
+            raise ValueError("options['reset_mask'] must have at least one True value")
+        return reset_mask
+
+    def _current_mask(self) -> np.ndarray:
+        """The masks the games show now: the state's, all True for a game waiting for its reset."""
+        mask = self._state_mask()
+        if self._awaiting_reset.any():  # all True, never an empty row (the action is ignored)
+            mask = mask.copy()
+            mask[self._awaiting_reset] = True
+        return mask
+
+    def _get_obs(self):
+        if self.observation_type != "masked":
+            return self._observe()
+        dtype = np.bool_ if self.action_mask_dtype == "bool" else np.int8
+        return {"observation": self._observe(), "action_mask": self._current_mask().astype(dtype)}
+
+    def _get_info(self, illegal: np.ndarray) -> dict[str, Any]:
+        self._mask = self._current_mask()  # the legality the next step reads: the masks shown with this step
+        info = {
+            **self._info(),
+            "action_mask": self._mask.astype(np.int8),  # a copy: legality is read from self._mask
+            "illegal_action": illegal,
+            "illegal_actions": self._illegal_count.copy(),
+        }
+        info.update({"_" + key: self._all_true for key in list(info)})
+        return info
+
+    # The hooks --------------------------------------------------------------------------------------
+    def _parse_streams(self, options: dict[str, Any] | None, seed: int | None) -> np.ndarray | None:
+        """The dice streams of ``options`` for every game (prefix codes), or ``None`` to draw them."""
+        raise NotImplementedError
+
+    def _deal(self, games: np.ndarray, streams: np.ndarray | None) -> None:
+        """Starts new games at ``games`` on ``streams`` (or on dice drawn from ``np_random``)."""
+        raise NotImplementedError
+
+    def _play(self, actions: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Applies the legal actions; returns float64 rewards and which games ended."""
+        raise NotImplementedError
+
+    def _state_mask(self) -> np.ndarray:
+        """Every game's legal actions (all True where the game is over); callers do not write to it."""
+        raise NotImplementedError
+
+    def _observe(self) -> np.ndarray | dict[str, np.ndarray]:
+        """The observations of every game, without the mask."""
+        raise NotImplementedError
+
+    def _info(self) -> dict[str, np.ndarray]:
+        """The env's own batched info keys."""
+        raise NotImplementedError
+
+    def _final_info(self) -> dict[str, np.ndarray]:
+        """What ``same_step`` autoreset reports of the games that just ended, besides ``final_obs``."""
+        raise NotImplementedError
+
+    def _describe_illegal(self, i: int, action: int) -> str:
+        raise NotImplementedError
+
+
+class YachtVectorEnv(BatchedEnv):
     """N independent solo games of Yacht as one ``gymnasium.vector.VectorEnv``.
 
     ``gymnasium.make_vec("Yacht-v0", num_envs=N)`` returns one (Gymnasium's default vectorization for
@@ -74,50 +265,17 @@ class YachtVectorEnv(VectorEnv):
         self,
         num_envs: int,
         rules: str | R.Rules = "standard",
-        observation_type: str = "flat",
-        canonical_keeps: bool = True,
-        illegal_action: str = "ignore",
-        illegal_action_penalty: float = 0.0,
-        max_illegal_actions: int | None = 100,
         autoreset_mode: str | AutoresetMode = "next_step",
         render_mode: str | None = None,
-        action_mask_dtype: str = "int8",
+        **options: Any,
     ) -> None:
-        if not is_int(num_envs) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-        if not isinstance(autoreset_mode, (str, AutoresetMode)) or autoreset_mode not in _AUTORESET_MODES:
-            raise ValueError(f"autoreset_mode must be 'next_step', 'same_step' or 'disabled', got {autoreset_mode!r}")
-        configure(
-            self,
-            rules,
-            observation_type,
-            action_mask_dtype,
-            canonical_keeps,
-            illegal_action,
-            illegal_action_penalty,
-            max_illegal_actions,
-        )
-        self.num_envs = num_envs = int(num_envs)
-        self.autoreset_mode = _AUTORESET_MODES[autoreset_mode]
-        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
-        self.render_mode = checked_render_mode(render_mode, self.metadata["render_modes"])
+        configure_from(self, options, rules=rules, observation_type="flat")
+        self._setup(num_envs, autoreset_mode, render_mode)
+        self._encoder = ObservationEncoder(self.rules)
+        self.single_observation_space = self._encoder.space(self.observation_type, self.action_mask_dtype)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self._game = GameState(self.rules, self.num_envs, self.canonical_keeps)  # the N games: the rules' state
 
-        self.single_action_space = spaces.Discrete(self.rules.num_actions)
-        self.action_space = spaces.MultiDiscrete(np.full(num_envs, self.rules.num_actions))
-        self.single_observation_space = self._encoder.space(observation_type, self.action_mask_dtype)
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-
-        self._game = GameState(self.rules, num_envs, self.canonical_keeps)  # the N games: the rules' state
-        self._index = np.arange(num_envs)
-        self._illegal_count = np.zeros(num_envs, dtype=np.int32)
-        self._awaiting_reset = np.zeros(num_envs, dtype=bool)
-        self._warned_illegal = False
-        self._was_reset = False
-        self._mask = np.zeros((num_envs, self.rules.num_actions), dtype=bool)
-        self._all_true = np.ones(num_envs, dtype=bool)
-        self._all_true.flags.writeable = False
-
-    # ---------------------------------------------------------------------------------------------
     @property
     def roll(self) -> np.ndarray:
         """Each game's sorted-roll index (a row of ``yacht_env.rules.ROLLS``); a copy."""
@@ -133,90 +291,6 @@ class YachtVectorEnv(VectorEnv):
         """Each game's mask of open categories (bit ``k``: category ``k``); a copy."""
         return self._game.open_mask.copy()
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Starts new games: all of them, or with ``options={"reset_mask": m}`` those where ``m`` is True.
-
-        ``seed`` reseeds the env's generator first. ``options["dice_stream"]`` (``(N, 12, 3, 5)``) deals given
-        dice instead of drawn ones. Returns the observations and info of every game.
-        """
-        super().reset(seed=seed)
-        options = dict(options) if isinstance(options, dict) else options
-        games = self._index
-        if isinstance(options, dict) and "reset_mask" in options:
-            games = np.flatnonzero(self._check_reset_mask(options.pop("reset_mask")))
-            if not self._was_reset:
-                raise ValueError("the first reset() starts every game; reset_mask is for later resets")
-        stream = parse_dice_stream(options, self.rules, (self.num_envs,))
-        if stream is None:
-            stream = draw_stream(self.np_random, self.rules, len(games))
-        else:
-            stream = stream[games]
-        self._game.start(stream, games)
-        self._illegal_count[games] = 0
-        self._awaiting_reset[games] = False
-        self._was_reset = True
-        return self._get_obs(), self._get_info(np.zeros(self.num_envs, dtype=bool))
-
-    def step(self, actions):
-        if not self._was_reset:
-            raise ValueError("call reset() before step()")
-        actions = self._check_actions(actions)
-        game, waiting = self._game, self._awaiting_reset
-        if self.autoreset_mode == AutoresetMode.DISABLED and waiting.any():
-            i = int(np.flatnonzero(waiting)[0])
-            raise ValueError(
-                f"env {i}: its game is over and autoreset_mode='disabled'; start it with "
-                "reset(options={'reset_mask': done}) before step()"
-            )
-        shown = self._mask[self._index, actions]  # the masks the games were shown with
-        legal = shown & ~waiting  # a waiting game's mask is all True, and its action is ignored
-        illegal = ~shown
-        if self.illegal_action == "raise" and illegal.any():
-            i = int(np.flatnonzero(illegal)[0])
-            reason = self._describe_illegal(i, actions)
-            raise ValueError(f"env {i}: {reason}")
-
-        points, terminated = game.play(actions, legal)
-        rewards = points.astype(np.float64)
-        if illegal.any():
-            rewards[illegal] = self.illegal_action_penalty
-            self._illegal_count += illegal
-            if not self._warned_illegal:
-                self._warned_illegal = True
-                i = int(np.flatnonzero(illegal)[0])
-                reason = self._describe_illegal(i, actions)  # an ignored action left the game as it was
-                gym.logger.warn(f"{ILLEGAL_ACTION_HINT} (the first: env {i}, {reason})")
-        if self.max_illegal_actions is None:
-            truncated = np.zeros(self.num_envs, dtype=bool)
-        else:
-            truncated = illegal & (self._illegal_count >= self.max_illegal_actions)
-        done = terminated | truncated
-
-        if self.autoreset_mode == AutoresetMode.DISABLED:
-            self._awaiting_reset = done
-            return self._get_obs(), rewards, terminated, truncated, self._get_info(illegal)
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            if waiting.any():
-                self._start_games(np.flatnonzero(waiting))
-            self._awaiting_reset = done
-            return self._get_obs(), rewards, terminated, truncated, self._get_info(illegal)
-        final = {}
-        if done.any():
-            final = {
-                "final_obs": self._get_obs(),
-                "_final_obs": done,
-                "final_total": game.total.copy(),
-                "_final_total": done,
-            }
-            self._start_games(np.flatnonzero(done))
-        info = self._get_info(illegal)
-        info.update(final)
-        return self._get_obs(), rewards, terminated, truncated, info
-
-    def action_masks(self) -> np.ndarray:
-        """The legal actions of every game now, bool of shape ``(N, num_actions)``; a copy."""
-        return self._mask.copy()
-
     def render(self) -> tuple[str, ...] | None:
         """With ``render_mode="ansi"``, one score-sheet line per game."""
         if self.render_mode is None:
@@ -228,63 +302,40 @@ class YachtVectorEnv(VectorEnv):
             lines.append(f"game {i}: dice {dice}  rolls left {game.rolls_left[i]}  total {game.total[i]}")
         return tuple(lines)
 
-    # ---------------------------------------------------------------------------------------------
-    def _check_actions(self, actions) -> np.ndarray:
-        array = np.asarray(actions)
-        if array.shape != (self.num_envs,) or not np.issubdtype(array.dtype, np.integer):
-            raise ValueError(
-                f"actions must be an int array of shape ({self.num_envs},), got {array.dtype} {array.shape}"
-            )
-        if array.size and (array.min() < 0 or array.max() >= self.rules.num_actions):
-            raise ValueError(
-                f"actions must be in 0..{self.rules.num_actions - 1}, got values {array.min()}..{array.max()}"
-            )
-        return array.astype(np.intp, copy=False)
+    # The hooks of BatchedEnv ----------------------------------------------------------------------
+    def _parse_streams(self, options: dict[str, Any] | None, seed: int | None) -> np.ndarray | None:
+        return parse_dice_stream(options, self.rules, (self.num_envs,))
 
-    def _start_games(self, games: np.ndarray) -> None:
-        """Starts new games at the given indices on dice drawn from the env's generator (autoreset)."""
-        self._game.start(draw_stream(self.np_random, self.rules, len(games)), games)
-        self._illegal_count[games] = 0
+    def _deal(self, games: np.ndarray, streams: np.ndarray | None) -> None:
+        if streams is None:
+            streams = draw_stream(self.np_random, self.rules, len(games))
+        self._game.start(streams, games)
 
-    def _describe_illegal(self, i: int, actions: np.ndarray) -> str:
+    def _play(self, actions: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        points, finished = self._game.play(actions, legal)
+        return points.astype(np.float64), finished
+
+    def _state_mask(self) -> np.ndarray:
+        return self._game.mask
+
+    def _observe(self):
         game = self._game
-        return R.describe_illegal(int(actions[i]), int(game.roll[i]), int(game.rolls_left[i]), self.rules.categories)
+        if self.observation_type == "dict":
+            return self._encoder.structured(game.roll, game.rolls_left, game.open_mask)
+        return self._encoder.flat(game.roll, game.rolls_left, game.open_mask)
 
-    def _check_reset_mask(self, reset_mask: object) -> np.ndarray:
-        if not (
-            isinstance(reset_mask, np.ndarray) and reset_mask.dtype == np.bool_ and reset_mask.shape == (self.num_envs,)
-        ):
-            raise ValueError(f"options['reset_mask'] must be a bool numpy array of shape ({self.num_envs},)")
-        if not reset_mask.any():
-            raise ValueError("options['reset_mask'] must have at least one True value")
-        return reset_mask
-
-    def _get_obs(self):
-        if self.observation_type == "masked":
-            dtype = np.bool_ if self.action_mask_dtype == "bool" else np.int8
-            return self._encoder.observe(self._game, "masked", self._current_mask().astype(dtype))
-        return self._encoder.observe(self._game, self.observation_type)
-
-    def _current_mask(self) -> np.ndarray:
-        """The masks the games show now: the state's, all True for a game waiting for its reset."""
-        mask = self._game.mask
-        if self._awaiting_reset.any():  # all True, never an empty row (the action is ignored)
-            mask = mask.copy()
-            mask[self._awaiting_reset] = True
-        return mask
-
-    def _get_info(self, illegal: np.ndarray) -> dict[str, Any]:
+    def _info(self) -> dict[str, np.ndarray]:
         game = self._game
-        self._mask = self._current_mask()  # the legality the next step reads: the masks shown with this step
-        info = {
+        return {
             "dice": R.ROLLS[game.roll],
             "rolls_left": game.rolls_left.copy(),
             "scores": game.sheet.copy(),
             "total": game.total.copy(),
-            "action_mask": self._mask.astype(np.int8),  # a copy: legality is read from self._mask
-            "illegal_action": illegal,
-            "illegal_actions": self._illegal_count.copy(),
         }
-        for key in _INFO_KEYS:
-            info["_" + key] = self._all_true
-        return info
+
+    def _final_info(self) -> dict[str, np.ndarray]:
+        return {"final_total": self._game.total.copy()}
+
+    def _describe_illegal(self, i: int, action: int) -> str:
+        game = self._game
+        return R.describe_illegal(action, int(game.roll[i]), int(game.rolls_left[i]), self.rules.categories)

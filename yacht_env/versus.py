@@ -20,24 +20,18 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
-from yacht_env.env import ILLEGAL_ACTION_HINT, ILLEGAL_ACTION_POLICIES, _is_finite_number, checked_render_mode
+from yacht_env.env import checked_render_mode, configure_from
 from yacht_env.game import TableState, draw_stream, parse_dice_stream, win_rewards
 from yacht_env.rules import is_int
+from yacht_env.vector import BatchedEnv
 
 REWARD_MODES = ("score", "win")
 OBSERVATION_TYPES = ("flat", "masked")
-_AUTORESET_MODES = {
-    AutoresetMode.NEXT_STEP: AutoresetMode.NEXT_STEP,
-    AutoresetMode.SAME_STEP: AutoresetMode.SAME_STEP,
-    "next_step": AutoresetMode.NEXT_STEP,
-    "same_step": AutoresetMode.SAME_STEP,
-}
-_INFO_KEYS = ("dice", "rolls_left", "scores", "totals", "seat", "action_mask", "illegal_action", "illegal_actions")
 
 
 def resolve_opponents(opponents: Sequence[Any], rules: R.Rules) -> list[Any]:
@@ -60,7 +54,7 @@ def resolve_opponents(opponents: Sequence[Any], rules: R.Rules) -> list[Any]:
     return resolved
 
 
-class YachtVersusVectorEnv(VectorEnv):
+class YachtVersusVectorEnv(BatchedEnv):
     """N tables of Yacht, the learner in one seat of each, fixed opponents in the others.
 
     Args:
@@ -101,176 +95,57 @@ class YachtVersusVectorEnv(VectorEnv):
         seat: int | str = "random",
         rules: str | R.Rules = "standard",
         reward: str = "score",
-        observation_type: str = "flat",
-        action_mask_dtype: str = "int8",
-        canonical_keeps: bool = True,
-        illegal_action: str = "ignore",
-        illegal_action_penalty: float = 0.0,
-        max_illegal_actions: int | None = 100,
         autoreset_mode: str | AutoresetMode = "next_step",
         render_mode: str | None = None,
+        **options: Any,
     ) -> None:
-        if not is_int(num_envs) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-        self.rules = R.get_rules(rules)
+        configure_from(self, options, rules=rules, observation_type="flat", observation_types=OBSERVATION_TYPES)
         self.opponents = resolve_opponents(opponents, self.rules)
-        self.num_players = len(self.opponents) + 1
+        self.num_players = p = len(self.opponents) + 1
         for i, opponent in enumerate(self.opponents):
             players = getattr(opponent, "table_players", None)
-            if players not in (None, self.num_players):
-                raise ValueError(
-                    f"opponent {i} acts at a table of {players} players; this table has {self.num_players}"
-                )
-        if not (seat == "random" or (is_int(seat) and 0 <= seat < self.num_players)):
-            raise ValueError(f"seat must be 'random' or an int in 0..{self.num_players - 1}, got {seat!r}")
+            if players not in (None, p):
+                raise ValueError(f"opponent {i} acts at a table of {players} players; this table has {p}")
+        if not (seat == "random" or (is_int(seat) and 0 <= seat < p)):
+            raise ValueError(f"seat must be 'random' or an int in 0..{p - 1}, got {seat!r}")
         if not isinstance(reward, str) or reward not in REWARD_MODES:
             raise ValueError(f"reward must be one of {REWARD_MODES}, got {reward!r}")
-        if not isinstance(observation_type, str) or observation_type not in OBSERVATION_TYPES:
-            raise ValueError(f"observation_type must be one of {OBSERVATION_TYPES}, got {observation_type!r}")
-        if not isinstance(action_mask_dtype, str) or action_mask_dtype not in ("int8", "bool"):
-            raise ValueError(f"action_mask_dtype must be one of ('int8', 'bool'), got {action_mask_dtype!r}")
-        if not isinstance(canonical_keeps, (bool, np.bool_)):
-            raise ValueError(f"canonical_keeps must be True or False, got {canonical_keeps!r}")
-        if not isinstance(illegal_action, str) or illegal_action not in ILLEGAL_ACTION_POLICIES:
-            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_POLICIES}, got {illegal_action!r}")
-        if not _is_finite_number(illegal_action_penalty):
-            raise ValueError(f"illegal_action_penalty must be a finite number, got {illegal_action_penalty!r}")
-        if max_illegal_actions is not None and (not is_int(max_illegal_actions) or max_illegal_actions < 1):
-            raise ValueError(f"max_illegal_actions must be a positive int or None, got {max_illegal_actions!r}")
-        if not isinstance(autoreset_mode, (str, AutoresetMode)) or autoreset_mode not in _AUTORESET_MODES:
-            raise ValueError(f"autoreset_mode must be 'next_step' or 'same_step', got {autoreset_mode!r}")
-        self.num_envs = int(num_envs)
         self.seat = seat
         self.reward_mode = reward
-        self.observation_type = observation_type
-        self.action_mask_dtype = action_mask_dtype
-        self.canonical_keeps = bool(canonical_keeps)
-        self.illegal_action = illegal_action
-        self.illegal_action_penalty = float(illegal_action_penalty)
-        self.max_illegal_actions = max_illegal_actions
-        self.autoreset_mode = _AUTORESET_MODES[autoreset_mode]
-        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
-        self.render_mode = checked_render_mode(render_mode, self.metadata["render_modes"])
+        self._setup(num_envs, autoreset_mode, render_mode)
+        n = self.num_envs
 
-        self._encoder = MultiplayerEncoder(self.rules, self.num_players)
+        self._encoder = MultiplayerEncoder(self.rules, p)
         self._solo = ObservationEncoder(self.rules)
-        n, p = self.num_envs, self.num_players
-        mask_space = spaces.Box(0, 1, shape=(self.rules.num_actions,), dtype=np.dtype(action_mask_dtype))
-        self.single_observation_space = (
-            self._encoder.space
-            if observation_type == "flat"
-            else spaces.Dict({"observation": self._encoder.space, "action_mask": mask_space})
-        )
+        self.single_observation_space = self._encoder.space
+        if self.observation_type == "masked":
+            mask_space = spaces.Box(0, 1, shape=(self.rules.num_actions,), dtype=np.dtype(self.action_mask_dtype))
+            self.single_observation_space = spaces.Dict({"observation": self._encoder.space, "action_mask": mask_space})
         self.observation_space = batch_space(self.single_observation_space, n)
-        self.single_action_space = spaces.Discrete(self.rules.num_actions)
-        self.action_space = spaces.MultiDiscrete(np.full(n, self.rules.num_actions))
-
         self._table = TableState(self.rules, p, n, self.canonical_keeps)
-        self._index = np.arange(n)
         self._learner_seat = np.zeros(n, dtype=np.intp)
         self._opponent_at = np.zeros((n, p), dtype=np.intp)  # opponent index at each seat (-1: the learner)
         self._over = np.zeros(n, dtype=bool)
-        self._awaiting_reset = np.zeros(n, dtype=bool)
-        self._illegal_count = np.zeros(n, dtype=np.int32)
-        self._mask = np.zeros((n, self.rules.num_actions), dtype=bool)
-        self._was_reset = False
-        self._warned_illegal = False
-        self._all_true = np.ones(n, dtype=bool)
-        self._all_true.flags.writeable = False
 
-    # ---------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
         if seed is not None:
             for i, opponent in enumerate(self.opponents):
                 if callable(getattr(opponent, "reseed", None)):
                     opponent.reseed([seed, i])
-        streams = parse_dice_stream(options, self.rules, (self.num_envs, self.num_players))
-        self._start_tables(self._index, streams)
-        self._awaiting_reset[:] = False
-        self._was_reset = True
-        return self._get_obs(), self._get_info(np.zeros(self.num_envs, dtype=bool))
+        return super().reset(seed=seed, options=options)
 
-    def step(self, actions):
-        if not self._was_reset:
-            raise ValueError("call reset() before step()")
-        actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,) or not np.issubdtype(actions.dtype, np.integer):
-            raise ValueError(
-                f"actions must be an int array of shape ({self.num_envs},), got {actions.dtype} {actions.shape}"
-            )
-        if actions.size and (actions.min() < 0 or actions.max() >= self.rules.num_actions):
-            raise ValueError(
-                f"actions must be in 0..{self.rules.num_actions - 1}, got values {actions.min()}..{actions.max()}"
-            )
-        actions = actions.astype(np.intp, copy=False)
-        table, waiting = self._table, self._awaiting_reset
-        shown = self._mask[self._index, actions]
-        legal = shown & ~waiting
-        illegal = ~shown
-        if self.illegal_action == "raise" and illegal.any():
-            i = int(np.flatnonzero(illegal)[0])
-            raise ValueError(f"env {i}: {self._describe(i, int(actions[i]))}")
-        if illegal.any() and not self._warned_illegal:
-            self._warned_illegal = True
-            i = int(np.flatnonzero(illegal)[0])
-            gym.logger.warn(f"{ILLEGAL_ACTION_HINT} (the first: env {i}, {self._describe(i, int(actions[i]))})")
+    # The hooks of BatchedEnv ----------------------------------------------------------------------
+    def _parse_streams(self, options: dict[str, Any] | None, seed: int | None) -> np.ndarray | None:
+        return parse_dice_stream(options, self.rules, (self.num_envs, self.num_players))
 
-        points, over = table.play(actions, legal)
-        self._over |= over
-        # The opponents after the learner play up to its next turn, at the tables where it picked.
-        self._play_opponents(legal & (actions >= R.PICK_OFFSET) & ~self._over)
-        rewards = points.astype(np.float64) if self.reward_mode == "score" else np.zeros(self.num_envs)
-        terminated = self._over & ~waiting
-        if self.reward_mode == "win" and terminated.any():
-            rewards[terminated] = self._win_rewards()[terminated]
-        if illegal.any():
-            rewards[illegal] = self.illegal_action_penalty
-            self._illegal_count += illegal
-        if self.max_illegal_actions is None:
-            truncated = np.zeros(self.num_envs, dtype=bool)
-        else:
-            truncated = illegal & (self._illegal_count >= self.max_illegal_actions) & ~terminated
-        done = terminated | truncated
-
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            if waiting.any():
-                self._start_tables(np.flatnonzero(waiting))
-            self._awaiting_reset = done
-            return self._get_obs(), rewards, terminated, truncated, self._get_info(illegal)
-        final = {}
-        if done.any():
-            final = {
-                "final_obs": self._get_obs(),
-                "_final_obs": done,
-                "final_totals": table.totals().copy(),
-                "_final_totals": done,
-                "final_seat": self._learner_seat.copy(),
-                "_final_seat": done,
-            }
-            self._start_tables(np.flatnonzero(done))
-        info = self._get_info(illegal)
-        info.update(final)
-        return self._get_obs(), rewards, terminated, truncated, info
-
-    def action_masks(self) -> np.ndarray:
-        """The learner's legal actions at every table, bool ``(N, num_actions)``; a copy."""
-        return self._mask.copy()
-
-    # ---------------------------------------------------------------------------------------------
-    def _start_tables(self, tables: np.ndarray, streams: np.ndarray | None = None) -> None:
+    def _deal(self, tables: np.ndarray, streams: np.ndarray | None) -> None:
         """Deals new games at ``tables``: seats, each player's dice, then the opponents before the learner play."""
         n, p = len(tables), self.num_players
         if streams is None:
             streams = draw_stream(self.np_random, self.rules, n * p).reshape(
                 n, p, *self._table.players.stream.shape[1:]
             )
-        else:
-            streams = streams[tables]
-        if self.seat == "random":
-            seats = self.np_random.integers(0, p, size=n)
-        else:
-            seats = np.full(n, self.seat)
+        seats = self.np_random.integers(0, p, size=n) if self.seat == "random" else np.full(n, self.seat)
         # Player identity at each seat: the learner (0) at its seat, opponents 1..p-1 in order at the others.
         seat_index = np.arange(p)
         player_at = np.where(seat_index < seats[:, None], seat_index + 1, seat_index)
@@ -279,11 +154,51 @@ class YachtVersusVectorEnv(VectorEnv):
         self._learner_seat[tables] = seats
         self._opponent_at[tables] = player_at - 1
         self._over[tables] = False
-        self._illegal_count[tables] = 0
         start = np.zeros(self.num_envs, dtype=bool)
         start[tables] = True
-        self._play_opponents(start & (self._table.current != self._learner_seat))
+        self._play_opponents(start)
 
+    def _play(self, actions: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        points, over = self._table.play(actions, legal)
+        self._over |= over
+        # The opponents after the learner play up to its next turn, at the tables where it picked.
+        self._play_opponents(legal & (actions >= R.PICK_OFFSET))
+        if self.reward_mode == "score":
+            return points.astype(np.float64), self._over & legal
+        rewards = np.zeros(self.num_envs)
+        ended = self._over & legal
+        if ended.any():
+            rewards[ended] = win_rewards(self._table.totals())[self._index, self._learner_seat][ended]
+        return rewards, ended
+
+    def _state_mask(self) -> np.ndarray:
+        mask = self._table.players.mask[self._index * self.num_players + self._learner_seat]
+        mask[self._over] = True  # the learner's game is over: every action allowed (never an empty row)
+        return mask
+
+    def _observe(self) -> np.ndarray:
+        return self._encoder.observe(self._table, self._learner_seat)
+
+    def _info(self) -> dict[str, np.ndarray]:
+        games = self._table.players
+        rows = self._index * self.num_players + self._learner_seat
+        return {
+            "dice": R.ROLLS[games.roll[rows]],
+            "rolls_left": games.rolls_left[rows],
+            "scores": self._table.sheets.copy(),
+            "totals": self._table.totals().copy(),
+            "seat": self._learner_seat.copy(),
+        }
+
+    def _final_info(self) -> dict[str, np.ndarray]:
+        return {"final_totals": self._table.totals().copy(), "final_seat": self._learner_seat.copy()}
+
+    def _describe_illegal(self, i: int, action: int) -> str:
+        games = self._table.players
+        row = self._table.on_turn[i]
+        return R.describe_illegal(action, int(games.roll[row]), int(games.rolls_left[row]), self.rules.categories)
+
+    # ---------------------------------------------------------------------------------------------
     def _play_opponents(self, tables: np.ndarray) -> None:
         """Opponents on turn at ``tables`` (bool (N,)) play, one decision per table per pass, in batch per
         opponent, until the learner is on turn again or the game is over."""
@@ -316,46 +231,6 @@ class YachtVersusVectorEnv(VectorEnv):
             _, over = table.play(actions, None, active)
             self._over[active] |= over
             active = active[~over & (table.current[active] != self._learner_seat[active])]
-
-    def _win_rewards(self) -> np.ndarray:
-        return win_rewards(self._table.totals())[self._index, self._learner_seat]
-
-    def _describe(self, i: int, action: int) -> str:
-        games = self._table.players
-        row = self._table.on_turn[i]
-        return R.describe_illegal(action, int(games.roll[row]), int(games.rolls_left[row]), self.rules.categories)
-
-    def _get_obs(self):
-        obs = self._encoder.observe(self._table, self._learner_seat)
-        if self.observation_type == "flat":
-            return obs
-        dtype = np.bool_ if self.action_mask_dtype == "bool" else np.int8
-        return {"observation": obs, "action_mask": self._current_mask().astype(dtype)}
-
-    def _current_mask(self) -> np.ndarray:
-        """The learner's masks now; all True where its game is over or waits for its reset (never empty)."""
-        mask = self._table.players.mask[self._index * self.num_players + self._learner_seat]
-        mask[self._over | self._awaiting_reset] = True
-        return mask
-
-    def _get_info(self, illegal: np.ndarray) -> dict[str, Any]:
-        table, games = self._table, self._table.players
-        learner_rows = self._index * self.num_players + self._learner_seat
-        mask = self._mask = self._current_mask()
-        p = self.num_players
-        info = {
-            "dice": R.ROLLS[games.roll[learner_rows]],
-            "rolls_left": games.rolls_left[learner_rows],
-            "scores": games.sheet.reshape(self.num_envs, p, -1).copy(),
-            "totals": table.totals().copy(),
-            "seat": self._learner_seat.copy(),
-            "action_mask": mask.astype(np.int8),
-            "illegal_action": illegal,
-            "illegal_actions": self._illegal_count.copy(),
-        }
-        for key in _INFO_KEYS:
-            info["_" + key] = self._all_true
-        return info
 
 
 class YachtVersusEnv(gym.Env):

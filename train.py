@@ -1,7 +1,8 @@
-"""Train MaskablePPO on Yacht-v0 (the native vector env through the SB3 adapter).
+"""Train MaskablePPO on Yacht-v0 (the native vector env through the SB3 adapter), or against opponents.
 
     python train.py                                   # configs/ppo.yaml: standard rules, <= 60 minutes
     python train.py --total-timesteps 20000 --max-minutes 1 --output-dir /tmp/runs
+    python train.py --opponents greedy --reward win   # YachtVersus-v0: one seat against greedy, rewarded for wins
     python train.py --resume runs/<run>/checkpoints/step_<N>.zip
 
 Each run writes ``runs/<run name>/``: config.yaml, command.txt, model.zip, checkpoints/,
@@ -33,6 +34,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=number(int, 0), help="seed (config: seed)")
     parser.add_argument("--n-envs", type=number(int, 1), help="games stepped together (config: n_envs)")
+    parser.add_argument(
+        "--opponents",
+        nargs="+",
+        metavar="SPEC",
+        help="train at tables against these agents: random, greedy, optimal, ppo:PATH (config: opponents)",
+    )
+    parser.add_argument("--reward", choices=["score", "win"], help="score, or win (with --opponents) (config: reward)")
+    parser.add_argument("--seat", type=seat, help="the learner's seat: random or 0..len(opponents) (config: seat)")
     parser.add_argument("--device", help="torch device: cpu, cuda, cuda:<i> or mps, if present (config: device)")
     parser.add_argument("--output-dir", default="runs", help="where run folders go (default: %(default)s)")
     parser.add_argument(
@@ -42,6 +51,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser.parse_args(argv)
+
+
+def seat(text: str) -> str | int:
+    """An argparse ``type``: ``random`` or an int >= 0 (its upper bound depends on the opponents: checked later)."""
+    if text == "random":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 'random' or an integer >= 0, got {text!r}")
+    return value
 
 
 class Terminated(KeyboardInterrupt):
@@ -87,6 +109,9 @@ def _main(argv: list[str] | None) -> int:
         "seed": args.seed,
         "n_envs": args.n_envs,
         "device": args.device,
+        "opponents": args.opponents,
+        "reward": args.reward,
+        "seat": args.seat,
     }
     try:
         if args.resume is not None:

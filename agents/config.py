@@ -29,8 +29,13 @@ MAX_TORCH_THREADS = 256
 #: Games stepped together: the vector env keeps about 1 KB per game.
 MAX_N_ENVS = 100_000
 #: Steps per rollout, ``ppo.n_steps x n_envs``: the rollout buffer keeps about 460 bytes a step (the 64
-#: observation floats, the 44 action-mask floats, 7 more floats), so 4.6 GB at the limit.
+#: observation floats, the 44 action-mask floats, 7 more floats), so 4.6 GB at the limit; a versus run's table
+#: view is 64 + 13 (P - 1) + 2 floats (79 at 2 players, 183 at 10: about 940 bytes a step).
 MAX_ROLLOUT_STEPS = 10_000_000
+#: Opponents of a versus run (the versus env's table: the learner and at most 9 others).
+MAX_OPPONENTS = 9
+#: Opponent specs that need no file (``ppo:PATH`` is the fourth kind).
+OPPONENT_SPECS = ("random", "greedy", "optimal")
 #: Hidden layers of the MLPs, and units per layer (a square layer of 8,192 is 256 MB of float32 weights).
 MAX_LAYERS = 16
 MAX_LAYER_WIDTH = 8192
@@ -88,6 +93,21 @@ class EvalConfig:
 class TrainConfig:
     rules: str = "standard"
     """Rules preset: ``standard`` or ``classic``."""
+    opponents: list[str] = field(default_factory=list)
+    """Agent specs of the learner's fixed opponents (``random``, ``greedy``, ``optimal``, ``ppo:PATH``; at most
+    :data:`MAX_OPPONENTS`). Empty (the default): solo ``Yacht-v0`` training. Given: the learner holds one seat
+    at ``n_envs`` tables of ``YachtVersus-v0`` (``len(opponents) + 1`` players; it sees the table's view, 79
+    values for 2 players), and the curve is its win rate against them (:func:`agents.head_to_head.head_to_head`
+    on ``eval.games`` deals). A ``ppo:PATH`` opponent must load and fit the table (a solo model, or one
+    trained at a table of this size)."""
+    reward: str = "score"
+    """``score`` (the learner's points per pick, as solo) or ``win`` (versus only: at the end of a game, the
+    learner's share of +1 shared by the winners, -1 by the others). ``reward_scale`` applies to both: keep it
+    at about 0.02 for ``score`` (totals of ~150-250) and use about 1.0 for ``win`` (already unit size, as
+    ``configs/versus.yaml``)."""
+    seat: int | str = "random"
+    """The learner's seat in a versus run: ``random`` (drawn for each game) or an int in
+    ``0..len(opponents)``."""
     seed: int = 0
     """Seed of the env, the policy initialisation and PPO's sampling (0..:data:`MAX_SEED`)."""
     total_timesteps: int = 24_000_000
@@ -160,6 +180,44 @@ def _check_device(device: Any) -> None:
         raise ValueError(f"device must be cpu, cuda, cuda:<i> or mps, got {device!r}")
 
 
+def _check_versus(config: TrainConfig) -> None:
+    """``opponents``, ``reward`` and ``seat``; a ``ppo:PATH`` opponent is loaded (it must fit the table)."""
+    opponents = config.opponents
+    if not isinstance(opponents, list) or len(opponents) > MAX_OPPONENTS:
+        raise ValueError(
+            f"opponents must be a list of 0..{MAX_OPPONENTS} agent specs "
+            f"({', '.join(OPPONENT_SPECS)}, ppo:PATH), got {opponents!r}"
+        )
+    players = len(opponents) + 1
+    for i, spec in enumerate(opponents):
+        is_ppo = isinstance(spec, str) and spec.startswith("ppo:") and len(spec) > len("ppo:")
+        if not is_ppo and spec not in OPPONENT_SPECS:
+            raise ValueError(
+                f"opponents[{i}] is an unknown agent {spec!r}; expected one of {', '.join(OPPONENT_SPECS)}, ppo:PATH"
+            )
+        if is_ppo:
+            from agents import make_agent
+
+            try:
+                agent = make_agent(spec, config.rules)
+            except ValueError as error:
+                raise ValueError(f"opponents[{i}]: {error}") from None
+            table = getattr(agent, "table_players", None)
+            if table not in (None, players):
+                raise ValueError(
+                    f"opponents[{i}]: {spec!r} was trained at a table of {table} players; this one has {players}"
+                )
+    if not isinstance(config.reward, str) or config.reward not in ("score", "win"):
+        raise ValueError(f"reward must be 'score' or 'win', got {config.reward!r}")
+    if config.reward == "win" and not opponents:
+        raise ValueError("reward 'win' needs opponents: a solo game has no winner")
+    seat = config.seat
+    if not (seat == "random" or (is_int(seat) and 0 <= seat < players)):
+        raise ValueError(
+            f"seat must be 'random' or an int in 0..{players - 1} (opponents: {len(opponents)}), got {seat!r}"
+        )
+
+
 def validate(config: TrainConfig) -> TrainConfig:
     """Checks every field; raises ``ValueError`` naming the first bad one.
 
@@ -169,6 +227,7 @@ def validate(config: TrainConfig) -> TrainConfig:
     R.get_rules(config.rules)
     if not isinstance(config.rules, str):
         raise ValueError(f"rules must be a preset name, got {config.rules!r}")
+    _check_versus(config)
     _check_number("seed", config.seed, int, 0, high=MAX_SEED)
     _check_number("total_timesteps", config.total_timesteps, int, 1)
     if config.max_minutes is not None:

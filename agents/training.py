@@ -2,8 +2,10 @@
 script over this; the config (dataclasses, loading, validation) is :mod:`agents.config`.
 
 A run trains sb3-contrib's ``MaskablePPO`` on the native vector env through the SB3 adapter
-(:class:`yacht_env.sb3.YachtSB3VecEnv`). The agent sees only the env's observation and (scaled) reward:
-the exact solver is used for reporting (``% of optimal``, regret), never in training.
+(:class:`yacht_env.sb3.YachtSB3VecEnv`): solo ``Yacht-v0`` games, or, with ``opponents`` in the config, one
+seat at tables of ``YachtVersus-v0`` against them (a *versus run*, whose curve is the win rate against them).
+The agent sees only the env's observation and (scaled) reward: the exact solver is used for reporting
+(``% of optimal``, regret), never in training.
 
 Every file of a run is written atomically (:mod:`yacht_env.util`): a kill at any moment leaves each file
 whole, old or new, and at worst a hidden ``.<name>.<pid>-<hex>.tmp`` file that no glob of the real files
@@ -38,6 +40,20 @@ CURVE_FIELDS = (
     "score_ci95",
     "percent_of_optimal",
     "mean_regret",
+    "steps_per_second",
+)
+#: The learning curve of a versus run: the learner's win rate against its opponents (ties split, with its 95% CI
+#: half-width over deals), its mean score (CI half-width, % of the optimal solo expectation) and its mean margin
+#: over the mean opponent. No regret column: the solver's regret is that of solo games.
+VERSUS_CURVE_FIELDS = (
+    "timesteps",
+    "wall_minutes",
+    "win_rate",
+    "win_rate_ci95",
+    "mean_score",
+    "score_ci95",
+    "percent_of_optimal",
+    "mean_margin",
     "steps_per_second",
 )
 CURVE_FILE = "learning_curve.csv"
@@ -81,6 +97,49 @@ def evaluate_model(model, rules: str, games: int, seed: int) -> dict[str, float]
     return {**summary, "ci95_half_width": (hi - lo) / 2}
 
 
+def curve_fields(config: TrainConfig) -> tuple[str, ...]:
+    """The columns of a run's learning curve: :data:`CURVE_FIELDS`, or :data:`VERSUS_CURVE_FIELDS` with opponents."""
+    return VERSUS_CURVE_FIELDS if config.opponents else CURVE_FIELDS
+
+
+def evaluate_versus(model, rules: str, opponents: list[str], games: int, seed: int) -> dict[str, float]:
+    """The deterministic policy of a live versus model against its opponents, on ``games`` deals.
+
+    :func:`agents.head_to_head.head_to_head` with the learner first and the opponents (fresh agents of the
+    specs, so that a ``random`` one draws the same at every evaluation): common dice, dice and seat rotations.
+    Returns the learner's ``win_rate`` (its win share, ties split: at two players its win rate with ties
+    counted half) and ``win_rate_ci95`` (the CI's half-width over deals), ``mean_score`` and
+    ``score_ci95``, ``percent_of_optimal`` (its mean score over the solver's solo expectation: a yardstick
+    only) and ``mean_margin`` (its mean total minus the opponents' mean total, over the same games).
+    """
+    from agents import make_agent
+    from agents.head_to_head import head_to_head
+    from agents.ppo import PPOAgent
+    from yacht_env.solver import solve
+
+    learner = PPOAgent.from_model(model, rules)
+    agents = [learner]
+    for i, spec in enumerate(opponents):
+        agent = make_agent(spec, rules, seed=i)
+        if any(agent.name == other.name for other in agents):  # head_to_head wants distinct names
+            agent.name = f"{spec} #{i + 1}"
+        agents.append(agent)
+    report = head_to_head(agents, len(agents), games, seed, rules).to_dict()
+    by_agent = report["agents"]
+    me = by_agent[learner.name]
+    others = [by_agent[agent.name]["mean_score"] for agent in agents[1:]]
+    share_lo, share_hi = me["win_share_ci95"]
+    score_lo, score_hi = me["mean_score_ci95"]
+    return {
+        "win_rate": me["win_share"],
+        "win_rate_ci95": (share_hi - share_lo) / 2,
+        "mean_score": me["mean_score"],
+        "score_ci95": (score_hi - score_lo) / 2,
+        "percent_of_optimal": 100.0 * me["mean_score"] / solve(rules).expected_score,
+        "mean_margin": me["mean_score"] - sum(others) / len(others),
+    }
+
+
 class ScaledReward(VecEnvWrapper):
     """Multiplies rewards by a constant (value targets of about unit size; the score is unchanged)."""
 
@@ -97,10 +156,18 @@ class ScaledReward(VecEnvWrapper):
 
 
 def make_vec_env(config: TrainConfig) -> ScaledReward:
-    """The training VecEnv: the native vector env through the SB3 adapter, rewards scaled."""
+    """The training VecEnv: the native vector env through the SB3 adapter, rewards scaled.
+
+    With ``opponents``: the versus vector env, the learner in ``seat``, rewarded by ``reward``.
+    """
     from yacht_env.sb3 import YachtSB3VecEnv
 
-    return ScaledReward(YachtSB3VecEnv(config.n_envs, rules=config.rules), config.reward_scale)
+    if not config.opponents:
+        return ScaledReward(YachtSB3VecEnv(config.n_envs, rules=config.rules), config.reward_scale)
+    env = YachtSB3VecEnv(
+        config.n_envs, opponents=list(config.opponents), reward=config.reward, seat=config.seat, rules=config.rules
+    )
+    return ScaledReward(env, config.reward_scale)
 
 
 def make_model(config: TrainConfig, env, tensorboard_dir: str | None):
@@ -138,8 +205,9 @@ def make_model(config: TrainConfig, env, tensorboard_dir: str | None):
 # The run folder: claiming a new one, resuming an old one
 # --------------------------------------------------------------------------------------------------
 def run_name(config: TrainConfig) -> str:
-    """CleanRL-style: ``Yacht-v0__<rules>__ppo__<seed>__<unix time>``."""
-    return f"Yacht-v0__{config.rules}__ppo__{config.seed}__{int(time.time())}"
+    """CleanRL-style: ``Yacht-v0__<rules>__ppo__<seed>__<unix time>`` (``YachtVersus-v0__...`` with opponents)."""
+    env_id = "YachtVersus-v0" if config.opponents else "Yacht-v0"
+    return f"{env_id}__{config.rules}__ppo__{config.seed}__{int(time.time())}"
 
 
 def claim_run_folder(output_dir: str | os.PathLike, config: TrainConfig) -> tuple[Path, list[Path]]:
@@ -233,7 +301,7 @@ def load_checkpoint(checkpoint: Path, env, config: TrainConfig, tensorboard_dir:
     return model
 
 
-def resumed_curve(curve_path: Path, timesteps: int) -> list[dict[str, float]]:
+def resumed_curve(curve_path: Path, timesteps: int, fields: tuple[str, ...] = CURVE_FIELDS) -> list[dict[str, float]]:
     """The learning-curve rows a run resumed at ``timesteps`` keeps: those up to that step.
 
     Raises:
@@ -241,7 +309,7 @@ def resumed_curve(curve_path: Path, timesteps: int) -> list[dict[str, float]]:
     """
     if not curve_path.is_file():
         return []
-    return [row for row in read_curve(curve_path) if row["timesteps"] <= timesteps]
+    return [row for row in read_curve(curve_path, fields) if row["timesteps"] <= timesteps]
 
 
 def start_run_folder(run_dir: Path, config: TrainConfig, command: str, rows: list[dict[str, float]]) -> None:
@@ -258,7 +326,7 @@ def start_run_folder(run_dir: Path, config: TrainConfig, command: str, rows: lis
         remove_stale_temps(folder, legacy=LEGACY_TEMPS)
     (run_dir / "checkpoints").mkdir(exist_ok=True)
     atomic_write(run_dir / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
-    write_curve(run_dir / CURVE_FILE, rows)
+    write_curve(run_dir / CURVE_FILE, rows, curve_fields(config))
     commands = run_dir / "command.txt"
     previous = commands.read_text() if commands.is_file() else ""
     if previous and not previous.endswith("\n"):
@@ -439,6 +507,8 @@ class CurveCallback(BaseCallback):
         return True
 
     def evaluate(self) -> dict[str, float]:
+        if self.config.opponents:
+            return self.evaluate_versus()
         model, config = self.model, self.config
         self.last_eval = model.num_timesteps
         result = evaluate_model(model, config.rules, config.eval.games, config.eval.seed)
@@ -459,6 +529,29 @@ class CurveCallback(BaseCallback):
             f"[{row['timesteps']:>10,} steps, {row['wall_minutes']:6.1f} min] eval {row['mean_score']:.2f}"
             f" +- {row['score_ci95']:.2f} ({row['percent_of_optimal']:.2f}% of optimal), "
             f"regret {row['mean_regret']:.2f}, {row['steps_per_second']:,.0f} steps/s",
+            self.speed.bar,
+        )
+        return row
+
+    def evaluate_versus(self) -> dict[str, float]:
+        model, config = self.model, self.config
+        self.last_eval = model.num_timesteps
+        result = evaluate_versus(model, config.rules, config.opponents, config.eval.games, config.eval.seed)
+        row = {
+            "timesteps": model.num_timesteps,
+            "wall_minutes": (self.wall_offset + time.time() - self.start) / 60,
+            **{key: result[key] for key in VERSUS_CURVE_FIELDS[2:-1]},
+            "steps_per_second": self.speed.steps_per_second,
+        }
+        self.rows.append(row)
+        write_curve(self.curve_path, self.rows, VERSUS_CURVE_FIELDS)
+        for key in ("win_rate", "mean_score", "mean_margin", "percent_of_optimal"):
+            self.logger.record(f"eval/{key}", row[key])
+        _say(
+            f"[{row['timesteps']:>10,} steps, {row['wall_minutes']:6.1f} min] eval win rate "
+            f"{100 * row['win_rate']:.1f}% +- {100 * row['win_rate_ci95']:.1f} against {', '.join(config.opponents)}, "
+            f"score {row['mean_score']:.2f} +- {row['score_ci95']:.2f}, margin {row['mean_margin']:+.2f}, "
+            f"{row['steps_per_second']:,.0f} steps/s",
             self.speed.bar,
         )
         return row
@@ -539,7 +632,7 @@ def train(
             tensorboard_dir = str(run_dir / "tb")
             if resume is not None:
                 model = load_checkpoint(resume, env, config, tensorboard_dir)
-                rows = resumed_curve(run_dir / CURVE_FILE, model.num_timesteps)
+                rows = resumed_curve(run_dir / CURVE_FILE, model.num_timesteps, curve_fields(config))
             else:
                 model, rows = make_model(config, env, tensorboard_dir), []
             remaining = config.total_timesteps - model.num_timesteps
@@ -548,7 +641,8 @@ def train(
                     f"the checkpoint is at {model.num_timesteps} steps, the run's budget is total_timesteps="
                     f"{config.total_timesteps}; pass a larger --total-timesteps to continue"
                 )
-            levels = reference_levels(config.rules, config.eval.games, config.eval.seed)
+            # A versus plot needs no levels (its reference is the even win rate, 1 / players).
+            levels = None if config.opponents else reference_levels(config.rules, config.eval.games, config.eval.seed)
             # Everything is in place: only now does the run folder get written.
             start_run_folder(run_dir, config, command or shlex.join(sys.argv), rows)
         except BaseException:
@@ -574,7 +668,10 @@ def train(
             if not stopper.interrupted and curve.last_eval != model.num_timesteps:
                 curve.evaluate()
             save_atomically(model, run_dir / "model.zip")
-            plot_curve(run_dir / CURVE_FILE, run_dir / PLOT_FILE, levels, config.rules)
+            if config.opponents:
+                plot_versus_curve(run_dir / CURVE_FILE, run_dir / PLOT_FILE, config)
+            else:
+                plot_curve(run_dir / CURVE_FILE, run_dir / PLOT_FILE, levels, config.rules)
         finally:
             speed.close()
             env.close()
@@ -592,17 +689,17 @@ def save_atomically(model, path: Path) -> None:
         model.save(file)  # a file object: SB3 would add ".zip" to a path that ends in ".tmp"
 
 
-def write_curve(path: Path, rows: list[dict[str, float]]) -> None:
-    """Writes the whole learning curve atomically (a header and one row per evaluation)."""
+def write_curve(path: Path, rows: list[dict[str, float]], fields: tuple[str, ...] = CURVE_FIELDS) -> None:
+    """Writes the whole learning curve atomically (a header of ``fields`` and one row per evaluation)."""
     text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, fieldnames=CURVE_FIELDS)
+    writer = csv.DictWriter(text, fieldnames=fields)
     writer.writeheader()
     writer.writerows(rows)
     atomic_write(path, text.getvalue())
 
 
-def read_curve(path: Path) -> list[dict[str, float]]:
-    """The rows of a learning curve.
+def read_curve(path: Path, fields: tuple[str, ...] = CURVE_FIELDS) -> list[dict[str, float]]:
+    """The rows of a learning curve of columns ``fields`` (:data:`VERSUS_CURVE_FIELDS` for a versus run).
 
     A torn last row (one without its line end, or with too few fields: a run of an older version killed
     while appending it) is dropped.
@@ -614,17 +711,15 @@ def read_curve(path: Path) -> list[dict[str, float]]:
     lines = list(csv.reader(io.StringIO(text, newline="")))
     if not lines:
         return []
-    if tuple(lines[0]) != CURVE_FIELDS:
+    if tuple(lines[0]) != fields:
         raise ValueError(f"'{path}' is not a learning curve: its header is {','.join(lines[0])!r}")
     rows = []
     for number, values in enumerate(lines[1:], start=2):
         last = number == len(lines)
         try:
-            if len(values) != len(CURVE_FIELDS) or (last and not text.endswith("\n")):
+            if len(values) != len(fields) or (last and not text.endswith("\n")):
                 raise ValueError
-            rows.append(
-                {k: (int(v) if k == "timesteps" else float(v)) for k, v in zip(CURVE_FIELDS, values, strict=True)}
-            )
+            rows.append({k: (int(v) if k == "timesteps" else float(v)) for k, v in zip(fields, values, strict=True)})
         except ValueError:
             if last:
                 break
@@ -664,6 +759,49 @@ def plot_curve(curve_path: Path, png_path: Path, levels: dict[str, float], rules
         )
         secondary.set_ylabel("% of optimal")
         fig.suptitle(f"MaskablePPO on Yacht-v0 ({rules})")
+        fig.tight_layout()
+        with atomic_output(png_path) as temp:
+            fig.savefig(temp, format="png", dpi=110)  # the format named: the temporary file ends in ".tmp"
+    finally:
+        plt.close(fig)
+
+
+def plot_versus_curve(curve_path: Path, png_path: Path, config: TrainConfig) -> None:
+    """Versus learning curve PNG: win rate (95% CI band) vs wall-clock minutes and vs timesteps, the even
+    win rate ``1 / players`` marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from agents.evaluation import _short
+
+    rows = read_curve(curve_path, VERSUS_CURVE_FIELDS)
+    even = 1 / (len(config.opponents) + 1)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    try:
+        for ax, x_key, x_label in (
+            (axes[0], "wall_minutes", "wall-clock minutes"),
+            (axes[1], "timesteps", "environment steps"),
+        ):
+            if rows:
+                x = np.array([row[x_key] for row in rows])
+                y = np.array([row["win_rate"] for row in rows])
+                ci = np.array([row["win_rate_ci95"] for row in rows])
+                ax.plot(x, y, marker="o", markersize=3, label="PPO (deterministic)")
+                ax.fill_between(x, y - ci, y + ci, alpha=0.25)
+            ax.axhline(even, color="k", linestyle="--", linewidth=1, label=f"even {even:.2f}")
+            ax.set_xlabel(x_label)
+            ax.set_ylabel("win rate (ties split)")
+            ax.set_ylim(0, 1)
+            ax.grid(alpha=0.3)
+        axes[0].legend(loc="lower right")
+        seat = "a random seat" if config.seat == "random" else f"seat {config.seat}"
+        fig.suptitle(
+            f"MaskablePPO on YachtVersus-v0 ({config.rules}, reward {config.reward}, {seat}) "
+            f"against {', '.join(_short(spec, 32) for spec in config.opponents)}",
+            fontsize=10,
+        )
         fig.tight_layout()
         with atomic_output(png_path) as temp:
             fig.savefig(temp, format="png", dpi=110)  # the format named: the temporary file ends in ".tmp"

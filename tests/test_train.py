@@ -30,10 +30,12 @@ from agents.config import TrainConfig, load_config
 from agents.evaluation import evaluate
 from agents.training import (
     CURVE_FIELDS,
+    VERSUS_CURVE_FIELDS,
     Abort,
     StopFlag,
     claim_run_folder,
     evaluate_model,
+    evaluate_versus,
     make_model,
     make_vec_env,
     train,
@@ -929,3 +931,225 @@ def test_sigint_during_the_imports_is_one_line_exit_130(tmp_path):
     assert (done.returncode, done.stdout) == (130, "")
     assert done.stderr == "train.py: interrupted (SIGINT): quit at once, without saving\n"
     assert not (tmp_path / "runs").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# Versus runs: train.py --opponents ... trains one seat at tables of YachtVersus-v0
+# --------------------------------------------------------------------------------------------------
+VERSUS_HEADER = ",".join(
+    ["timesteps", "wall_minutes", "win_rate", "win_rate_ci95", "mean_score", "score_ci95", "percent_of_optimal"]
+    + ["mean_margin", "steps_per_second"]
+)
+
+
+def test_the_versus_keys_default_to_solo_training(tmp_path):
+    config = TrainConfig()
+    assert (config.opponents, config.reward, config.seat) == ([], "score", "random")
+    solo = load_config(write_config(tmp_path / "c.yaml"))
+    assert training.run_name(solo).startswith("Yacht-v0__standard__ppo__0__")
+    assert training.curve_fields(solo) == CURVE_FIELDS
+    env = make_vec_env(solo)
+    try:
+        assert not env.venv.versus and env.observation_space.shape == (64,)
+    finally:
+        env.close()
+
+
+def test_a_versus_config_builds_the_versus_env(tmp_path):
+    path = write_config(tmp_path / "c.yaml", opponents=["greedy", "random"], reward="win", seat=2)
+    config = load_config(path)
+    assert training.run_name(config).startswith("YachtVersus-v0__standard__ppo__0__")
+    assert training.curve_fields(config) == VERSUS_CURVE_FIELDS
+    env = make_vec_env(config)
+    try:
+        versus = env.venv.vector_env
+        assert env.venv.versus and env.num_envs == TINY["n_envs"]
+        assert env.observation_space.shape == (64 + 13 * 2 + 2,)  # the table's view from the learner's seat
+        assert (versus.num_players, versus.seat, versus.reward_mode) == (3, 2, "win")
+        assert env.scale == TINY.get("reward_scale", TrainConfig().reward_scale)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"opponents": "greedy"}, "opponents"),
+        ({"opponents": ["greedy"] * 10}, "opponents"),
+        ({"opponents": ["nope"]}, "opponents[0]"),
+        ({"opponents": ["greedy", 3]}, "opponents[1]"),
+        ({"opponents": ["ppo:/no/such/model.zip"]}, "opponents[0]"),
+        ({"reward": "draw"}, "reward"),
+        ({"reward": "win"}, "reward"),
+        ({"opponents": ["greedy"], "seat": 2}, "seat"),
+        ({"opponents": ["greedy"], "seat": True}, "seat"),
+        ({"opponents": ["greedy"], "seat": -1}, "seat"),
+        ({"seat": "first"}, "seat"),
+    ],
+)
+def test_load_config_names_the_bad_versus_field(tmp_path, changes, field):
+    path = write_config(tmp_path / "c.yaml", **changes)
+    with pytest.raises(ValueError, match=rf"^{re.escape(field)}[ :]"):
+        load_config(path)
+
+
+@pytest.fixture(scope="module")
+def versus(tmp_path_factory):
+    """A tiny versus run from the CLI: one seat (random) at 8 tables against greedy, the win reward."""
+    tmp = tmp_path_factory.mktemp("versus")
+    config = write_config(tmp / "tiny.yaml", eval={"games": 50})
+    args = ["--config", str(config), "--opponents", "greedy", "--reward", "win", "--total-timesteps", "2048"]
+    args += ["--n-envs", "8", "--output-dir", str(tmp / "runs"), "--no-progress"]
+    result = run_train(*args)
+    assert result.returncode == 0, result.stderr
+    return {"args": args, "config": config, "result": result, "run": run_folder(result.stdout), "tmp": tmp}
+
+
+def test_a_versus_run_folder_is_named_for_the_versus_env(versus):
+    run = versus["run"]
+    assert run.parent == versus["tmp"] / "runs"
+    assert re.fullmatch(r"YachtVersus-v0__standard__ppo__0__\d{10}", run.name)
+    assert {p.name for p in run.iterdir()} == RUN_FILES
+
+
+def test_a_versus_config_yaml_holds_the_versus_keys(versus):
+    raw = yaml.safe_load((versus["run"] / "config.yaml").read_text())
+    assert (raw["opponents"], raw["reward"], raw["seat"]) == (["greedy"], "win", "random")
+    overrides = {"opponents": ["greedy"], "reward": "win", "total_timesteps": 2048, "n_envs": 8}
+    assert load_config(versus["run"] / "config.yaml") == load_config(versus["config"], overrides)
+    assert (versus["run"] / "command.txt").read_text() == shlex.join(["train.py", *versus["args"]]) + "\n"
+
+
+def test_a_versus_model_sees_the_table_and_plays_at_it(versus):
+    from agents.head_to_head import head_to_head
+
+    model = versus["run"] / "model.zip"
+    loaded = MaskablePPO.load(str(model), device="cpu")
+    assert loaded.observation_space.shape == (79,) and loaded.num_timesteps == 2048
+    agent = make_agent(f"ppo:{model}")
+    assert agent.table_players == 2
+    # head_to_head raises on any illegal action.
+    result = head_to_head([agent, make_agent("greedy")], 2, 10, seed=0).to_dict()
+    assert result["agents"][f"ppo:{model}"]["games"] == 40
+
+
+def test_a_versus_learning_curve_has_the_win_rate_columns(versus):
+    run = versus["run"]
+    assert curve_lines(run)[0] == VERSUS_HEADER
+    assert tuple(VERSUS_HEADER.split(",")) == VERSUS_CURVE_FIELDS
+    rows = curve_rows(run)
+    assert [row["timesteps"] for row in rows] == [0, 1024, 2048]
+    optimal = solve("standard").expected_score
+    for row in rows:
+        assert 0 <= row["win_rate"] <= 1 and 0 <= row["win_rate_ci95"] <= 1
+        assert 0 <= row["mean_score"] <= 375 and row["score_ci95"] > 0
+        assert row["percent_of_optimal"] == pytest.approx(100 * row["mean_score"] / optimal, abs=1e-6)
+        # greedy scores about 140-190: the margin is the learner's score less greedy's over the same games.
+        assert -375 <= row["mean_margin"] <= 375 and row["mean_score"] - row["mean_margin"] > 100
+        assert row["wall_minutes"] >= 0
+    assert math.isfinite(rows[-1]["steps_per_second"]) and rows[-1]["steps_per_second"] > 0
+    # The last row is model.zip against greedy on the run's evaluation deals.
+    config = load_config(run / "config.yaml")
+    model = MaskablePPO.load(str(run / "model.zip"), device="cpu")
+    final = evaluate_versus(model, config.rules, config.opponents, config.eval.games, config.eval.seed)
+    assert {key: rows[-1][key] for key in VERSUS_CURVE_FIELDS[2:-1]} == pytest.approx(final)
+
+
+def test_evaluate_versus_counts_ties_half_and_agrees_with_head_to_head(versus):
+    from agents.head_to_head import head_to_head
+    from agents.ppo import PPOAgent
+
+    model = MaskablePPO.load(str(versus["run"] / "model.zip"), device="cpu")
+    result = evaluate_versus(model, "standard", ["greedy"], 20, 7)
+    pair = head_to_head([PPOAgent.from_model(model, "standard"), make_agent("greedy")], 2, 20, 7).to_dict()
+    pair = pair["head_to_head"]["ppo vs greedy"]
+    lo, hi = pair["win_rate_a_ci95"]
+    assert result["win_rate"] == pytest.approx(pair["win_rate_a"])
+    assert result["win_rate_ci95"] == pytest.approx((hi - lo) / 2)
+    assert result["mean_margin"] == pytest.approx(pair["mean_margin_a"])
+
+
+def test_evaluate_versus_seats_copies_of_one_opponent_and_takes_the_margin_over_their_mean(tmp_path):
+    from agents.head_to_head import head_to_head
+    from agents.ppo import PPOAgent
+
+    # A solo model (the 64-value view) may sit at any table; here at three players, against two greedy copies.
+    config = load_config(write_config(tmp_path / "c.yaml"))
+    env = make_vec_env(config)
+    model = make_model(config, env, None)
+    env.close()
+    result = evaluate_versus(model, "standard", ["greedy", "greedy"], 5, 7)
+    greedy = [make_agent("greedy"), make_agent("greedy")]
+    greedy[1].name = "greedy #2"
+    report = head_to_head([PPOAgent.from_model(model, "standard"), *greedy], 3, 5, 7).to_dict()["agents"]
+    assert result["win_rate"] == pytest.approx(report["ppo"]["win_share"])
+    assert result["mean_score"] == pytest.approx(report["ppo"]["mean_score"])
+    others = (report["greedy"]["mean_score"] + report["greedy #2"]["mean_score"]) / 2
+    assert result["mean_margin"] == pytest.approx(report["ppo"]["mean_score"] - others)
+
+
+def test_a_versus_learning_curve_png_is_a_png(versus):
+    width, height = png_size(versus["run"] / "learning_curve.png")
+    assert width > height > 100
+
+
+def test_a_versus_run_resumes_with_its_own_opponents(versus, tmp_path):
+    run = copy_run(versus["run"], tmp_path)
+    checkpoint = run / "checkpoints" / "step_1024.zip"
+    args = ["--resume", str(checkpoint), "--total-timesteps", "3072", "--output-dir", str(tmp_path / "unused")]
+    result = run_train(*args, "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert run_folder(result.stdout) == run and not (tmp_path / "unused").exists()
+    assert curve_lines(run)[0] == VERSUS_HEADER
+    assert timesteps(run) == [0, 1024, 2048, 3072]  # the old 2,048 row replaced by the resumed run's
+    assert checkpoint_steps(run) == [1024, 2048, 3072]
+    config = load_config(run / "config.yaml")
+    assert (config.opponents, config.reward, config.seat, config.total_timesteps) == (["greedy"], "win", "random", 3072)
+    assert MaskablePPO.load(str(run / "model.zip"), device="cpu").observation_space.shape == (79,)
+    assert len((run / "command.txt").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--opponents", "random"), ("--reward", "score"), ("--seat", "0")])
+def test_a_resumed_versus_run_keeps_its_opponents_reward_and_seat(versus, tmp_path, flag, value):
+    run = copy_run(versus["run"], tmp_path)
+    args = ["--resume", str(run / "checkpoints" / "step_2048.zip"), flag, value, "--total-timesteps", "4096"]
+    result = run_train(*args, "--output-dir", str(tmp_path / "unused"), "--no-progress")
+    check_clean_error(result, tmp_path / "unused", f"not {flag.removeprefix('--')}")
+
+
+VERSUS_ERRORS = {
+    "unknown opponent": (["--opponents", "nope"], "opponents[0] is an unknown agent 'nope'"),
+    "ten opponents": (["--opponents", *["greedy"] * 10], "opponents must be a list of 0..9 agent specs"),
+    "seat out of range": (
+        ["--opponents", "greedy", "optimal", "--seat", "3"],
+        "seat must be 'random' or an int in 0..2",
+    ),
+    "win without opponents": (["--reward", "win"], "reward 'win' needs opponents"),
+    "missing ppo opponent": (["--opponents", "ppo:no/such.zip"], "opponents[0]: cannot load PPO model 'no/such.zip'"),
+    "bad seat flag": (["--opponents", "greedy", "--seat", "first"], "argument --seat: "),
+    "bad reward flag": (["--opponents", "greedy", "--reward", "draw"], "argument --reward: "),
+    "no opponent after the flag": (["--opponents"], "argument --opponents: "),
+}
+
+
+@pytest.mark.parametrize("case", list(VERSUS_ERRORS))
+def test_bad_versus_inputs_are_one_clear_error(tmp_path, case):
+    flags, fragment = VERSUS_ERRORS[case]
+    config = write_config(tmp_path / "c.yaml")
+    result = run_train("--config", str(config), *flags, "--output-dir", str(tmp_path / "runs"))
+    check_clean_error(result, tmp_path / "runs", fragment)
+
+
+def test_a_ppo_opponent_of_another_table_size_is_one_clear_error(versus, tmp_path):
+    # The versus model sees a 2-player table: it cannot sit at a 3-player one, nor in a corrupt file.
+    model = versus["run"] / "model.zip"
+    config = write_config(tmp_path / "c.yaml")
+    result = run_train(
+        "--config", str(config), "--opponents", f"ppo:{model}", "greedy", "--output-dir", str(tmp_path / "runs")
+    )
+    check_clean_error(result, tmp_path / "runs", "was trained at a table of 2 players; this one has 3")
+    (tmp_path / "bad.zip").write_bytes(b"not a zip")
+    result = run_train(
+        "--config", str(config), "--opponents", f"ppo:{tmp_path / 'bad.zip'}", "--output-dir", str(tmp_path / "runs")
+    )
+    check_clean_error(result, tmp_path / "runs", "not a MaskablePPO model")

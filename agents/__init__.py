@@ -5,6 +5,7 @@
 * ``"random"``: uniform over the legal actions (seeded),
 * ``"greedy"``: a fixed rule of thumb (:mod:`agents.greedy`),
 * ``"optimal"``: the exact solver's best action (:mod:`yacht_env.solver`),
+* ``"win"`` / ``"win:P"``: plays to finish first at a table of 2 / ``P`` players (:mod:`agents.win`),
 * ``"ppo:PATH"``: a saved sb3-contrib ``MaskablePPO`` model (needs the ``train`` extra).
 
 :mod:`agents.evaluation` plays agents against each other on common dice and scores their regret.
@@ -15,16 +16,21 @@ from __future__ import annotations
 from agents.base import Agent
 from yacht_env import rules as R
 
-AGENT_SPECS = ("random", "greedy", "optimal", "ppo:PATH")
+AGENT_SPECS = ("random", "greedy", "optimal", "win", "win:P", "ppo:PATH")
 
 
-def make_agent(spec: str, rules: str | R.Rules = "standard", seed: int | None = None) -> Agent:
+def make_agent(
+    spec: str, rules: str | R.Rules = "standard", seed: int | None = None, players: int | None = None
+) -> Agent:
     """Builds the agent named by ``spec`` for ``rules``; its ``name`` is ``spec``.
 
     Args:
-        spec: ``"random"``, ``"greedy"``, ``"optimal"`` or ``"ppo:PATH"``.
+        spec: ``"random"``, ``"greedy"``, ``"optimal"``, ``"win"``, ``"win:P"`` or ``"ppo:PATH"``.
         rules: A preset name or :class:`~yacht_env.rules.Rules`.
         seed: Seed of the ``random`` agent's generator (the other agents are deterministic).
+        players: The table size of ``"win"`` (default 2; ``"win:P"`` names it in the spec, which is how
+            ``evaluate.py --players P --agents win:P ...`` seats it: the table view is chosen before any
+            observation, so the agent cannot infer it).
 
     Raises:
         ValueError: unknown spec or rules, or a PPO model that is missing, unreadable or of other spaces.
@@ -42,6 +48,16 @@ def make_agent(spec: str, rules: str | R.Rules = "standard", seed: int | None = 
         from agents.optimal import OptimalAgent
 
         return OptimalAgent(rules)
+    if isinstance(spec, str) and (spec == "win" or spec.startswith("win:")):
+        from agents.win import WinAgent
+
+        size = spec[len("win:") :] if spec != "win" else None
+        if size is not None and not size.isdigit():
+            raise ValueError(f"unknown agent {spec!r}; the win agent is 'win' or 'win:P' with P in 2..10 players")
+        table = int(size) if size is not None else (2 if players is None else players)
+        if size is not None and players is not None and players != table:
+            raise ValueError(f"agent {spec!r} plays at a table of {table}, but players={players!r} was given")
+        return WinAgent(rules, players=table, name=spec)
     if isinstance(spec, str) and spec.startswith("ppo:") and len(spec) > len("ppo:"):
         from agents.ppo import PPOAgent
 

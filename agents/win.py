@@ -38,6 +38,32 @@ TIE_TOLERANCE = 1e-12  # win probabilities closer than this are equal: the solve
 _CHUNK = 512  # games evaluated together: bounds the (games, categories, width) temporaries to ~15 MB
 
 
+def _die_children() -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per number of kept dice ``j = 4, 3, .., 0``: the kept multisets of ``j`` dice and, per face, the one
+    with that face added (indices into ``KEPT``, whose last 252 entries are the rolls)."""
+    index = {kept: i for i, kept in enumerate(R.KEPT)}
+    levels = []
+    for size in range(R.NUM_DICE - 1, -1, -1):
+        parents = [i for i, kept in enumerate(R.KEPT) if len(kept) == size]
+        children = [[index[tuple(sorted((*R.KEPT[i], face)))] for face in range(1, R.NUM_FACES + 1)] for i in parents]
+        levels.append((np.array(parents, dtype=np.intp), np.array(children, dtype=np.intp)))
+    return levels
+
+
+_DIE_CHILDREN = _die_children()
+
+
+def _after_keeps(roll_values: np.ndarray, roll_as_kept: np.ndarray) -> np.ndarray:
+    """``(n, 210)``: ``roll_values @ TRANSITION[:210].T`` (the expected value after each keep), by rolling the
+    re-rolled dice one at a time: the value of keeping ``K`` is the mean over a die's faces of keeping ``K``
+    and that die. 1,260 additions per row instead of a 252 x 210 product (the transition rows are sparse)."""
+    values = np.empty((len(roll_values), len(R.KEPT)))
+    values[:, roll_as_kept] = roll_values
+    for parents, children in _DIE_CHILDREN:
+        values[:, parents] = values[:, children].sum(axis=2) / R.NUM_FACES
+    return values[:, : S.NUM_PROPER_KEPT]
+
+
 class WinAgent(Agent):
     """Maximises the probability of finishing first at a table of ``players``, from the table view.
 
@@ -68,7 +94,7 @@ class WinAgent(Agent):
         self._pick = np.where(policy >= R.PICK_OFFSET, policy - R.PICK_OFFSET, -1)
         self._kept = S._KEEP_PROPER[rolls, np.where(policy >= R.PICK_OFFSET, 0, policy)]
         self._pick_score = self._score[rolls, np.maximum(self._pick, 0)]
-        self._transition_t = np.ascontiguousarray(R.TRANSITION[: S.NUM_PROPER_KEPT].T)  # (252, 210)
+        self._roll_as_kept = R.KEEP[:, R.KEEP_ALL].astype(np.intp)  # roll r is kept multiset KEPT[...]
         # Each category's possible scores lie on an arithmetic progression (k * 0..5, 0 and 30, 5..30, ...):
         # H is computed only there, a sixth of the (C, top + 1) table, through strided views (no copies).
         self._score_slices = []
@@ -80,6 +106,7 @@ class WinAgent(Agent):
         self._max_rest = R.open_bits(c) @ self._score.max(axis=0)
         # P(points to come <= x - 1) at column x, for x = 0..width: a single gather gives both < and <=.
         self._cdf_before = np.concatenate([np.zeros((len(self._cdf), 1)), self._cdf], axis=1)
+        self._cache: tuple[dict[bytes, int], np.ndarray, np.ndarray] = ({}, np.empty(0), np.empty(0))
 
     # ------------------------------------------------------------------------------------------------
     def read(self, observations: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -133,7 +160,8 @@ class WinAgent(Agent):
 
         Args:
             roll, rolls_left, open_mask, total: ``(N,)`` ints: the agent's state and total.
-            opponent_open, opponent_total: ``(N, P - 1)`` ints: the opponents' open masks and totals.
+            opponent_open, opponent_total: ``(N, P - 1)`` ints: the opponents' open masks and totals (each
+                total at most what its filled categories can score, as in a game).
 
         Returns:
             ``(N, 44)`` float64; ``-inf`` for illegal actions (the env's legality, canonical keeps).
@@ -141,20 +169,60 @@ class WinAgent(Agent):
         roll, rolls_left, open_mask, total = (
             np.asarray(x, dtype=np.intp).reshape(-1) for x in (roll, rolls_left, open_mask, total)
         )
-        opponent_open = np.asarray(opponent_open, dtype=np.intp).reshape(len(roll), -1)
-        opponent_total = np.asarray(opponent_total, dtype=np.intp).reshape(len(roll), -1)
-        out = np.empty((len(roll), self.rules.num_actions))
+        n, c = len(roll), self.rules.num_categories
+        opponent_open = np.asarray(opponent_open, dtype=np.intp).reshape(n, -1)
+        opponent_total = np.asarray(opponent_total, dtype=np.intp).reshape(n, -1)
+        # Everything but the dice and re-rolls left is fixed for a whole turn (opponents wait between turns),
+        # and so is every win probability the turn's decisions read; games in the same position share them.
+        context = np.concatenate([open_mask[:, None], total[:, None], opponent_open, opponent_total], axis=1)
+        unique, inverse = np.unique(context, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        after_pick, keep = self._context_values(unique)
+        values = np.full((n, self.rules.num_actions), -np.inf)
+        values[:, R.PICK_OFFSET :] = after_pick[inverse[:, None], np.arange(c), self._score[roll]]
+        re_roll = np.flatnonzero(rolls_left > 0)
+        kept = S._KEEP_PROPER[roll[re_roll]]  # (m, 32)
+        values[re_roll, : R.NUM_KEEPS] = keep[inverse[re_roll, None], rolls_left[re_roll, None] - 1, kept]
+        legal = R.legal_action_mask(roll, rolls_left, open_mask, True, c)
+        return np.where(legal, values, -np.inf)
+
+    def _context_values(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per context (rows of ``open_mask, total, opponents' masks, opponents' totals``), ``H`` and the keeps.
+
+        Returns:
+            ``(after_pick, keep)``: ``(u, C, top + 1)`` (``H_k[s]``: the win probability after scoring ``s``
+            in ``k``) and ``(u, 2, 210)`` (after keeping ``KEPT[K]`` with 1 or 2 re-rolls left).
+
+        The contexts of the previous call are kept: the next call (the next decision of the same games)
+        mostly finds them there, so a turn costs one evaluation, not one per decision.
+        """
+        u = len(contexts)
+        keys = np.ascontiguousarray(contexts).view(np.dtype((np.void, contexts.shape[1] * contexts.itemsize)))
+        keys = keys.reshape(-1).tolist()
+        old_index, old_pick, old_keep = self._cache
+        found = np.array([old_index.get(key, -1) for key in keys], dtype=np.intp)
+        after_pick = np.empty((u, self.rules.num_categories, self._top + 1))
+        keep = np.empty((u, R.MAX_ROLLS_LEFT, S.NUM_PROPER_KEPT))
+        hit = found >= 0
+        if hit.any():
+            after_pick[hit], keep[hit] = old_pick[found[hit]], old_keep[found[hit]]
+        missing = np.flatnonzero(~hit)
+        p = self.table_players
+        open_mask, total = contexts[missing, 0], contexts[missing, 1]
+        opponent_open, opponent_total = contexts[missing, 2 : p + 1], contexts[missing, p + 1 :]
         # Chunks of similar open masks: each chunk's sums run to its own largest points to come.
         order = np.argsort(self._max_rest[open_mask], kind="stable")
-        for first in range(0, len(roll), _CHUNK):
+        for first in range(0, len(missing), _CHUNK):
             at = order[first : first + _CHUNK]
-            out[at] = self._win_probabilities(
-                roll[at], rolls_left[at], open_mask[at], total[at], opponent_open[at], opponent_total[at]
+            after_pick[missing[at]], keep[missing[at]] = self._evaluate(
+                open_mask[at], total[at], opponent_open[at], opponent_total[at]
             )
-        return out
+        self._cache = (dict(zip(keys, range(u), strict=True)), after_pick, keep)
+        return after_pick, keep
 
-    def _win_probabilities(self, roll, rolls_left, open_mask, total, opponent_open, opponent_total) -> np.ndarray:
-        n, full, top = len(roll), self.distributions.width, self._top
+    def _evaluate(self, open_mask, total, opponent_open, opponent_total) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_context_values` for one chunk of contexts, computed."""
+        n, full, top = len(open_mask), self.distributions.width, self._top
         c = self.rules.num_categories
         final = self.final_win_probability(opponent_open, opponent_total)  # (n, full) by final total
         # Own points to come never exceed the most the open categories can score: the sums stop there.
@@ -167,34 +235,22 @@ class WinAgent(Agent):
         after_pick = np.zeros((n, c, top + 1))  # H_k[s], at the scores category k can make
         for k, scores in enumerate(self._score_slices):
             after_pick[:, k, scores] = np.einsum("ny,nsy->ns", rest[:, k], windows[:, scores])
+        keep = np.empty((n, R.MAX_ROLLS_LEFT, S.NUM_PROPER_KEPT))
         rows = np.arange(n)[:, None]
-        values = np.full((n, self.rules.num_actions), -np.inf)
-        picks = after_pick[rows, np.arange(c), self._score[roll]]
-        values[:, R.PICK_OFFSET :] = np.where(self._open_bits[open_mask], picks, -np.inf)
-        re_roll = np.flatnonzero(rolls_left > 0)
-        if re_roll.size:
-            one = self._turn(after_pick, re_roll, open_mask[re_roll], 0, None) @ self._transition_t
-            keep = one  # (m, 210): the win probability after keeping K, with one re-roll left
-            two = np.flatnonzero(rolls_left[re_roll] == 2)
-            if two.size:
-                rows_two = re_roll[two]
-                turn_one = self._turn(after_pick, rows_two, open_mask[rows_two], 1, one[two])
-                keep[two] = turn_one @ self._transition_t  # with two re-rolls left
-            kept = S._KEEP_PROPER[roll[re_roll]]  # (m, 32)
-            values[re_roll, : R.NUM_KEEPS] = np.take_along_axis(keep, kept, axis=1)
-        legal = R.legal_action_mask(roll, rolls_left, open_mask, True, c)
-        return np.where(legal, values, -np.inf)
+        keep[:, 0] = _after_keeps(self._turn(after_pick, rows, open_mask, 0, None), self._roll_as_kept)
+        keep[:, 1] = _after_keeps(self._turn(after_pick, rows, open_mask, 1, keep[:, 0]), self._roll_as_kept)
+        return after_pick, keep
 
     def _turn(
         self, after_pick: np.ndarray, rows: np.ndarray, masks: np.ndarray, t: int, keep_values: np.ndarray | None
     ) -> np.ndarray:
-        """``(m, 252)``: the win probabilities of ``(O, r', t)`` under the solver's policy, for every roll.
+        """``(n, 252)``: the win probabilities of ``(O, r', t)`` under the solver's policy, for every roll.
 
         Picks read ``after_pick`` (``H``) at the solver's category and score; keeps read ``keep_values``
-        ``(m, 210)`` (the win probabilities after each keep with ``t`` re-rolls left; ``None`` for ``t = 0``).
+        ``(n, 210)`` (the win probabilities after each keep with ``t`` re-rolls left; ``None`` for ``t = 0``).
         """
         k = self._pick[t, masks]
-        value = after_pick[rows[:, None], np.maximum(k, 0), self._pick_score[t, masks]]
+        value = after_pick[rows, np.maximum(k, 0), self._pick_score[t, masks]]
         if keep_values is None:
             return value
         return np.where(k >= 0, value, np.take_along_axis(keep_values, self._kept[t, masks], axis=1))

@@ -1,0 +1,192 @@
+"""The win agent (agents/win.py): exact win probabilities, legal play, and it beats the solver head to head."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents import AGENT_SPECS, make_agent
+from agents.head_to_head import head_to_head
+from agents.optimal import OptimalAgent
+from agents.win import WinAgent
+from yacht_env import rules as R
+from yacht_env.distributions import score_distributions
+from yacht_env.encoding import MultiplayerEncoder
+from yacht_env.game import TableState
+
+YACHT = R.CATEGORIES.index("yacht")
+CHOICE = R.CATEGORIES.index("choice")
+BEST = R.score_table().max(axis=0)
+
+
+@pytest.fixture(scope="module")
+def win2() -> WinAgent:
+    return make_agent("win")
+
+
+def table_observations(players, roll, rolls_left, open_mask, total, opponent_open, opponent_total):
+    """Observations of seat 0 at ``len(roll)`` tables built as a real ``TableState`` (the envs' encoder)."""
+    n = len(roll)
+    table = TableState("standard", players, n)
+    games, rows = table.players, np.arange(n) * players
+    games.roll[rows], games.rolls_left[rows], games.open_mask[rows], games.total[rows] = (
+        roll,
+        rolls_left,
+        open_mask,
+        total,
+    )
+    for j in range(1, players):
+        games.open_mask[rows + j], games.total[rows + j] = opponent_open[:, j - 1], opponent_total[:, j - 1]
+    observations = MultiplayerEncoder("standard", players).observe(table, np.zeros(n, dtype=np.intp))
+    return observations, R.legal_action_mask(roll, rolls_left, open_mask)
+
+
+def random_states(rng, n, players):
+    """Game-like states: each total at most what its filled categories can score."""
+    roll, rolls_left, open_mask = rng.integers(0, 252, n), rng.integers(0, 3, n), rng.integers(1, 4096, n)
+    opponent_open = rng.integers(0, 4096, (n, players - 1))
+    total = rng.integers(0, (BEST * (1 - R.OPEN_BITS[open_mask])).sum(-1) + 1)
+    opponent_total = rng.integers(0, (BEST * (1 - R.OPEN_BITS[opponent_open])).sum(-1) + 1)
+    return roll, rolls_left, open_mask, total, opponent_open, opponent_total
+
+
+def brute_force(state, players):
+    """Per action, P(win) (ties split) by explicit sums over the final totals' distributions."""
+    dist = score_distributions("standard")
+    roll, rolls_left, open_mask, total, opponent_open, opponent_total = state
+    width = dist.width
+    own = np.zeros((44, 2 * width))
+    own[:, total : total + width] = dist.action_distributions(roll, rolls_left, open_mask)
+    pmf, less = [], []
+    for j in range(players - 1):
+        row = np.zeros(2 * width)
+        row[opponent_total[j] : opponent_total[j] + width] = dist.start[opponent_open[j]]
+        pmf.append(row)
+        less.append(np.cumsum(row) - row)
+    if players == 2:
+        final = less[0] + pmf[0] / 2
+    else:  # three players: both below, one tied (half), both tied (a third)
+        final = less[0] * less[1] + (pmf[0] * less[1] + pmf[1] * less[0]) / 2 + pmf[0] * pmf[1] / 3
+    return own @ final
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_win_probabilities_are_exact(players):
+    agent = make_agent("win", players=players)
+    rng = np.random.default_rng(players)
+    states = random_states(rng, 12, players)
+    values = agent.win_probabilities(*states)
+    legal = R.legal_action_mask(*states[:3])
+    assert (np.isfinite(values) == legal).all()
+    for i in range(12):
+        expected = brute_force(tuple(x[i] for x in states), players)
+        assert np.abs(values[i][legal[i]] - expected[legal[i]]).max() < 1e-12
+
+
+def test_reads_the_table_view_back(win2):
+    rng = np.random.default_rng(5)
+    states = random_states(rng, 200, 2)
+    observations, _ = table_observations(2, *states)
+    for got, want in zip(win2.read(observations), states, strict=True):
+        assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("players", [2, 4, 10])
+def test_choices_are_legal_and_decided_games_follow_the_solver(players):
+    agent = make_agent(f"win:{players}")
+    rng = np.random.default_rng(10 + players)
+    states = random_states(rng, 2_000, players)
+    observations, masks = table_observations(players, *states)
+    actions = agent.act(observations, masks)
+    assert masks[np.arange(len(actions)), actions].all()
+    values = agent.win_probabilities(*states)
+    solver = OptimalAgent().solution.best_action(*states[:3])
+    best = values.max(axis=1)
+    chosen = values[np.arange(len(actions)), actions]
+    assert (chosen >= best - 1e-12).all()  # it maximises its win probability
+    assert (actions[chosen < best] == solver[chosen < best]).all()  # (within 1e-12 only for the solver's action)
+    equal = values[np.arange(len(actions)), solver] >= best - 1e-12
+    assert equal.any() and (actions[equal] == solver[equal]).all()  # and breaks ties with the solver
+    assert (actions != solver).any()
+
+
+def test_far_ahead_it_takes_the_safe_option_with_the_solver(win2):
+    # Choice and Yacht open, 6-6-6-6-5 and no re-roll: 170 points against an opponent on 140 with only
+    # its Yacht to play (at most 190). Choice (29) wins for sure; scratching the Yacht leaves a Choice
+    # turn that loses if the opponent rolls a Yacht and the Choice makes under 20 (20 ties).
+    roll = R.roll_index([5, 6, 6, 6, 6])
+    state = ([roll], [0], [(1 << CHOICE) | (1 << YACHT)], [170], [[1 << YACHT]], [[140]])
+    values = win2.win_probabilities(*state)[0]
+    yacht_chance = score_distributions("standard").start[1 << YACHT, 50]
+    choice_turn = score_distributions("standard").start[1 << CHOICE]
+    assert values[R.PICK_OFFSET + CHOICE] == pytest.approx(1.0, abs=1e-12)
+    scratch = 1 - yacht_chance * (choice_turn[:20].sum() + choice_turn[20] / 2)
+    assert values[R.PICK_OFFSET + YACHT] == pytest.approx(scratch, abs=1e-12)
+    assert scratch < 1 - 1e-4
+    observations, masks = table_observations(2, *(np.asarray(x) for x in state))
+    assert win2.act(observations, masks)[0] == R.PICK_OFFSET + CHOICE
+    assert OptimalAgent().solution.best_action(roll, 0, state[2][0]) == R.PICK_OFFSET + CHOICE
+
+
+def test_far_behind_late_it_chases_a_yacht_the_solver_would_not(win2):
+    # Choice and Yacht open, 45 points behind an opponent who has finished: only a Yacht wins. A search
+    # over every first roll of the turn for the states where the two disagree.
+    rolls = np.arange(252)
+    n = len(rolls)
+    state = tuple(
+        np.asarray(x, dtype=np.intp)
+        for x in (
+            rolls,
+            np.full(n, 2),
+            np.full(n, (1 << CHOICE) | (1 << YACHT)),
+            np.full(n, 100),
+            [[0]] * n,
+            [[145]] * n,
+        )
+    )
+    observations, masks = table_observations(2, *state)
+    actions = win2.act(observations, masks)
+    solver = OptimalAgent().solution.best_action(*state[:3])
+    differ = np.flatnonzero(actions != solver)
+
+    def kept(roll, action):
+        return R.ROLLS[roll][R.KEEP_BITS[action]]
+
+    # Either it keeps only copies of one face where the solver keeps fewer or mixes faces (1-1-1 rather
+    # than 6-6, 5-5 rather than 5-5-6), or it scores Choice now to leave the last turn whole for the Yacht.
+    purer = [
+        r
+        for r in differ
+        if actions[r] < R.NUM_KEEPS
+        and len(set(kept(r, actions[r]))) == 1
+        and (len(set(kept(r, solver[r]))) > 1 or len(kept(r, solver[r])) < len(kept(r, actions[r])))
+    ]
+    choice_now = [r for r in differ if actions[r] == R.PICK_OFFSET + CHOICE and solver[r] < R.NUM_KEEPS]
+    assert len(purer) == 17 and len(choice_now) == 70 and len(differ) == 87
+    assert R.roll_index([1, 1, 1, 6, 6]) in purer  # the solver keeps 6-6 (Choice points), the win agent 1-1-1
+    values = win2.win_probabilities(*state)
+    assert (values[differ, actions[differ]] > values[differ, solver[differ]] + 1e-3).all()
+    assert (
+        values[R.roll_index([1, 1, 1, 6, 6]), solver[R.roll_index([1, 1, 1, 6, 6])]]
+        < 0.07
+        < values[R.roll_index([1, 1, 1, 6, 6]), actions[R.roll_index([1, 1, 1, 6, 6])]]
+    )
+
+
+def test_make_agent_specs():
+    assert "win" in AGENT_SPECS and "win:P" in AGENT_SPECS
+    agent = make_agent("win")
+    assert agent.name == "win" and agent.table_players == 2 and agent.observation_size == 79
+    assert make_agent("win:5").table_players == 5
+    assert make_agent("win", players=3).table_players == 3
+    for spec, players in (("win:x", None), ("win:1", None), ("win:11", None), ("win:3", 4), ("win", 1)):
+        with pytest.raises(ValueError):
+            make_agent(spec, players=players)
+
+
+def test_beats_the_solver_head_to_head():
+    result = head_to_head([make_agent("win"), OptimalAgent()], 2, 2_000, seed=0)
+    pair = result.to_dict()["head_to_head"]["win vs optimal"]
+    assert pair["games"] == 8_000
+    assert pair["win_rate_a_ci95"][0] > 0.5  # measured 51.26% [50.49, 52.02]
+    assert pair["mean_margin_a"] < 0  # it gives up points to win more often

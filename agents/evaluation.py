@@ -342,6 +342,24 @@ def render_json(evaluation: Evaluation) -> bytes:
     return (json.dumps(evaluation.to_dict(), indent=2) + "\n").encode()
 
 
+def pyplot_for(fmt: str):
+    """``matplotlib.pyplot`` on the file-only Agg backend, once ``fmt`` is known to be a :data:`PLOT_FORMATS` one.
+
+    Raises:
+        ValueError: another format, or no matplotlib (the ``train`` extra).
+    """
+    if fmt not in PLOT_FORMATS:
+        raise ValueError(f"plot format must be one of {', '.join(PLOT_FORMATS)}, got {fmt!r}")
+    try:
+        import matplotlib
+    except ImportError:
+        raise ValueError("--plot needs matplotlib: pip install 'yacht-rl[train]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def render_plot(evaluation: Evaluation, fmt: str = "png") -> bytes:
     """Each agent's score distribution (optimal expected score marked) and mean points per category.
 
@@ -352,15 +370,7 @@ def render_plot(evaluation: Evaluation, fmt: str = "png") -> bytes:
     Raises:
         ValueError: another format, or no matplotlib.
     """
-    if fmt not in PLOT_FORMATS:
-        raise ValueError(f"plot format must be one of {', '.join(PLOT_FORMATS)}, got {fmt!r}")
-    try:
-        import matplotlib
-    except ImportError:
-        raise ValueError("--plot needs matplotlib: pip install 'yacht-rl[train]'") from None
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot_for(fmt)
 
     results = list(evaluation.results.values())
     names = [result.name for result in results]

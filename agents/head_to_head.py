@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from agents.base import Agent
-from agents.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, PLOT_FORMATS, Z_95, _rounded, _short
+from agents.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, Z_95, _rounded, _short, pyplot_for
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import TableState, game_streams
@@ -465,15 +465,7 @@ def render_plot(result: HeadToHead, fmt: str = "png") -> bytes:
     """
     if result.num_players != 2:
         raise ValueError("the plot is the 2-player win-rate matrix; there is none for more players")
-    if fmt not in PLOT_FORMATS:
-        raise ValueError(f"plot format must be one of {', '.join(PLOT_FORMATS)}, got {fmt!r}")
-    try:
-        import matplotlib
-    except ImportError:
-        raise ValueError("--plot needs matplotlib: pip install 'yacht-rl[train]'") from None
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot_for(fmt)
 
     names, pairs = result.names, result.to_dict()["head_to_head"]
     n = len(names)

@@ -727,14 +727,14 @@ def read_curve(path: Path, fields: tuple[str, ...] = CURVE_FIELDS) -> list[dict[
     return rows
 
 
-def plot_curve(curve_path: Path, png_path: Path, levels: dict[str, float], rules: str) -> None:
-    """Learning curve PNG: score vs wall-clock minutes and vs timesteps; optimal/greedy/random marked."""
+def _plot_curves(png_path: Path, rows: list[dict[str, float]], y_key: str, ci_key: str, y_label: str, decorate) -> None:
+    """The learning-curve PNG both kinds of run draw: ``y_key`` (with its CI band) against wall-clock minutes
+    and against timesteps; ``decorate(fig, axes)`` adds the reference lines and titles."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = read_curve(curve_path)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     try:
         for ax, x_key, x_label in (
@@ -743,15 +743,28 @@ def plot_curve(curve_path: Path, png_path: Path, levels: dict[str, float], rules
         ):
             if rows:
                 x = np.array([row[x_key] for row in rows])
-                y = np.array([row["mean_score"] for row in rows])
-                ci = np.array([row["score_ci95"] for row in rows])
+                y = np.array([row[y_key] for row in rows])
+                ci = np.array([row[ci_key] for row in rows])
                 ax.plot(x, y, marker="o", markersize=3, label="PPO (deterministic)")
                 ax.fill_between(x, y - ci, y + ci, alpha=0.25)
+            ax.set_xlabel(x_label)
+            ax.set_ylabel(y_label)
+            ax.grid(alpha=0.3)
+        decorate(fig, axes)
+        fig.tight_layout()
+        with atomic_output(png_path) as temp:
+            fig.savefig(temp, format="png", dpi=110)  # the format named: the temporary file ends in ".tmp"
+    finally:
+        plt.close(fig)
+
+
+def plot_curve(curve_path: Path, png_path: Path, levels: dict[str, float], rules: str) -> None:
+    """Learning curve PNG: score vs wall-clock minutes and vs timesteps; optimal/greedy/random marked."""
+
+    def decorate(fig, axes) -> None:
+        for ax in axes:
             for name, style in (("optimal", "-"), ("greedy", "--"), ("random", ":")):
                 ax.axhline(levels[name], color="k", linestyle=style, linewidth=1, label=f"{name} {levels[name]:.1f}")
-            ax.set_xlabel(x_label)
-            ax.set_ylabel("mean score")
-            ax.grid(alpha=0.3)
         axes[0].legend(loc="lower right")
         optimal = levels["optimal"]
         secondary = axes[0].secondary_yaxis(
@@ -759,42 +772,21 @@ def plot_curve(curve_path: Path, png_path: Path, levels: dict[str, float], rules
         )
         secondary.set_ylabel("% of optimal")
         fig.suptitle(f"MaskablePPO on Yacht-v0 ({rules})")
-        fig.tight_layout()
-        with atomic_output(png_path) as temp:
-            fig.savefig(temp, format="png", dpi=110)  # the format named: the temporary file ends in ".tmp"
-    finally:
-        plt.close(fig)
+
+    _plot_curves(png_path, read_curve(curve_path), "mean_score", "score_ci95", "mean score", decorate)
 
 
 def plot_versus_curve(curve_path: Path, png_path: Path, config: TrainConfig) -> None:
     """Versus learning curve PNG: win rate (95% CI band) vs wall-clock minutes and vs timesteps, the even
     win rate ``1 / players`` marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from agents.evaluation import _short
 
-    rows = read_curve(curve_path, VERSUS_CURVE_FIELDS)
     even = 1 / (len(config.opponents) + 1)
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    try:
-        for ax, x_key, x_label in (
-            (axes[0], "wall_minutes", "wall-clock minutes"),
-            (axes[1], "timesteps", "environment steps"),
-        ):
-            if rows:
-                x = np.array([row[x_key] for row in rows])
-                y = np.array([row["win_rate"] for row in rows])
-                ci = np.array([row["win_rate_ci95"] for row in rows])
-                ax.plot(x, y, marker="o", markersize=3, label="PPO (deterministic)")
-                ax.fill_between(x, y - ci, y + ci, alpha=0.25)
+
+    def decorate(fig, axes) -> None:
+        for ax in axes:
             ax.axhline(even, color="k", linestyle="--", linewidth=1, label=f"even {even:.2f}")
-            ax.set_xlabel(x_label)
-            ax.set_ylabel("win rate (ties split)")
             ax.set_ylim(0, 1)
-            ax.grid(alpha=0.3)
         axes[0].legend(loc="lower right")
         seat = "a random seat" if config.seat == "random" else f"seat {config.seat}"
         fig.suptitle(
@@ -802,8 +794,6 @@ def plot_versus_curve(curve_path: Path, png_path: Path, config: TrainConfig) -> 
             f"against {', '.join(_short(spec, 32) for spec in config.opponents)}",
             fontsize=10,
         )
-        fig.tight_layout()
-        with atomic_output(png_path) as temp:
-            fig.savefig(temp, format="png", dpi=110)  # the format named: the temporary file ends in ".tmp"
-    finally:
-        plt.close(fig)
+
+    rows = read_curve(curve_path, VERSUS_CURVE_FIELDS)
+    _plot_curves(png_path, rows, "win_rate", "win_rate_ci95", "win rate (ties split)", decorate)

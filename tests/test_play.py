@@ -534,7 +534,8 @@ def test_ctrl_c_leaves_cleanly():
         (["--players", *["optimal"] * 6], "argument --players: a table seats 1..5 players, got 6"),
         (
             ["--players", "human", "alphago"],
-            "argument --players: unknown seat 'alphago'; expected human or random, greedy, optimal, ppo:PATH",
+            "argument --players: unknown seat 'alphago'; "
+            "expected human or random, greedy, optimal, win, win:P, ppo:PATH",
         ),
         (  # argparse quotes the choices from Python 3.12.8 / 3.13.1 on
             ["--rules", "yahtzee"],

@@ -1,0 +1,67 @@
+"""The win agent against the score-optimal solver: one ``win:P`` agent and ``P - 1`` optimal agents at a table.
+
+    python benchmarks/win_agent.py --players 2 3 5 --deals 50000 12000 4000
+
+Plays :func:`agents.head_to_head.head_to_head` (common dice, dice and seat rotations: ``P * P`` games per
+deal) and prints, per table size, the win agent's win share (ties split) with its 95% CI against the
+``1 / P`` of a seat that plays like the others, the mean score it gives up against the optimal agents, and
+the speed. With two players this is ``python evaluate.py --players 2 --agents win optimal --games N``;
+more players need several optimal agents with distinct names, which the library gives
+(``OptimalAgent(name=...)``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from agents import make_agent
+from agents.head_to_head import head_to_head
+from agents.optimal import OptimalAgent
+
+
+def run(players: int, deals: int, seed: int) -> dict[str, object]:
+    """One table size: the win agent's share, CI, score given up and games/s."""
+    win = make_agent(f"win:{players}") if players > 2 else make_agent("win")
+    optimal = [OptimalAgent(name="optimal" if i == 0 else f"optimal_{i + 1}") for i in range(players - 1)]
+    result = head_to_head([win, *optimal], players, deals, seed=seed)
+    report = result.to_dict()["agents"]
+    mine = report[win.name]
+    others = [report[agent.name]["mean_score"] for agent in optimal]
+    return {
+        "players": players,
+        "deals": deals,
+        "games": result.total_games,
+        "win_share": mine["win_share"],
+        "win_share_ci95": mine["win_share_ci95"],
+        "fair_share": round(1 / players, 6),
+        "mean_score": mine["mean_score"],
+        "optimal_mean_score": round(sum(others) / len(others), 4),
+        "score_given_up": round(sum(others) / len(others) - mine["mean_score"], 4),
+        "games_per_second": round(result.games_per_second),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--players", type=int, nargs="+", default=[2, 3, 5])
+    parser.add_argument("--deals", type=int, nargs="+", default=[2000, 1000, 400], help="deals per table size")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if len(args.deals) != len(args.players):
+        parser.error("give one --deals per --players")
+    for players, deals in zip(args.players, args.deals, strict=True):
+        row = run(players, deals, args.seed)
+        lo, hi = row["win_share_ci95"]
+        print(
+            f"{players} players, {row['games']:,} games: win share {100 * row['win_share']:.2f}% "
+            f"[{100 * lo:.2f}, {100 * hi:.2f}] (fair {100 * row['fair_share']:.2f}%), mean score "
+            f"{row['mean_score']:.2f} vs optimal {row['optimal_mean_score']:.2f} "
+            f"(gives up {row['score_given_up']:.2f}), {row['games_per_second']:,} games/s",
+            flush=True,
+        )
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

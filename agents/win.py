@@ -13,13 +13,18 @@ the agent is on turn), and the players' dice are independent, so the win probabi
   term (for two players ``a + b / 2``);
 * a pick of category ``k`` scoring ``s``: ``H_k[s] = sum over y of D[O without k][y] F(total + s + y)``;
 * a keep: the win probabilities of the turn's states under the solver's policy (picks read ``H``, keeps
-  mix with ``TRANSITION``), two matrix products per decision.
+  average over the re-rolled dice, one die at a time).
 
-The only approximation is the assumption about the future (the agent will in fact keep playing to win,
-which only helps it; opponents that do not play the solver's policy make the estimate wrong, not the
-play illegal). All games of a batch are evaluated together (about 300k multiply-adds each per decision).
-Actions whose win probabilities are equal (within ``1e-12``; say a won or a lost game) go to the solver's
-best action, so a decided game is finished with the most points.
+Everything above depends only on the *context*: the agent's open mask and total and the opponents' masks
+and totals, which stay fixed for a whole turn. So the values are computed once per distinct context of a
+batch (games in the same position share them) and kept for the next call (the same games' next decision
+of the turn): about one evaluation per turn, ~2,000 two-player games per second against ``optimal``.
+
+The only approximation is the assumption about the future: the agent will in fact keep playing to win
+(against opponents that play the solver's policy that can only raise its chances, by the policy
+improvement theorem), and opponents that do not play the solver's policy make the estimate wrong, never
+the play illegal. Actions whose win probabilities are equal (within ``1e-12``; say a won or a lost game)
+go to the solver's best action, so a decided game is finished with the most points.
 """
 
 from __future__ import annotations

@@ -41,7 +41,9 @@ import numpy as np
 
 from agents.base import Agent
 from agents.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, Z_95, _rounded, _short, pyplot_for
+from agents.win import table_win_probabilities
 from yacht_env import rules as R
+from yacht_env.distributions import ScoreDistributions, score_distributions
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import TableState, game_streams
 from yacht_env.rules import is_int
@@ -78,7 +80,11 @@ def table_streams(seed: int, deals: range, num_players: int, rules: str | R.Rule
 
 
 def play_tables(
-    agents: Sequence[Agent], dice: np.ndarray, agent_at: np.ndarray, rules: str | R.Rules = "standard"
+    agents: Sequence[Agent],
+    dice: np.ndarray,
+    agent_at: np.ndarray,
+    rules: str | R.Rules = "standard",
+    round_starts: np.ndarray | None = None,
 ) -> np.ndarray:
     """Plays one game at each of ``len(dice)`` tables to the end, all tables stepping together.
 
@@ -87,6 +93,9 @@ def play_tables(
         dice: int8 ``(N, P, *rules.stream_shape)``: each seat's dice stream.
         agent_at: intp ``(N, P)``: the index into ``agents`` of the agent at each seat.
         rules: The rules played.
+        round_starts: If given, an int ``(N, C, 2, P)`` array filled in place: at the start of round ``k``
+            (``k = 0..C-1``, every player at a turn start after ``k`` picks each), ``[:, k, 0]`` every seat's open
+            mask and ``[:, k, 1]`` its total.
 
     Returns:
         The final totals by seat, int ``(N, P)``.
@@ -102,6 +111,9 @@ def play_tables(
     solo, view = ObservationEncoder(rules), MultiplayerEncoder(rules, p)
     index = np.arange(n)
     playing = np.ones(n, dtype=bool)
+    if round_starts is not None:
+        filled = rules.num_categories - R.open_bits(rules.num_categories).sum(axis=1)  # per open mask
+        round_starts[:, 0, 0], round_starts[:, 0, 1] = rules.all_open, 0
     while playing.any():
         rows = table.on_turn
         who = agent_at[index, table.current]
@@ -126,7 +138,15 @@ def play_tables(
                 bad = int(np.flatnonzero(~legal)[0])
                 raise ValueError(f"agent {name!r} chose illegal action {int(chosen[bad])} at table {int(at[bad])}")
             actions[at] = chosen
+        last_seat = table.current == p - 1
         _, over = table.play(actions, playing)
+        if round_starts is not None:  # the last seat's pick ends a round: every player is at a turn start
+            ended = np.flatnonzero(playing & last_seat & (actions >= R.PICK_OFFSET) & ~over)
+            if ended.size:
+                masks = games.open_mask.reshape(n, p)[ended]
+                k = filled[masks[:, -1]]
+                round_starts[ended, k, 0] = masks
+                round_starts[ended, k, 1] = table.totals()[ended]
         playing &= ~over
     return table.totals().astype(np.int64)
 
@@ -151,6 +171,118 @@ class Tally:
         spread = n * self.total_sq - self.total**2 if n > 1 else 0
         half = Z_95 * math.sqrt(spread / (n * n * (n - 1))) / scale if n > 1 else 0.0
         return mean, [mean - half, mean + half]
+
+
+#: Predicted probabilities are summed exactly as integers in units of ``1 / PREDICTION_UNIT`` (batch-size free).
+PREDICTION_UNIT = 1 << 32
+CALIBRATION_BINS = 10
+CALIBRATION_METHOD = (
+    "at the start of every round (every player at a turn start), each player's probability of finishing first "
+    "(ties split) under the win agent's model: final total = total + D[open mask] (the solver's policy), "
+    "independent across players; outcome: the player's win share of the game (ties split)"
+)
+_PREDICT_CHUNK = 8192  # table states per model evaluation: bounds the (rows, width) temporaries to ~20 MB
+
+
+class Calibration:
+    """Exact integer sums of the model's predicted win probabilities against the outcomes (see ``to_dict``).
+
+    Args:
+        names: The agents.
+        rounds: Rounds per game (the number of categories).
+        players: Players at a table.
+        share_unit: Outcomes come in units of ``1 / share_unit``.
+    """
+
+    def __init__(self, names: Sequence[str], rounds: int, players: int, share_unit: int) -> None:
+        self.rounds, self.players, self.share_unit = rounds, players, share_unit
+        self.count = {name: 0 for name in names}  # predictions per agent
+        self.predicted = {name: [0] * rounds for name in names}  # per round, in 1 / PREDICTION_UNIT
+        self.outcome = {name: 0 for name in names}  # in 1 / share_unit
+        self.squared = {name: 0 for name in names}  # (predicted - outcome)^2, in 1 / PREDICTION_UNIT
+        self.constant = 0  # (1 / P - outcome)^2 pooled, in 1 / (P * share_unit)^2
+        self.bin_count = [0] * CALIBRATION_BINS
+        self.bin_predicted = [0] * CALIBRATION_BINS
+        self.bin_outcome = [0] * CALIBRATION_BINS
+
+    def add(self, names: Sequence[str], predicted: np.ndarray, share: np.ndarray) -> None:
+        """Adds one lineup's games.
+
+        Args:
+            names: The agents of the table, in the order of the last axes.
+            predicted: float ``(games, rounds, P)``: the predictions by agent of the table.
+            share: int ``(games, P)``: the outcomes (win shares in units of ``share_unit``).
+        """
+        quantized = np.rint(predicted * PREDICTION_UNIT).astype(np.int64)
+        outcome = np.broadcast_to(share[:, None, :], quantized.shape)
+        error = predicted - outcome / self.share_unit
+        squared = np.rint(error * error * PREDICTION_UNIT).astype(np.int64)
+        off = self.players * outcome.astype(np.int64) - self.share_unit  # P * share_unit * (outcome - 1 / P)
+        self.constant += int(np.dot(off.reshape(-1), off.reshape(-1)))
+        for i, name in enumerate(names):
+            self.count[name] += quantized[:, :, i].size
+            for k, total in enumerate(quantized[:, :, i].sum(axis=0).tolist()):
+                self.predicted[name][k] += total
+            self.outcome[name] += int(share[:, i].sum()) * self.rounds
+            self.squared[name] += int(squared[:, :, i].sum())
+        bins = np.minimum(quantized * CALIBRATION_BINS // PREDICTION_UNIT, CALIBRATION_BINS - 1).reshape(-1)
+        values, outcomes = quantized.reshape(-1), outcome.reshape(-1)
+        for b in range(CALIBRATION_BINS):  # exact integer sums per bin (float bincount weights would round)
+            at = bins == b
+            self.bin_count[b] += int(at.sum())
+            self.bin_predicted[b] += int(values[at].sum())
+            self.bin_outcome[b] += int(outcomes[at].sum())
+
+    def to_dict(self) -> dict[str, object]:
+        """Per agent its mean prediction (overall and by round), observed win share and Brier score; pooled:
+        the Brier score, that of always predicting ``1 / P``, and the reliability table."""
+        q, unit = PREDICTION_UNIT, self.share_unit
+        agents = {}
+        for name, count in self.count.items():
+            if count == 0:
+                continue
+            per_round = count // self.rounds
+            agents[name] = _rounded(
+                {
+                    "predictions": count,
+                    "mean_predicted": sum(self.predicted[name]) / (count * q),
+                    "observed_win_share": self.outcome[name] / (count * unit),
+                    "mean_predicted_by_round": [total / (per_round * q) for total in self.predicted[name]],
+                    "brier": self.squared[name] / (count * q),
+                }
+            )
+        count = sum(self.count.values())
+        reliability = []
+        for b in range(CALIBRATION_BINS):
+            n = self.bin_count[b]
+            reliability.append(
+                {
+                    "bin": [b / CALIBRATION_BINS, (b + 1) / CALIBRATION_BINS],
+                    "count": n,
+                    "mean_predicted": round(self.bin_predicted[b] / (n * q), 6) if n else None,
+                    "observed": round(self.bin_outcome[b] / (n * unit), 6) if n else None,
+                }
+            )
+        return {
+            "method": CALIBRATION_METHOD,
+            "rounds": self.rounds,
+            "predictions": count,
+            "brier": round(sum(self.squared.values()) / (count * q), 6),
+            "brier_constant": round(self.constant / (count * (self.players * unit) ** 2), 6),
+            "agents": agents,
+            "reliability": reliability,
+        }
+
+
+def predict_round_starts(distributions: ScoreDistributions, round_starts: np.ndarray) -> np.ndarray:
+    """The model's win probabilities at the round starts :func:`play_tables` recorded: float ``(N, C, P)``."""
+    n, c, _, p = round_starts.shape
+    flat = round_starts.reshape(n * c, 2, p)
+    predicted = np.empty((n * c, p))
+    for first in range(0, n * c, _PREDICT_CHUNK):
+        rows = flat[first : first + _PREDICT_CHUNK]
+        predicted[first : first + _PREDICT_CHUNK] = table_win_probabilities(distributions, rows[:, 0], rows[:, 1])
+    return predicted.reshape(n, c, p)
 
 
 @dataclass
@@ -199,6 +331,7 @@ class HeadToHead:
     first_seat: Tally  # per deal: seat 0's summed win shares over all games
     tables_per_deal: int  # games per deal over all tables (P * P per table)
     share_unit: int
+    calibration: Calibration | None = None
     seconds: float = 0.0
 
     @property
@@ -241,6 +374,7 @@ class HeadToHead:
             "agents": {name: self.agent_summary(name) for name in self.names},
             "first_seat_win_rate": round(first, 6),
             "first_seat_win_rate_ci95": _rounded(first_ci),
+            **({"calibration": self.calibration.to_dict()} if self.calibration is not None else {}),
         }
 
 
@@ -257,6 +391,7 @@ def head_to_head(
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: bool = False,
     on_games_done: Callable[[int], None] | None = None,
+    calibration: bool = True,
 ) -> HeadToHead:
     """Plays ``games`` deals of every table; see the module docstring.
 
@@ -272,6 +407,8 @@ def head_to_head(
             not the dice; only an agent with its own randomness (``random``) draws differently with another size.
         progress: Show a tqdm progress bar on stderr (only on a terminal).
         on_games_done: Called with a number of games each time some finish.
+        calibration: Record the win agent's model's predicted win probabilities at every round start against
+            the outcomes (:class:`Calibration`; loads the rules' score distributions).
 
     Raises:
         ValueError: bad players, deals, seed or batch size; too few agents, or not ``num_players`` of them for
@@ -323,6 +460,10 @@ def head_to_head(
         tables_per_deal=len(lineups) * per_deal,
         share_unit=share_unit,
     )
+    rounds = rules.num_categories
+    if calibration:
+        distributions = score_distributions(rules)
+        result.calibration = Calibration(names, rounds, p, share_unit)
     agent_at, _ = seating(p)
     seat_of = np.argsort(agent_at, axis=1)  # seat of each agent of the table, per game of a deal
     deals_per_batch = max(1, batch_size // per_deal)
@@ -347,10 +488,17 @@ def head_to_head(
             first_seat = np.zeros(nd, dtype=np.int64)
             for lineup in lineups:
                 table_agents = [agents[i] for i in lineup]
-                by_seat = play_tables(table_agents, dice, seats, rules).reshape(nd, per_deal, p)
+                starts = np.empty((nd * per_deal, rounds, 2, p), dtype=np.int64) if calibration else None
+                by_seat = play_tables(table_agents, dice, seats, rules, starts).reshape(nd, per_deal, p)
                 totals = np.take_along_axis(by_seat, seat_of[None], axis=2)  # (deal, game, agent of the table)
                 winners = totals == totals.max(axis=2, keepdims=True)
                 share = winners * (share_unit // winners.sum(axis=2, keepdims=True))
+                if calibration:
+                    by_seat = predict_round_starts(distributions, starts).reshape(nd, per_deal, rounds, p)
+                    predicted = np.take_along_axis(by_seat, seat_of[None, :, None, :], axis=3)
+                    result.calibration.add(
+                        [names[k] for k in lineup], predicted.reshape(-1, rounds, p), share.reshape(-1, p)
+                    )
                 first_seat += share[:, np.arange(per_deal), agent_at[:, 0]].sum(axis=1)
                 for i, k in enumerate(lineup):
                     scores[names[k]] += totals[:, :, i].sum(axis=1)
@@ -449,7 +597,40 @@ def format_report(result: HeadToHead) -> str:
         f"first seat's win rate (its share of the wins, ties split; no advantage: {100 / p:.2f}%): "
         f"{100 * report['first_seat_win_rate']:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]",
     ]
+    if "calibration" in report:
+        lines += ["", *format_calibration(report["calibration"])]
     return "\n".join(lines)
+
+
+def format_calibration(calibration: dict) -> list[str]:
+    """The calibration section of the report: per agent, then the pooled reliability table."""
+    rounds = calibration["rounds"]
+    lines = [
+        f"calibration of the win agent's model (P(first) at the start of each of the {rounds} rounds, every player "
+        "at a turn start; final total = total + the solver's score distribution, independent players):",
+        "  agent: mean predicted P(first) / observed win share, Brier score; mean predicted in rounds 1, 4, 7, 10, 12",
+    ]
+    agents = calibration["agents"]
+    label = max(len(name) for name in agents)
+    for name, stats in agents.items():
+        by_round = " ".join(f"{100 * stats['mean_predicted_by_round'][k]:.1f}" for k in (0, 3, 6, 9, rounds - 1))
+        lines.append(
+            f"  {name:<{label}}  {100 * stats['mean_predicted']:.2f}% / {100 * stats['observed_win_share']:.2f}%  "
+            f"Brier {stats['brier']:.4f}  rounds: {by_round}"
+        )
+    lines.append(
+        f"  pooled: {calibration['predictions']:,} predictions, Brier {calibration['brier']:.4f} "
+        f"(always 1/P: {calibration['brier_constant']:.4f})"
+    )
+    lines.append("  reliability (pooled): predicted bin, count, mean predicted, observed frequency")
+    for row in calibration["reliability"]:
+        lo, hi = row["bin"]
+        if row["count"]:
+            lines.append(
+                f"    [{lo:.1f}, {hi:.1f}{']' if hi == 1 else ')'}  {row['count']:>10,}  "
+                f"{100 * row['mean_predicted']:6.2f}%  {100 * row['observed']:6.2f}%"
+            )
+    return lines
 
 
 def render_json(result: HeadToHead) -> bytes:

@@ -29,13 +29,15 @@ go to the solver's best action, so a decided game is finished with the most poin
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from agents.base import Agent
 from yacht_env import rules as R
 from yacht_env import solver as S
-from yacht_env.distributions import score_distributions
+from yacht_env.distributions import ScoreDistributions, score_distributions
 from yacht_env.encoding import MultiplayerEncoder
 
 MAX_PLAYERS = 10
@@ -69,6 +71,97 @@ def _after_keeps(roll_values: np.ndarray, roll_as_kept: np.ndarray) -> np.ndarra
     return values[:, : S.NUM_PROPER_KEPT]
 
 
+def cdf_before(distributions: ScoreDistributions) -> np.ndarray:
+    """``(4096, width + 1)``: ``P(points to come <= x - 1)`` at column ``x`` under open mask ``O`` (row ``O``).
+
+    Column 0 is 0 and the last column exactly 1, whatever the float rounding; one gather gives both ``<`` and ``<=``.
+    """
+    cdf = np.minimum(np.cumsum(distributions.start, axis=1), 1.0)
+    cdf[:, -1] = 1.0  # exactly 1 past the support
+    return np.concatenate([np.zeros((len(cdf), 1)), cdf], axis=1)
+
+
+def final_win_probability(cdf: np.ndarray, opponent_open: np.ndarray, opponent_total: np.ndarray) -> np.ndarray:
+    """``(N, width)``: the probability of finishing first (ties split) on a final total ``v = 0..width-1``.
+
+    Args:
+        cdf: :func:`cdf_before` of the score distributions.
+        opponent_open, opponent_total: ``(N, P - 1)`` ints: each opponent's open mask (at a turn start) and
+            total; the opponents play the solver's policy to the end, their dice independent.
+    """
+    width = cdf.shape[1] - 1
+    columns = cdf.shape[1]
+    n, opponents = opponent_open.shape
+    flat = cdf.reshape(-1)
+    less, equal = [], []
+    for j in range(opponents):
+        # Opponent j's final total is below v iff its points to come are <= v - 1 - total_j.
+        start = opponent_open[:, j, None] * columns
+        shift = np.arange(width) - opponent_total[:, j, None]  # v - total_j
+        below = flat[start + np.clip(shift, 0, columns - 1)]
+        at_most = flat[start + np.clip(shift + 1, 0, columns - 1)]
+        less.append(below)
+        equal.append(at_most - below)
+    if opponents == 1:  # the common case, without the polynomial
+        return less[0] + 0.5 * equal[0]
+    coefficients = np.ones((n, width, 1))  # of prod_j (a_j + b_j u), lowest degree first
+    for a, b in zip(less, equal, strict=True):
+        grown = np.zeros((n, width, coefficients.shape[2] + 1))
+        grown[..., :-1] += coefficients * a[..., None]
+        grown[..., 1:] += coefficients * b[..., None]
+        coefficients = grown
+    return coefficients @ (1.0 / np.arange(1, coefficients.shape[2] + 1))
+
+
+@functools.lru_cache(maxsize=4)
+def _model_tables(distributions: ScoreDistributions) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cdf_before` and, for two players, ``(4096, 3 * width)``: at column ``width + s``,
+    ``P(X < s) + P(X = s) / 2`` for ``X ~ D[O]`` (0 for ``s < 0``, 1 past the support): the probability of
+    finishing first with a lead of ``s`` over an opponent with open mask ``O`` still to play."""
+    cdf = cdf_before(distributions)
+    width = distributions.width
+    half = 0.5 * (cdf[:, :-1] + cdf[:, 1:])
+    pad = np.concatenate([np.zeros((len(cdf), width)), half, np.ones((len(cdf), width))], axis=1)
+    return cdf, pad
+
+
+def table_win_probabilities(
+    distributions: ScoreDistributions, open_masks: np.ndarray, totals: np.ndarray
+) -> np.ndarray:
+    """Every player's probability of finishing first (ties split) from a table where all are at a turn start.
+
+    The model of the win agent: player ``i`` finishes on ``totals[i] + X_i`` with ``X_i ~ D[open_masks[i]]``
+    (the solver's policy to the end), independent across players.
+
+    Args:
+        distributions: The :class:`~yacht_env.distributions.ScoreDistributions` of the rules played.
+        open_masks, totals: ``(N, P)`` ints, ``P >= 2``: each player's open mask and total (at most what its
+            filled categories can score).
+
+    Returns:
+        ``(N, P)`` float64, each row summing to 1 (up to rounding).
+    """
+    open_masks = np.asarray(open_masks, dtype=np.intp)
+    totals = np.asarray(totals, dtype=np.intp)
+    cdf, pad = _model_tables(distributions)
+    n, p = open_masks.shape
+    width = distributions.width
+    result = np.empty((n, p))
+    if p == 2:  # one gather: P(X_0 + lead > X_1) + P(= ) / 2 = sum_x D[O_0][x] pad[O_1, width + lead + x]
+        start = open_masks[:, 1] * pad.shape[1] + width + totals[:, 0] - totals[:, 1]
+        first = distributions.start[open_masks[:, 0]] * pad.reshape(-1)[start[:, None] + np.arange(width)]
+        result[:, 0] = first.sum(axis=1)
+        result[:, 1] = 1.0 - result[:, 0]
+        return result
+    for i in range(p):
+        others = [j for j in range(p) if j != i]
+        final = final_win_probability(cdf, open_masks[:, others], totals[:, others])  # (n, width)
+        reach = np.minimum(totals[:, i, None] + np.arange(width), width - 1)  # past the end D is 0
+        own = distributions.start[open_masks[:, i]]  # (n, width)
+        result[:, i] = np.einsum("nx,nx->n", own, np.take_along_axis(final, reach, axis=1))
+    return result
+
+
 class WinAgent(Agent):
     """Maximises the probability of finishing first at a table of ``players``, from the table view.
 
@@ -91,8 +184,6 @@ class WinAgent(Agent):
         self._open_bits = R.open_bits(c)
         self._score = R.score_table(self.rules).astype(np.intp)
         self._top = int(self._score.max())
-        self._cdf = np.minimum(np.cumsum(dist.start, axis=1), 1.0)  # P(points to come <= x)
-        self._cdf[:, -1] = 1.0  # exactly 1 past the support, whatever the float rounding
         # The solver's policy split into its picks (category, or -1 for a keep) and keeps (kept multiset).
         policy = dist.policy.astype(np.intp)
         rolls = np.arange(R.NUM_ROLLS)
@@ -110,7 +201,7 @@ class WinAgent(Agent):
         # The most points still to come with open mask O: the distributions' support ends there.
         self._max_rest = R.open_bits(c) @ self._score.max(axis=0)
         # P(points to come <= x - 1) at column x, for x = 0..width: a single gather gives both < and <=.
-        self._cdf_before = np.concatenate([np.zeros((len(self._cdf), 1)), self._cdf], axis=1)
+        self._cdf_before = cdf_before(dist)
         self._cache: tuple[dict[bytes, int], np.ndarray, np.ndarray] = ({}, np.empty(0), np.empty(0))
 
     # ------------------------------------------------------------------------------------------------
@@ -137,28 +228,7 @@ class WinAgent(Agent):
             opponent_open, opponent_total: ``(N, P - 1)`` ints: each opponent's open mask (at a turn start) and
                 total; the opponents play the solver's policy to the end.
         """
-        width = self.distributions.width
-        columns = self._cdf_before.shape[1]
-        n, opponents = opponent_open.shape
-        flat = self._cdf_before.reshape(-1)
-        less, equal = [], []
-        for j in range(opponents):
-            # Opponent j's final total is below v iff its points to come are <= v - 1 - total_j.
-            start = opponent_open[:, j, None] * columns
-            shift = np.arange(width) - opponent_total[:, j, None]  # v - total_j
-            below = flat[start + np.clip(shift, 0, columns - 1)]
-            at_most = flat[start + np.clip(shift + 1, 0, columns - 1)]
-            less.append(below)
-            equal.append(at_most - below)
-        if opponents == 1:  # the common case, without the polynomial
-            return less[0] + 0.5 * equal[0]
-        coefficients = np.ones((n, width, 1))  # of prod_j (a_j + b_j u), lowest degree first
-        for a, b in zip(less, equal, strict=True):
-            grown = np.zeros((n, width, coefficients.shape[2] + 1))
-            grown[..., :-1] += coefficients * a[..., None]
-            grown[..., 1:] += coefficients * b[..., None]
-            coefficients = grown
-        return coefficients @ (1.0 / np.arange(1, coefficients.shape[2] + 1))
+        return final_win_probability(self._cdf_before, opponent_open, opponent_total)
 
     def win_probabilities(self, roll, rolls_left, open_mask, total, opponent_open, opponent_total) -> np.ndarray:
         """Per action, the win probability if it is taken and everyone plays the solver's policy after.

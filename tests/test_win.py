@@ -190,3 +190,47 @@ def test_beats_the_solver_head_to_head():
     assert pair["games"] == 8_000
     assert pair["win_rate_a_ci95"][0] > 0.5  # measured 51.26% [50.49, 52.02]
     assert pair["mean_margin_a"] < 0  # it gives up points to win more often
+
+
+def test_table_win_probabilities_exact_with_only_the_yacht_open():
+    """Only the Yacht open: each player scores 50 with q = 2,783,176 / 6^10, else 0; ties split."""
+    from agents.win import table_win_probabilities
+
+    dist = score_distributions("standard")
+    q, only = 2_783_176 / 6**10, 1 << YACHT
+    two = table_win_probabilities(dist, [[only, only]] * 3, [[100, 100], [110, 100], [100, 151]])
+    np.testing.assert_allclose(two[0], [0.5, 0.5], atol=1e-12)
+    np.testing.assert_allclose(two[1], [1 - (1 - q) * q, (1 - q) * q], atol=1e-12)  # 10 ahead: lost to a lone Yacht
+    np.testing.assert_allclose(two[2], [0, 1], atol=1e-12)  # 51 behind: lost
+    three = table_win_probabilities(dist, [[only] * 3] * 2, [[100] * 3, [110, 100, 100]])
+    np.testing.assert_allclose(three[0], [1 / 3] * 3, atol=1e-12)
+    first = 1 - (1 - q) * (1 - (1 - q) ** 2)  # beaten only if it misses and someone scores the Yacht
+    np.testing.assert_allclose(three[1], [first, (1 - first) / 2, (1 - first) / 2], atol=1e-12)
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_table_win_probabilities_match_the_agents_model_and_sum_to_one(players):
+    """Probabilities in [0, 1], each table's summing to 1 (ties split), seat 0's equal to brute-force sums over the
+    final totals (the 2-player shortcut and the 3-player polynomial)."""
+    from agents.win import table_win_probabilities
+
+    dist = score_distributions("standard")
+    rng = np.random.default_rng(5)
+    _, _, open_mask, total, opponent_open, opponent_total = random_states(rng, 200, players)
+    masks = np.concatenate([open_mask[:, None], opponent_open], axis=1)
+    totals = np.concatenate([total[:, None], opponent_total], axis=1)
+    chances = table_win_probabilities(dist, masks, totals)
+    assert ((chances >= -1e-12) & (chances <= 1 + 1e-12)).all()
+    np.testing.assert_allclose(chances.sum(axis=1), 1, atol=1e-9)
+    for i in range(5):  # brute force: explicit sums over the players' final totals
+        width = dist.width
+        final = np.zeros((players, 2 * width))
+        for j in range(players):
+            final[j, totals[i, j] : totals[i, j] + width] = dist.start[masks[i, j]]
+        less = np.cumsum(final, axis=1) - final
+        if players == 2:
+            expected = final[0] @ (less[1] + final[1] / 2)
+        else:
+            f = less[1] * less[2] + (final[1] * less[2] + final[2] * less[1]) / 2 + final[1] * final[2] / 3
+            expected = final[0] @ f
+        assert chances[i, 0] == pytest.approx(expected, abs=1e-12)

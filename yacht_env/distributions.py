@@ -29,19 +29,16 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import warnings
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from yacht_env import rules as R
 from yacht_env import solver as S
-from yacht_env.util import atomic_output, remove_stale_temps
+from yacht_env.util import load_arrays, memoised_cache, save_arrays
 
 DISTRIBUTION_FORMAT_VERSION = 1  # bump when the arrays or their meaning change; old cache files are ignored
 
@@ -244,52 +241,24 @@ def cache_path(rules: str | R.Rules = "standard", cache_dir: str | os.PathLike |
     return solver_file.with_name(f"{name}-dist-{cache_key(rules)[:16]}.npz")
 
 
-def _checksum(key: str, start: np.ndarray, policy: np.ndarray) -> int:
-    """CRC-32 of the key and the arrays: catches damage, not tampering."""
-    checksum = zlib.crc32(key.encode())
-    for array in (start, policy):
-        checksum = zlib.crc32(np.ascontiguousarray(array).data, checksum)
-    return checksum
-
-
 def _save(path: Path, dist: ScoreDistributions) -> None:
-    key = cache_key(dist.rules)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):
-        remove_stale_temps(path.parent)
-    with atomic_output(path) as temp, open(temp, "wb") as file:  # a file object: np.savez adds no ".npz"
-        np.savez(
-            file,
-            key=np.array(key),
-            checksum=np.array(_checksum(key, dist.start, dist.policy), dtype=np.int64),
-            start=dist.start,
-            policy=dist.policy,
-        )
+    save_arrays(path, cache_key(dist.rules), {"start": dist.start, "policy": dist.policy})
 
 
 def _load(path: Path, solution: S.Solution) -> ScoreDistributions | None:
     """The cached distributions at ``path``, or ``None`` if missing or failing any check."""
     rules = solution.rules
-    if not path.is_file():
+    specs = {
+        "start": ((rules.num_open_masks, max_total(rules) + 1), np.float64),
+        "policy": ((R.ROLLS_PER_TURN, rules.num_open_masks, R.NUM_ROLLS), np.uint8),
+    }
+    arrays = load_arrays(path, cache_key(rules), specs)
+    if arrays is None:
         return None
-    try:
-        with open(path, "rb") as file, np.load(file, allow_pickle=False) as data:
-            key, checksum = str(data["key"][()]), int(data["checksum"][()])
-            start, policy = data["start"], data["policy"]
-    except Exception:  # a damaged file can fail in many ways; none is trusted
+    start = arrays["start"]
+    if not ((start >= 0).all() and np.abs(start.sum(axis=1) - 1).max() < 1e-9):
         return None
-    ok = (
-        key == cache_key(rules)
-        and start.shape == (rules.num_open_masks, max_total(rules) + 1)
-        and policy.shape == (R.ROLLS_PER_TURN, rules.num_open_masks, R.NUM_ROLLS)
-        and start.dtype == np.float64
-        and policy.dtype == np.uint8
-        and checksum == _checksum(key, start, policy)
-        and np.isfinite(start).all()
-        and (start >= 0).all()
-        and np.abs(start.sum(axis=1) - 1).max() < 1e-9
-    )
-    return ScoreDistributions(solution, start, policy, source="disk") if ok else None
+    return ScoreDistributions(solution, start, arrays["policy"], source="disk")
 
 
 def clear_memo() -> None:
@@ -314,19 +283,12 @@ def score_distributions(
     """
     rules = R.get_rules(rules)
     solution = S.solve(rules, cache=cache, cache_dir=cache_dir)
-    if not cache:
+
+    def compute() -> ScoreDistributions:
         policy = _policy(solution)
         return ScoreDistributions(solution, _distribution_array(rules, policy), policy)
-    if rules in _MEMO:
-        return _MEMO[rules]
-    path = cache_path(rules, cache_dir)
-    dist = _load(path, solution)
-    if dist is None:
-        policy = _policy(solution)
-        dist = ScoreDistributions(solution, _distribution_array(rules, policy), policy)
-        try:
-            _save(path, dist)
-        except OSError as error:
-            warnings.warn(f"could not write the distribution cache {path}: {error}", RuntimeWarning, stacklevel=2)
-    _MEMO[rules] = dist
-    return dist
+
+    if not cache:
+        return compute()
+    load = lambda path: _load(path, solution)  # noqa: E731
+    return memoised_cache(_MEMO, "distribution cache", rules, cache_path(rules, cache_dir), load, compute, _save)

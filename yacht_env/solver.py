@@ -33,19 +33,16 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
-import warnings
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from yacht_env import rules as R
-from yacht_env.util import atomic_output, remove_stale_temps
+from yacht_env.util import load_arrays, memoised_cache, save_arrays
 
 SOLVER_FORMAT_VERSION = 1  # bump when the recurrence or the stored arrays change; old cache files are ignored
 CACHE_DIR_ENV = "YACHT_RL_CACHE_DIR"
@@ -291,60 +288,22 @@ def cache_path(rules: str | R.Rules = "standard", cache_dir: str | os.PathLike |
     return Path(cache_dir).expanduser() / f"{name}-{cache_key(rules)[:16]}.npz"
 
 
-def _checksum(key: str, start_values: np.ndarray, keep_values: np.ndarray) -> int:
-    """CRC-32 of the key and the arrays: catches damage (not tampering by an adversary), and is fast."""
-    checksum = zlib.crc32(key.encode())
-    for array in (start_values, keep_values):
-        checksum = zlib.crc32(np.ascontiguousarray(array).data, checksum)
-    return checksum
-
-
 def _save(path: Path, solution: Solution) -> None:
-    """Writes atomically, with the usual file mode (:func:`yacht_env.util.atomic_output`)."""
-    key = cache_key(solution.rules)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(path.parent)
-    with atomic_output(path) as temp, open(temp, "wb") as file:  # a file object: np.savez adds no ".npz"
-        np.savez(
-            file,
-            key=np.array(key),
-            checksum=np.array(_checksum(key, solution.start_values, solution.keep_values), dtype=np.int64),
-            start_values=solution.start_values,
-            keep_values=solution.keep_values,
-        )
-
-
-def _remove_stale_temps(folder: Path) -> None:
-    """Removes the temporary files of writers killed mid-write (``kill -9``), ~2 MB each; never fails."""
-    # Before util's naming, mkstemp named them "<cache file name><random>.tmp".
-    with contextlib.suppress(OSError):
-        remove_stale_temps(folder, legacy=["*.npz*.tmp"])
+    """Writes the solution's arrays with their key and checksum, atomically (:func:`yacht_env.util.save_arrays`)."""
+    arrays = {"start_values": solution.start_values, "keep_values": solution.keep_values}
+    save_arrays(path, cache_key(solution.rules), arrays)
 
 
 def _load(path: Path, rules: R.Rules) -> Solution | None:
     """The cached solution at ``path``, or ``None`` if it is missing or fails any check."""
-    _remove_stale_temps(path.parent)
-    if not path.is_file():
+    specs = {
+        "start_values": ((rules.num_open_masks,), np.float64),
+        "keep_values": (keep_values_shape(rules), np.float64),
+    }
+    arrays = load_arrays(path, cache_key(rules), specs)
+    if arrays is None or arrays["start_values"][0] != 0.0:
         return None
-    try:
-        # Opened here, not by np.load: np.load leaves its file open when a truncated zip fails to parse.
-        with open(path, "rb") as file, np.load(file, allow_pickle=False) as data:
-            key, checksum = str(data["key"][()]), int(data["checksum"][()])
-            start_values, keep_values = data["start_values"], data["keep_values"]
-    except Exception:  # a damaged file can fail in many ways (zip, npy header, truncation); none is trusted
-        return None
-    ok = (
-        key == cache_key(rules)
-        and start_values.shape == (rules.num_open_masks,)
-        and keep_values.shape == keep_values_shape(rules)
-        and start_values.dtype == np.float64
-        and keep_values.dtype == np.float64
-        and start_values[0] == 0.0
-        and checksum == _checksum(key, start_values, keep_values)
-        and np.isfinite(start_values).all()
-        and np.isfinite(keep_values).all()
-    )
-    return Solution(rules, start_values, keep_values, source="disk") if ok else None
+    return Solution(rules, arrays["start_values"], arrays["keep_values"], source="disk")
 
 
 def clear_memo() -> None:
@@ -372,15 +331,6 @@ def solve(
     rules = R.get_rules(rules)
     if not cache:
         return Solution(rules, *_solve_arrays(rules))
-    if rules in _MEMO:
-        return _MEMO[rules]
-    path = cache_path(rules, cache_dir)
-    solution = _load(path, rules)
-    if solution is None:
-        solution = Solution(rules, *_solve_arrays(rules))
-        try:
-            _save(path, solution)
-        except OSError as error:
-            warnings.warn(f"could not write the solver cache {path}: {error}", RuntimeWarning, stacklevel=2)
-    _MEMO[rules] = solution
-    return solution
+    compute = lambda: Solution(rules, *_solve_arrays(rules))  # noqa: E731
+    load = lambda path: _load(path, rules)  # noqa: E731
+    return memoised_cache(_MEMO, "solver cache", rules, cache_path(rules, cache_dir), load, compute, _save)

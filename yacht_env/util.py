@@ -1,4 +1,4 @@
-"""Atomic file writes, shared by every layer that writes files (solver cache, evaluation, training).
+"""Atomic file writes and checked array files, shared by every layer that writes files (caches, evaluation, training).
 
 (The project's other small shared check, "an int, not a bool", is :func:`yacht_env.rules.is_int`: the
 rules core must load on its own, so it cannot import this module.)
@@ -11,8 +11,12 @@ import os
 import secrets
 import stat
 import time
+import warnings
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+import numpy as np
 
 TEMP_SUFFIX = ".tmp"
 
@@ -146,3 +150,69 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True  # someone else's process
     return True
+
+
+# --------------------------------------------------------------------------------------------------
+# Checked array files: the disk caches of the solver and of the score distributions
+# --------------------------------------------------------------------------------------------------
+def _crc(key: str, arrays: dict) -> int:
+    """CRC-32 of the key and the arrays: catches damage (not tampering by an adversary), and is fast."""
+    checksum = zlib.crc32(key.encode())
+    for name in sorted(arrays):
+        checksum = zlib.crc32(np.ascontiguousarray(arrays[name]).data, checksum)
+    return checksum
+
+
+def save_arrays(path: Path, key: str, arrays: dict) -> None:
+    """Writes ``arrays`` (name -> numpy array) to an ``.npz`` at ``path`` with ``key`` and a checksum, atomically.
+
+    Temporary files of writers killed earlier are removed first (never failing for that).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        remove_stale_temps(path.parent, legacy=["*.npz*.tmp"])  # mkstemp's "<name><random>.tmp" of old versions
+    with atomic_output(path) as temp, open(temp, "wb") as file:  # a file object: np.savez adds no ".npz"
+        np.savez(file, key=np.array(key), checksum=np.array(_crc(key, arrays), dtype=np.int64), **arrays)
+
+
+def load_arrays(path: Path, key: str, specs: dict) -> dict | None:
+    """The arrays saved by :func:`save_arrays` at ``path``, or ``None`` unless every check passes.
+
+    Args:
+        path: The file.
+        key: The key it must carry (what was computed, and by which version).
+        specs: name -> ``(shape, dtype)`` of every array expected; all must be finite.
+    """
+    with contextlib.suppress(OSError):
+        remove_stale_temps(path.parent, legacy=["*.npz*.tmp"])
+    if not path.is_file():
+        return None
+    try:
+        # Opened here, not by np.load: np.load leaves its file open when a truncated zip fails to parse.
+        with open(path, "rb") as file, np.load(file, allow_pickle=False) as data:
+            stored_key, checksum = str(data["key"][()]), int(data["checksum"][()])
+            arrays = {name: data[name] for name in specs}
+    except Exception:  # a damaged file can fail in many ways (zip, npy header, truncation); none is trusted
+        return None
+    ok = stored_key == key and all(
+        arrays[name].shape == tuple(shape) and arrays[name].dtype == np.dtype(dtype)
+        for name, (shape, dtype) in specs.items()
+    )
+    ok = ok and checksum == _crc(key, arrays) and all(np.isfinite(array).all() for array in arrays.values())
+    return arrays if ok else None
+
+
+def memoised_cache(memo: dict, what: str, key, path: Path, load, compute, save):
+    """The memo's ``key`` entry, else ``load(path)`` (``None`` when missing or damaged), else ``compute()``
+    saved with ``save(path, result)``; a cache folder that cannot be written only warns (naming ``what``)."""
+    if key in memo:
+        return memo[key]
+    result = load(path)
+    if result is None:
+        result = compute()
+        try:
+            save(path, result)
+        except OSError as error:
+            warnings.warn(f"could not write the {what} {path}: {error}", RuntimeWarning, stacklevel=3)
+    memo[key] = result
+    return result

@@ -302,11 +302,34 @@ class Decision:
 
 
 class Coach:
-    """The exact solver as a coach: advice before a decision, its cost after."""
+    """The exact solver as a coach: advice before a decision, its cost after; at a table of two or more, also
+    the win-aware agent's chance of finishing first after each move (:meth:`win_chances`)."""
 
-    def __init__(self, rules: R.Rules, solution: Solution | None = None) -> None:
+    def __init__(self, rules: R.Rules, solution: Solution | None = None, players: int = 1) -> None:
         self.rules = rules
         self.solution = solution or solve(rules)
+        self.win = None
+        if players >= 2:
+            from agents.win import WinAgent
+
+            self.win = WinAgent(rules, players, name="coach")
+
+    def win_chances(self, roll: int, rolls_left: int, open_mask: int, total: int, opponent_open, opponent_total):
+        """Per action ``(44,)``: the chance of finishing first (ties split) if it is taken and everyone plays the
+        solver's policy after (the win agent's model); ``None`` for a lone player. Opponents are listed in seat
+        order after the player, each at a turn start (as they are during the player's turn)."""
+        if self.win is None:
+            return None
+        chances = self.win.win_probabilities(roll, rolls_left, open_mask, total, [opponent_open], [opponent_total])
+        return chances[0]
+
+    def odds(self, chances, advice: Advice, roll: int) -> str:
+        """``odds: win chance 48.2% with the coach's move; to win: keep 6 6 (51.0%)`` before a decision."""
+        line = f"odds: win chance {chances[advice.best]:.1%} with the coach's move"
+        best = int(np.argmax(chances))
+        if chances[best] > chances[advice.best] + 1e-12:
+            line += f"; to win: {describe(best, roll, self.rules)} ({chances[best]:.1%})"
+        return line
 
     def advise(self, roll: int, rolls_left: int, open_mask: int, total: int = 0) -> Advice:
         q = self.solution.q_values(roll, rolls_left, open_mask)
@@ -483,7 +506,8 @@ class TableGame:
         self.table = TableState(self.rules, p)
         streams = game_streams(self.seed, range(p), self.rules)
         self.table.start(parse_dice_stream({"dice_stream": streams}, self.rules, leading=(p,)))
-        self.coach = Coach(self.rules)
+        self.coach = Coach(self.rules, players=p if self.hints else 1)
+        self._chances = None  # the win chances of the person's current decision (hints at a table)
         self.solo = ObservationEncoder(self.rules)
         self.view = MultiplayerEncoder(self.rules, p)
         self._score = R.score_table(self.rules)
@@ -543,8 +567,20 @@ class TableGame:
     def _human(self, seat: int, advice: Advice) -> int:
         game = self.table.on_turn
         self.screen.sheet(self.sheet_view(decision=True))
+        self._chances = None
         if self.hints:
             self.screen.say(self.coach.hint(advice, game.roll), "coach")
+            others = [(seat + j) % len(self.agents) for j in range(1, len(self.agents))]
+            self._chances = self.coach.win_chances(
+                game.roll,
+                game.rolls_left,
+                game.open_mask,
+                game.total,
+                [self.table.players[o].open_mask for o in others],
+                [self.table.players[o].total for o in others],
+            )
+            if self._chances is not None:
+                self.screen.say(self.coach.odds(self._chances, advice, game.roll), "coach")
         while True:
             line = self.read(f"{self.names[seat]}> ")
             try:
@@ -591,6 +627,8 @@ class TableGame:
         self.screen.say(f"{name}: {what}", "human" if person else "agent")
         if person and self.hints:
             self.screen.say(self.coach.verdict(advice, action, roll), "coach")
+            if self._chances is not None:
+                self.screen.say(f"odds: win chance {self._chances[action]:.1%} after that move", "coach")
         if not person and self.delay > 0:
             self.sleep(self.delay)
 

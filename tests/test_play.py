@@ -29,6 +29,7 @@ from agents.table import (
     parse_command,
     resolve,
 )
+from agents.win import WinAgent
 from yacht_env import rules as R
 from yacht_env.game import GameState, game_streams
 from yacht_env.solver import solve
@@ -326,18 +327,27 @@ def test_hint_and_verdict_lines_show_the_solvers_numbers():
     lines = transcript.out.getvalue().splitlines()
     hint = f"coach: keep 5 5 5 ({q[0b01110] - q[0]:+.2f} over re-rolling all); expected final score {q.max():.2f}"
     assert hint == "coach: keep 5 5 5 (+7.31 over re-rolling all); expected final score 171.09"
-    assert lines[lines.index("You> k 12") - 1] == hint
+    assert lines[lines.index("You> k 12") - 2] == hint
+    # At a table the win agent's model gives the odds too: its win probability per action, opponents to play.
+    chances = WinAgent(STANDARD, 2).win_probabilities(roll, 2, STANDARD.all_open, 0, [[STANDARD.all_open]], [[0]])[0]
+    odds = f"odds: win chance {chances[0b01110]:.1%} with the coach's move"
+    if chances.max() > chances[0b01110] + 1e-12:
+        best_for_winning = int(np.argmax(chances))
+        odds += f"; to win: keep {' '.join(map(str, kept_dice(roll, best_for_winning)))} ({chances.max():.1%})"
+    assert lines[lines.index("You> k 12") - 1] == odds
     verdict = f"coach: that gave away {q.max() - q[0b00011]:.2f} expected points (best: keep 5 5 5)"
     at = lines.index("You> k 12")
-    assert lines[at + 1 : at + 3] == ["You: keep 4 5 (positions 1 2) -> 1 1 4 5 6", verdict]
+    after = f"odds: win chance {chances[0b00011]:.1%} after that move"
+    assert lines[at + 1 : at + 4] == ["You: keep 4 5 (positions 1 2) -> 1 1 4 5 6", verdict, after]
     assert verdict == "coach: that gave away 6.60 expected points (best: keep 5 5 5)"
+    assert chances[0b00011] < chances[0b01110]  # the costly keep lowers the odds too
     # The next hint is the solver's again, from the new state (1 1 4 5 6, one re-roll left).
     player = game.table.on_turn
     assert (R.ROLLS[player.roll].tolist(), player.rolls_left) == ([1, 1, 4, 5, 6], 1)
     q2 = solve(STANDARD).q_values(player.roll, 1, STANDARD.all_open)
     best = int(np.argmax(q2))
     words = " ".join(map(str, kept_dice(player.roll, best)))
-    next_hint = [line for line in lines[at + 3 :] if line.startswith("coach: ")][0]
+    next_hint = [line for line in lines[at + 4 :] if line.startswith("coach: ")][0]
     assert next_hint == (
         f"coach: keep {words} ({q2[best] - q2[0]:+.2f} over re-rolling all); expected final score {q2.max():.2f}"
     )
@@ -630,4 +640,4 @@ def test_the_readme_transcript_is_real_output():
     )
     output = iter(done.stdout.splitlines())
     assert all(any(line == out for out in output) for line in kept)  # in order
-    assert len(kept) == 40
+    assert len(kept) == 46  # 40 lines of the sheet and the coach, 6 of the odds

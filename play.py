@@ -6,8 +6,9 @@ Usage:
     python play.py --players human human --names Ann Bob --rules classic --seed 7
     printf 's 1\\ns 2\\n...' | python play.py --players human optimal --seed 3 --delay 0   # scripted
 
-Seats (1..5): ``human`` or an agent spec (``random``, ``greedy``, ``optimal``, ``ppo:PATH``). Seat ``p`` rolls the
-dice of ``game_streams(seed, range(P))[p]``, so with ``--seed`` the same inputs give the same transcript.
+Seats (1..5): ``human`` or an agent spec (``random``, ``greedy``, ``optimal``, ``win`` (sized to the table),
+``ppo:PATH``). Seat ``p`` rolls the dice of ``game_streams(seed, range(P))[p]``, so with ``--seed`` the same
+inputs give the same transcript.
 A person types ``keep 4 4 6`` (faces), ``k 245`` (positions under the dice), ``roll``, ``score full house`` /
 ``s fh`` / ``s 7`` (the number in the sheet), ``help``, ``quit``. ``--hints``: the solver's best move and expected
 final score before each of your decisions, what your move gave away after it, and a review at the end.
@@ -63,7 +64,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if seats > MAX_SEATS:
         parser.error(f"argument --players: a table seats 1..{MAX_SEATS} players, got {seats}")
     for spec in args.players:
-        if spec != HUMAN and spec not in ("random", "greedy", "optimal") and not spec.startswith("ppo:"):
+        if (
+            spec != HUMAN
+            and spec not in ("random", "greedy", "optimal", "win")
+            and not spec.startswith(("ppo:", "win:"))
+        ):
             parser.error(f"argument --players: unknown seat {spec!r}; expected {HUMAN} or {', '.join(AGENT_SPECS)}")
     if args.names is not None:
         names = [name.strip() for name in args.names]
@@ -136,7 +141,12 @@ def _main(argv: list[str] | None) -> int:
         agents = [
             None
             if spec == HUMAN
-            else make_agent(spec, args.rules, int(np.random.SeedSequence([seed, p]).generate_state(1)[0]))
+            else make_agent(
+                spec,
+                args.rules,
+                int(np.random.SeedSequence([seed, p]).generate_state(1)[0]),
+                players=len(args.players) if spec == "win" else None,  # the win agent sized to this table
+            )
             for p, spec in enumerate(args.players)
         ]
         game = TableGame(agents, names, args.rules, seed, screen, make_reader(), hints=args.hints, delay=args.delay)

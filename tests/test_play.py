@@ -641,3 +641,13 @@ def test_the_readme_transcript_is_real_output():
     output = iter(done.stdout.splitlines())
     assert all(any(line == out for out in output) for line in kept)  # in order
     assert len(kept) == 46  # 40 lines of the sheet and the coach, 6 of the odds
+
+
+def test_the_win_agent_takes_a_seat_sized_to_the_table():
+    """``win`` at a 3-seat table is the win agent for 3 players (the table's view); ``win:2`` there is refused."""
+    done = run_script("--players", "greedy", "win", "optimal", "--seed", "4", "--delay", "0")
+    assert done.returncode == 0, done.stderr
+    assert "win: round 12" in done.stdout and "win: scores" in done.stdout
+    wrong = run_script("--players", "human", "win:2", "optimal", "--seed", "4", "--delay", "0")
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip().splitlines() == ["play.py: error: agent 'win:2' acts at a table of 2 players, not 3"]

@@ -78,3 +78,21 @@ class Agent:
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """``(N,)`` legal actions for ``(N, size)`` observations and ``(N, num_actions)`` bool masks."""
         raise NotImplementedError
+
+
+def check_agents(agents, rules: R.Rules, players: int | None = None, distinct_names: bool = True) -> None:
+    """The checks every place that seats agents makes: distinct names (where results are keyed by name), the
+    same rules and, at a table of ``players``, each agent acting on its own game or on that table's view.
+
+    Raises:
+        ValueError: naming the first agent that does not fit.
+    """
+    names = [agent.name for agent in agents]
+    if distinct_names and len(set(names)) != len(names):
+        raise ValueError(f"agent names must be distinct, got {names}")
+    for agent in agents:
+        if agent.rules != rules:
+            raise ValueError(f"agent {agent.name!r} plays the {agent.rules.name!r} rules, not {rules.name!r}")
+        table = getattr(agent, "table_players", None)
+        if players is not None and table not in (None, players):
+            raise ValueError(f"agent {agent.name!r} acts at a table of {table} players, not {players}")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agents.base import Agent
+from agents.base import Agent, check_agents
 from yacht_env import rules as R
 from yacht_env.game import game_streams
 from yacht_env.rules import is_int
@@ -246,12 +246,7 @@ def evaluate(
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     if games > MAX_GAMES:  # refused before anything is allocated, not a MemoryError later
         raise ValueError(f"games must be an int >= 1 and <= {MAX_GAMES:,}, got {games!r}")
-    names = [agent.name for agent in agents]
-    if len(set(names)) != len(names):
-        raise ValueError(f"agent names must be distinct, got {names}")
-    for agent in agents:
-        if agent.rules != rules:
-            raise ValueError(f"agent {agent.name!r} plays the {agent.rules.name!r} rules, not {rules.name!r}")
+    check_agents(agents, rules)
     solution = solve(rules)
     evaluation = Evaluation(rules, int(games), int(seed), solution.expected_score)
     bar = None

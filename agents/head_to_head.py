@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agents.base import Agent
+from agents.base import Agent, check_agents
 from agents.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, Z_95, _rounded, _short, pyplot_for
 from agents.win import table_win_probabilities
 from yacht_env import rules as R
@@ -428,15 +428,8 @@ def head_to_head(
         raise ValueError(f"a 2-player head to head needs at least 2 agents, got {len(agents)}")
     if p > 2 and len(agents) != p:
         raise ValueError(f"a {p}-player table seats exactly {p} agents, got {len(agents)}")
+    check_agents(agents, rules, p)
     names = [agent.name for agent in agents]
-    if len(set(names)) != len(names):
-        raise ValueError(f"agent names must be distinct, got {names}")
-    for agent in agents:
-        if agent.rules != rules:
-            raise ValueError(f"agent {agent.name!r} plays the {agent.rules.name!r} rules, not {rules.name!r}")
-        players = getattr(agent, "table_players", None)
-        if players not in (None, p):
-            raise ValueError(f"agent {agent.name!r} acts at a table of {players} players, not {p}")
 
     lineups = list(itertools.combinations(range(len(agents)), 2)) if p == 2 else [tuple(range(p))]
     per_deal = p * p

@@ -27,6 +27,7 @@ from typing import TextIO
 
 import numpy as np
 
+from agents.base import check_agents
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import TableState, game_streams, parse_dice_stream
@@ -495,14 +496,8 @@ class TableGame:
             raise ValueError(f"a table seats 1..{MAX_SEATS} players, got {p}")
         if len(self.names) != p:
             raise ValueError(f"one name per seat: {p} seats, {len(self.names)} names")
-        for agent in self.agents:
-            if agent is None:
-                continue
-            if agent.rules != self.rules:
-                raise ValueError(f"agent {agent.name!r} plays the {agent.rules.name!r} rules, not {self.rules.name!r}")
-            players = getattr(agent, "table_players", None)
-            if players not in (None, p):
-                raise ValueError(f"agent {agent.name!r} acts at a table of {players} players, not {p}")
+        # Two seats may hold the same agent spec (each has its own name at the table).
+        check_agents([agent for agent in self.agents if agent is not None], self.rules, p, distinct_names=False)
         self.table = TableState(self.rules, p)
         streams = game_streams(self.seed, range(p), self.rules)
         self.table.start(parse_dice_stream({"dice_stream": streams}, self.rules, leading=(p,)))

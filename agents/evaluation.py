@@ -249,14 +249,7 @@ def evaluate(
     check_agents(agents, rules)
     solution = solve(rules)
     evaluation = Evaluation(rules, int(games), int(seed), solution.expected_score)
-    bar = None
-    if progress:
-        try:
-            from tqdm import tqdm
-        except ImportError:  # tqdm comes with the train extra; without it, no bar
-            tqdm = None
-        if tqdm is not None:
-            bar = tqdm(total=games * len(agents), unit="game", disable=None, leave=False)
+    bar = progress_bar(games * len(agents)) if progress else None
     try:
         for agent in agents:
             if bar is not None:
@@ -335,6 +328,15 @@ def format_report(evaluation: Evaluation) -> str:
 def render_json(evaluation: Evaluation) -> bytes:
     """:meth:`Evaluation.to_dict` as indented JSON (UTF-8)."""
     return (json.dumps(evaluation.to_dict(), indent=2) + "\n").encode()
+
+
+def progress_bar(total: int):
+    """A tqdm bar of ``total`` games on stderr (only on a terminal), or ``None`` without tqdm (the train extra)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="game", disable=None, leave=False)
 
 
 def pyplot_for(fmt: str):

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from agents.base import Agent, check_agents
-from agents.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, Z_95, _rounded, _short, pyplot_for
+from agents.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, Z_95, _rounded, _short, progress_bar, pyplot_for
 from agents.win import table_win_probabilities
 from yacht_env import rules as R
 from yacht_env.distributions import ScoreDistributions, score_distributions
@@ -461,14 +461,7 @@ def head_to_head(
     seat_of = np.argsort(agent_at, axis=1)  # seat of each agent of the table, per game of a deal
     deals_per_batch = max(1, batch_size // per_deal)
 
-    bar = None
-    if progress:
-        try:
-            from tqdm import tqdm
-        except ImportError:  # tqdm comes with the train extra; without it, no bar
-            tqdm = None
-        if tqdm is not None:
-            bar = tqdm(total=result.total_games, unit="game", disable=None, leave=False)
+    bar = progress_bar(result.total_games) if progress else None
     start = time.perf_counter()
     try:
         for first in range(0, games, deals_per_batch):

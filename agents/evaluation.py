@@ -339,6 +339,14 @@ def progress_bar(total: int):
     return tqdm(total=total, unit="game", disable=None, leave=False)
 
 
+def figure_bytes(fig, fmt: str) -> bytes:
+    """A finished matplotlib figure as the bytes of a ``fmt`` file (laid out tight, 100 dpi)."""
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, dpi=100)
+    return buffer.getvalue()
+
+
 def pyplot_for(fmt: str):
     """``matplotlib.pyplot`` on the file-only Agg backend, once ``fmt`` is known to be a :data:`PLOT_FORMATS` one.
 
@@ -397,9 +405,6 @@ def render_plot(evaluation: Evaluation, fmt: str = "png") -> bytes:
         right.set_ylabel("mean points")
         right.set_title("mean points per category")
         right.legend(fontsize=8)
-        fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format=fmt, dpi=100)
-        return buffer.getvalue()
+        return figure_bytes(fig, fmt)
     finally:
         plt.close(fig)

@@ -29,7 +29,6 @@ is on turn. An agent with ``table_players == P`` sees the table from its seat
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import math
@@ -40,13 +39,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from agents.base import Agent, check_agents
-from agents.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, Z_95, _rounded, _short, progress_bar, pyplot_for
+from agents.evaluation import (
+    DEFAULT_BATCH_SIZE,
+    MAX_GAMES,
+    Z_95,
+    _rounded,
+    _short,
+    figure_bytes,
+    progress_bar,
+    pyplot_for,
+)
 from agents.win import table_win_probabilities
 from yacht_env import rules as R
 from yacht_env.distributions import ScoreDistributions, score_distributions
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import TableState, game_streams
 from yacht_env.rules import is_int
+from yacht_env.versus import act_at_tables
 
 MAX_PLAYERS = 10
 #: How the confidence intervals are computed (written to the JSON report).
@@ -109,35 +118,14 @@ def play_tables(
     table.start(R.prefix_codes(dice.reshape(n, p, -1, R.NUM_DICE)))
     games = table.players
     solo, view = ObservationEncoder(rules), MultiplayerEncoder(rules, p)
-    index = np.arange(n)
     playing = np.ones(n, dtype=bool)
     if round_starts is not None:
         filled = rules.num_categories - R.open_bits(rules.num_categories).sum(axis=1)  # per open mask
         round_starts[:, 0, 0], round_starts[:, 0, 1] = rules.all_open, 0
     while playing.any():
-        rows = table.on_turn
-        who = agent_at[index, table.current]
+        at = np.flatnonzero(playing)
         actions = np.zeros(n, dtype=np.intp)
-        for i, agent in enumerate(agents):
-            at = np.flatnonzero(playing & (who == i))
-            if at.size == 0:
-                continue
-            r = rows[at]
-            masks = games.mask[r]
-            if getattr(agent, "table_players", None) is None:  # its own game, as Yacht-v0 shows it
-                observations = solo.flat(games.roll[r], games.rolls_left[r], games.open_mask[r])
-            else:  # the table from its seat, as YachtVersus-v0 shows it
-                observations = view.observe(table, table.current)[at]
-            name = getattr(agent, "name", agent)
-            chosen = np.asarray(agent.act(observations, masks)).reshape(-1)
-            if chosen.shape != (at.size,) or not np.issubdtype(chosen.dtype, np.integer):
-                raise ValueError(f"agent {name!r} returned {chosen.dtype} {chosen.shape}, not {at.size} int actions")
-            legal = (chosen >= 0) & (chosen < rules.num_actions)
-            legal &= masks[np.arange(at.size), np.where(legal, chosen, 0)]
-            if not legal.all():
-                bad = int(np.flatnonzero(~legal)[0])
-                raise ValueError(f"agent {name!r} chose illegal action {int(chosen[bad])} at table {int(at[bad])}")
-            actions[at] = chosen
+        actions[at] = act_at_tables(agents, agent_at[at, table.current[at]], table, at, solo, view)
         last_seat = table.current == p - 1
         _, over = table.play(actions, playing)
         if round_starts is not None:  # the last seat's pick ends a round: every player is at a turn start
@@ -654,9 +642,6 @@ def render_plot(result: HeadToHead, fmt: str = "png") -> bytes:
         ax.set_yticks(range(n), labels, fontsize=8)
         ax.set_title(f"win rate of row against column ({result.deals:,} deals, {result.rules.name} rules)", fontsize=9)
         fig.colorbar(image, ax=ax, fraction=0.046)
-        fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format=fmt, dpi=100)
-        return buffer.getvalue()
+        return figure_bytes(fig, fmt)
     finally:
         plt.close(fig)

@@ -54,6 +54,61 @@ def resolve_opponents(opponents: Sequence[Any], rules: R.Rules) -> list[Any]:
     return resolved
 
 
+def act_at_tables(
+    agents: Sequence[Any],
+    who: np.ndarray,
+    table: TableState,
+    tables: np.ndarray,
+    solo: ObservationEncoder,
+    view: MultiplayerEncoder,
+) -> np.ndarray:
+    """One decision of the player on turn at each of ``tables``, played by ``agents[who[j]]``: one batched
+    ``act`` call per agent, on the observation it asks for (its own game as ``Yacht-v0`` shows it, or the
+    table from its seat when its ``table_players`` is set). The versus envs and the head-to-head benchmark
+    seat agents through this.
+
+    Args:
+        agents: The agents.
+        who: ``(len(tables),)``: the index in ``agents`` of the player on turn at each table.
+        table: The batched :class:`~yacht_env.game.TableState`.
+        tables: Indices of the tables that take a decision.
+        solo, view: The encoders of the two observations.
+
+    Returns:
+        ``(len(tables),)`` intp actions, each legal for its player.
+
+    Raises:
+        ValueError: an agent returned something other than one int action per table, or an illegal one
+            (naming the agent, the action and the table).
+    """
+    games, num_actions = table.players, table.rules.num_actions
+    rows = table.on_turn[tables]
+    actions = np.zeros(len(tables), dtype=np.intp)
+    views = None
+    for i, agent in enumerate(agents):
+        at = np.flatnonzero(who == i)
+        if at.size == 0:
+            continue
+        r = rows[at]
+        masks = games.mask[r]
+        if getattr(agent, "table_players", None) is None:
+            observations = solo.flat(games.roll[r], games.rolls_left[r], games.open_mask[r])
+        else:
+            views = view.observe(table, table.current) if views is None else views
+            observations = views[tables[at]]
+        name = getattr(agent, "name", agent)
+        chosen = np.asarray(agent.act(observations, masks)).reshape(-1)
+        if chosen.shape != (at.size,) or not np.issubdtype(chosen.dtype, np.integer):
+            raise ValueError(f"agent {name!r} returned {chosen.dtype} {chosen.shape}, not {at.size} int actions")
+        legal = (chosen >= 0) & (chosen < num_actions)
+        legal &= masks[np.arange(at.size), np.where(legal, chosen, 0)]
+        if not legal.all():
+            bad = int(np.flatnonzero(~legal)[0])
+            raise ValueError(f"agent {name!r} chose illegal action {int(chosen[bad])} at table {int(tables[at[bad]])}")
+        actions[at] = chosen
+    return actions
+
+
 class YachtVersusVectorEnv(BatchedEnv):
     """N tables of Yacht, the learner in one seat of each, fixed opponents in the others.
 
@@ -202,32 +257,11 @@ class YachtVersusVectorEnv(BatchedEnv):
     def _play_opponents(self, tables: np.ndarray) -> None:
         """Opponents on turn at ``tables`` (bool (N,)) play, one decision per table per pass, in batch per
         opponent, until the learner is on turn again or the game is over."""
-        table, games = self._table, self._table.players
+        table = self._table
         active = np.flatnonzero(tables & (table.current != self._learner_seat) & ~self._over)
         while active.size:
-            seats = table.current[active]
-            rows = active * self.num_players + seats
-            who = self._opponent_at[active, seats]
-            actions = np.zeros(len(active), dtype=np.intp)
-            for i, opponent in enumerate(self.opponents):
-                at = np.flatnonzero(who == i) if len(self.opponents) > 1 else np.arange(len(active))
-                if at.size == 0:
-                    continue
-                r = rows[at]
-                masks = games.mask[r]
-                if getattr(opponent, "table_players", None) is None:  # its own game, as Yacht-v0 shows it
-                    observations = self._solo.flat(games.roll[r], games.rolls_left[r], games.open_mask[r])
-                else:  # the table from its seat, as YachtVersus-v0 shows the learner
-                    observations = self._encoder.observe(table, table.current)[active[at]]
-                chosen = np.asarray(opponent.act(observations, masks), dtype=np.intp).reshape(len(at))
-                legal = masks[np.arange(len(at)), chosen]
-                if not legal.all():
-                    bad = int(np.flatnonzero(~legal)[0])
-                    raise ValueError(
-                        f"opponent {i} ({getattr(opponent, 'name', opponent)!r}) chose illegal action "
-                        f"{int(chosen[bad])} at table {int(active[at[bad]])}"
-                    )
-                actions[at] = chosen
+            who = self._opponent_at[active, table.current[active]]
+            actions = act_at_tables(self.opponents, who, table, active, self._solo, self._encoder)
             _, over = table.play(actions, None, active)
             self._over[active] |= over
             active = active[~over & (table.current[active] != self._learner_seat[active])]

@@ -20,6 +20,9 @@ from yacht_env import YachtEnv
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
 
+#: One encoder for every decode: building one costs more than a game step.
+ENCODER = ObservationEncoder()
+
 PRESET_NAMES = ("standard", "classic")
 OBSERVATION_TYPES = ("flat", "dict", "masked")
 NAMES = R.CATEGORIES
@@ -125,7 +128,7 @@ def check_state(env: YachtEnv, obs, info: dict, canonical_keeps: bool = True) ->
         np.testing.assert_array_equal(obs["action_mask"], info["action_mask"])
         obs = obs["observation"]
     if env.observation_type in ("flat", "masked"):
-        roll, rolls_left, open_mask = ObservationEncoder().decode(obs)
+        roll, rolls_left, open_mask = ENCODER.decode(obs)
         assert R.ROLL_TUPLES[int(roll)] == dice
         assert int(rolls_left) == info["rolls_left"]
         assert int(open_mask) == open_mask_of(info)

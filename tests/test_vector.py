@@ -23,6 +23,9 @@ from yacht_env.encoding import ObservationEncoder
 from yacht_env.game import game_streams
 from yacht_env.vector import YachtVectorEnv
 
+#: One encoder for every decode: building one costs more than a game step.
+ENCODER = ObservationEncoder()
+
 PRESET_NAMES = ("standard", "classic")
 AUTORESET_MODES = ("next_step", "same_step")
 MODE_ENUM = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
@@ -75,7 +78,7 @@ def assert_fresh_game(obs, info: dict, i: int, canonical_keeps: bool = True) -> 
     if isinstance(obs, dict):
         assert obs["rolls_left"][i] == R.MAX_ROLLS_LEFT and obs["open_categories"][i].all()
     else:
-        decoded = ObservationEncoder().decode(obs[i])
+        decoded = ENCODER.decode(obs[i])
         assert tuple(int(v) for v in decoded) == (roll, R.MAX_ROLLS_LEFT, R.ALL_OPEN)
 
 
@@ -308,7 +311,7 @@ def test_invariants_over_many_random_games(autoreset_mode, canonical_keeps, pres
         # The observation, the info and the mask all describe the env's state.
         assert env.observation_space.contains(obs)
         assert all(env.single_observation_space.contains(obs[i]) for i in range(0, n, 97))
-        decoded = ObservationEncoder().decode(obs)
+        decoded = ENCODER.decode(obs)
         np.testing.assert_array_equal(decoded[0], roll)
         np.testing.assert_array_equal(decoded[1], rolls_left)
         np.testing.assert_array_equal(decoded[2], open_mask)
@@ -348,7 +351,7 @@ def test_invariants_over_many_random_games(autoreset_mode, canonical_keeps, pres
             final_total = info.get("final_total", np.zeros(n))
             for i in np.flatnonzero(terminated):
                 assert_fresh_game(obs, info, i, canonical_keeps)
-                final_decoded = ObservationEncoder().decode(info["final_obs"][i])
+                final_decoded = ENCODER.decode(info["final_obs"][i])
                 assert (int(final_decoded[1]), int(final_decoded[2])) == (0, 0)
         np.testing.assert_array_equal(returns[terminated], final_total[terminated])  # sum of rewards = score
         finished_games += int(terminated.sum())

@@ -21,6 +21,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -210,12 +211,15 @@ def run_name(config: TrainConfig) -> str:
     return f"{env_id}__{config.rules}__ppo__{config.seed}__{int(time.time())}"
 
 
-def claim_run_folder(output_dir: str | os.PathLike, config: TrainConfig) -> tuple[Path, list[Path]]:
+def claim_run_folder(
+    output_dir: str | os.PathLike, config: TrainConfig, name: str | None = None
+) -> tuple[Path, list[Path]]:
     """Creates a new, empty run folder in ``output_dir`` (made if missing) and returns it.
 
     The folder is created exclusively (``mkdir`` without ``exist_ok``): a second run started in the same
     second gets ``<name>-2`` (then ``-3``, ...), never the same folder. Creating it is also the check that
-    ``output_dir`` can be written, made before any slow work.
+    ``output_dir`` can be written, made before any slow work. An explicit ``name`` (a sweep's trial) is that
+    folder exactly, and an existing one is an error.
 
     Returns:
         The run folder, and every folder created for it (outermost first), for :func:`release_run_folder`.
@@ -231,6 +235,13 @@ def claim_run_folder(output_dir: str | os.PathLike, config: TrainConfig) -> tupl
             if not folder.is_dir():
                 folder.mkdir()
                 created.append(folder)
+        if name is not None:
+            folder = output_dir / name
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                raise ValueError(f"cannot create run folder '{folder}': it exists") from None
+            return folder, [*created, folder]
         name = run_name(config)
         for attempt in range(1, 1000):
             folder = output_dir / (name if attempt == 1 else f"{name}-{attempt}")
@@ -362,8 +373,11 @@ class StopFlag:
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> StopFlag:
-        for sig in self.SIGNALS:
-            self._previous[sig] = signal.signal(sig, self._handle)
+        # Signal handlers belong to the main thread; elsewhere (a Ray Tune trial runs train() in a thread of its
+        # worker) the owner of the thread stops the run, and nothing is installed.
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
     def arm(self) -> None:
@@ -569,6 +583,7 @@ class RunCheckpointCallback(BaseCallback):
         super().__init__()
         self.folder, self.every = folder, every
         self.last: int | None = None
+        self.last_path: Path | None = None
 
     def _on_training_start(self) -> None:
         self.last = self.model.num_timesteps
@@ -584,7 +599,42 @@ class RunCheckpointCallback(BaseCallback):
         self.last = self.model.num_timesteps
         path = self.folder / f"step_{self.model.num_timesteps}.zip"
         save_atomically(self.model, path)
+        self.last_path = path
         return path
+
+
+class ReportCallback(BaseCallback):
+    """Hands each new learning-curve row to ``report(row, checkpoint)``, with the checkpoint saved at the same
+    point of the run (``None`` if none was): the hook a sweep uses to tell Ray Tune how a trial is doing.
+
+    Placed after :class:`CurveCallback` and :class:`RunCheckpointCallback`, so that at a rollout's start it sees
+    the evaluation and the checkpoint made there; :func:`train` calls :meth:`flush` once more at the end.
+    """
+
+    def __init__(self, report, curve: CurveCallback, checkpoints: RunCheckpointCallback) -> None:
+        super().__init__()
+        self.report, self.curve, self.checkpoints = report, curve, checkpoints
+        self.reported_rows = len(curve.rows)
+        self.reported_checkpoint: Path | None = None
+
+    def _on_rollout_start(self) -> None:
+        self.flush()
+
+    def _on_step(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        rows = self.curve.rows[self.reported_rows :]
+        self.reported_rows = len(self.curve.rows)
+        checkpoint = self.checkpoints.last_path
+        if checkpoint == self.reported_checkpoint:
+            checkpoint = None
+        if checkpoint is not None and not rows and self.curve.rows:  # a checkpoint between two evaluations
+            rows = [self.curve.rows[-1]]
+        for i, row in enumerate(rows):
+            self.report(row, checkpoint if i == len(rows) - 1 else None)
+        if checkpoint is not None and rows:
+            self.reported_checkpoint = checkpoint
 
 
 # --------------------------------------------------------------------------------------------------
@@ -596,6 +646,8 @@ def train(
     resume: str | os.PathLike | None = None,
     command: str | None = None,
     progress: bool = True,
+    name: str | None = None,
+    report=None,
 ) -> Path:
     """Trains a new run (or resumes one: pass :func:`resume_config`'s config) and returns its folder.
 
@@ -608,6 +660,10 @@ def train(
     ``model.zip`` between two PPO updates and returns; a second one, or one before training starts, raises
     :class:`Abort` (a ``KeyboardInterrupt``) at once. ``resume=<that checkpoint>`` continues in the same
     folder with the same learning-rate schedule.
+
+    ``name`` makes the new run's folder exactly ``output_dir/name`` (a sweep's trial) instead of a fresh
+    :func:`run_name`. ``report(row, checkpoint)``, if given, is called with each learning-curve row as it is
+    written and the checkpoint saved at that point, if any (see :class:`ReportCallback`).
 
     Raises:
         ValueError: a bad config, an output folder that cannot be written, a missing or corrupt
@@ -624,7 +680,7 @@ def train(
                 raise ValueError(f"cannot resume: checkpoint {str(resume)!r} not found")
             run_dir, claimed = run_folder_of(resume), []
         else:
-            run_dir, claimed = claim_run_folder(output_dir, config)
+            run_dir, claimed = claim_run_folder(output_dir, config, name)
         env = None
         try:
             torch.set_num_threads(config.torch_threads)
@@ -658,9 +714,11 @@ def train(
         checkpoints = RunCheckpointCallback(run_dir / "checkpoints", config.checkpoint_every_timesteps)
         stopper = StopCallback(stop, config.max_minutes, start, speed)
         entropy = EntropyScheduleCallback(config.ppo.ent_coef, config.ppo.ent_coef_final, config.total_timesteps)
-        # The order matters: at a rollout's start evaluate, then checkpoint; at each step update the bar, then
-        # look for a stop; at a rollout's end set the coming update's entropy bonus and measure the speed.
-        callbacks = CallbackList([curve, checkpoints, speed, stopper, entropy])
+        # The order matters: at a rollout's start evaluate, then checkpoint, then report both; at each step update
+        # the bar, then look for a stop; at a rollout's end set the coming update's entropy bonus and measure the
+        # speed.
+        reporter = ReportCallback(report, curve, checkpoints) if report is not None else None
+        callbacks = CallbackList([curve, checkpoints, *([reporter] if reporter else []), speed, stopper, entropy])
         stop.arm()
         try:
             model.learn(remaining, callback=callbacks, reset_num_timesteps=resume is None, tb_log_name="ppo")
@@ -668,6 +726,8 @@ def train(
             if not stopper.interrupted and curve.last_eval != model.num_timesteps:
                 curve.evaluate()
             save_atomically(model, run_dir / "model.zip")
+            if reporter is not None:
+                reporter.flush()
             if config.opponents:
                 plot_versus_curve(run_dir / CURVE_FILE, run_dir / PLOT_FILE, config)
             else:

@@ -392,3 +392,45 @@ def test_a_grid_times_random_samples_is_every_combination_and_reproducible():
     assert config.policy.net_arch == [32, 32] and config.seed == 5 and config.torch_threads == 2
     other = parse_sweep({**data, "search": {**data["search"], "sample_seed": 8}})
     assert {c.overrides["ppo.learning_rate"] for c in other.configurations} != draws
+
+
+def test_the_sweep_file_and_flags_reach_tune(tmp_path, monkeypatch):
+    """What run_sweep hands Ray Tune: ASHA on timesteps, retries, concurrency, resources, storage, trials in order."""
+    import ray
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+
+    import agents.sweep as sweep_module
+
+    seen = {}
+
+    class FakeTuner:
+        def __init__(self, trainable, **kwargs):
+            seen.update(kwargs, trainable=trainable)
+
+        def fit(self):
+            seen["fitted"] = True
+
+    monkeypatch.setattr(ray, "init", lambda **kwargs: seen.setdefault("init", kwargs))
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    monkeypatch.setattr(tune, "Tuner", FakeTuner)
+    monkeypatch.setattr(sweep_module, "collect", lambda sweep, folder: folder)
+    data = bad(early_stopping={"grace_timesteps": 2 * STEP, "reduction_factor": 3}, retries=5)
+    folder = sweep_module.run_sweep(parse_sweep(data), tmp_path / "s", cpus_per_trial=2, max_concurrent=3)
+    assert folder == (tmp_path / "s" / "tiny").resolve() and seen["fitted"]
+    assert seen["init"] == {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    tune_config, run_config = seen["tune_config"], seen["run_config"]
+    scheduler = tune_config.scheduler
+    assert isinstance(scheduler, ASHAScheduler) and scheduler._time_attr == "timesteps"
+    assert scheduler._max_t == 6 * STEP and scheduler._reduction_factor == 3
+    assert [milestone for milestone, _ in scheduler._brackets[0]._rungs] == [6 * STEP, 2 * STEP]  # grace, x3
+    assert (tune_config.metric, tune_config.mode, tune_config.max_concurrent_trials) == ("percent_of_optimal", "max", 3)
+    assert run_config.failure_config.max_failures == 5
+    assert (run_config.name, run_config.storage_path) == ("tiny", str(folder.parent))
+    assert seen["trainable"]._resources.required_resources == {"CPU": 2}
+    trials = seen["param_space"]["trial"]["grid_search"]
+    assert [t["run"] for t in trials] == RUNS and all(t["config"]["torch_threads"] == 2 for t in trials)
+    assert yaml.safe_load((folder / "sweep_spec.yaml").read_text())["settings"] == {
+        "cpus_per_trial": 2,
+        "max_concurrent": 3,
+    }

@@ -443,10 +443,17 @@ def _progress_callback(metric: str, total_timesteps: int | None, say):
     from ray import tune
 
     class ProgressLines(tune.Callback):
-        """One line per trial result (each evaluation), and one when a trial ends, fails or restarts."""
+        """One line per evaluation of a trial, and one when a trial ends, fails or restarts. (A checkpoint saved
+        between two evaluations is reported with the last row again: that row is not printed twice.)"""
+
+        def __init__(self) -> None:
+            self.printed: dict[str, int] = {}
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             run = trial.config["trial"]["run"]
+            if self.printed.get(run) == result["timesteps"]:
+                return
+            self.printed[run] = result["timesteps"]
             value = result.get(metric)
             shown = f"{value:.2f}% of optimal" if metric == "percent_of_optimal" else f"win rate {value:.3f}"
             budget = f"/{total_timesteps:,}" if total_timesteps else ""

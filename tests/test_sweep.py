@@ -92,7 +92,8 @@ def timesteps_of(run_dir: Path) -> list[int]:
 @pytest.fixture(scope="module")
 def local_sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("local")
-    config = write_sweep(tmp, TINY)
+    # Checkpoints between evaluations (at 3, 6 rollouts; evaluations at 2, 4, 6): reported to Tune with the last row.
+    config = write_sweep(tmp, {**TINY, "base": {**TINY["base"], "checkpoint_every_timesteps": 3 * STEP}})
     storage = tmp / "sweeps"
     folder = storage / "tiny"
     first = folder / "runs" / RUNS[0]
@@ -143,7 +144,7 @@ def test_a_trial_folder_is_accepted_by_evaluate_and_train_resume(local_sweep):
     import evaluate
 
     run_dir = local_sweep["folder"] / "runs" / RUNS[1]
-    config = resume_config(run_dir / "checkpoints" / f"step_{4 * STEP}.zip", {"total_timesteps": 8 * STEP})
+    config = resume_config(run_dir / "checkpoints" / f"step_{3 * STEP}.zip", {"total_timesteps": 8 * STEP})
     assert config.seed == 1 and config.ppo.learning_rate == 3.0e-4 and config.total_timesteps == 8 * STEP
     assert evaluate.main(["--agents", f"ppo:{run_dir / 'model.zip'}", "--games", "20"]) == 0
 
@@ -174,7 +175,9 @@ def test_the_results_hold_mean_iqm_cis_and_probability_of_improvement(local_swee
 def test_each_evaluation_of_each_trial_prints_a_progress_line(local_sweep):
     printed = local_sweep["first"] + local_sweep["out"]
     for run in RUNS:
-        assert f"[{run}] {6 * STEP:,}/{6 * STEP:,} steps" in printed
+        for step in (2 * STEP, 4 * STEP, 6 * STEP):  # once in each process, though the checkpoint at 3 re-reports 2
+            line = f"[{run}] {step:,}/{6 * STEP:,} steps"
+            assert line in printed and local_sweep["first"].count(line) <= 1 and local_sweep["out"].count(line) <= 1
         assert f"[{run}] done" in printed
     assert f"[{RUNS[0]}] {2 * STEP:,}/{6 * STEP:,} steps" in local_sweep["first"]
 

@@ -522,12 +522,13 @@ def run_sweep(
     cpus_per_trial: int = 1,
     max_concurrent: int | None = None,
     resume: str | os.PathLike | None = None,
-    say=print,
+    say=None,
 ) -> SweepOutcome:
     """Runs (or, with ``resume=<sweep folder>``, continues) a sweep on Ray Tune and writes its results.
 
     Starts a local Ray (no dashboard), or joins ``address`` (``auto`` or ``HOST:PORT``). A new sweep's folder
-    is ``<storage>/<name>`` (``name`` from the sweep, else ``sweep__<unix time>``).
+    is ``<storage>/<name>`` (``name`` from the sweep, else ``sweep__<unix time>``). ``say(line)`` shows the
+    progress lines (default: printed and flushed at once).
 
     Returns:
         The outcome. When every trial has ended (finished, stopped early by ASHA, or failed for good) the
@@ -537,6 +538,11 @@ def run_sweep(
         ValueError: the folder exists (a new sweep) or is not a sweep folder (resume), Ray cannot start or
             connect.
     """
+    if say is None:  # progress lines as they come, even into a file or a pipe
+
+        def say(line: str) -> None:
+            print(line, flush=True)
+
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     import ray

@@ -277,21 +277,30 @@ def validate(config: TrainConfig) -> TrainConfig:
     return config
 
 
+def read_yaml(path: str | os.PathLike, what: str = "config") -> Any:
+    """The contents of a YAML file (``what`` names it in errors: ``config``, ``sweep``).
+
+    Raises:
+        ValueError: missing or unreadable file, bad YAML (one line).
+    """
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise ValueError(f"cannot read {what} {str(path)!r}: {error.strerror or error}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        first = str(error).splitlines()[0] if str(error) else "invalid YAML"
+        raise ValueError(f"{what} {str(path)!r} is not valid YAML: {first}") from None
+
+
 def load_config(path: str | os.PathLike, overrides: dict[str, Any] | None = None) -> TrainConfig:
     """Reads a YAML config, applies top-level ``overrides`` (CLI flags), validates.
 
     Raises:
         ValueError: missing or unreadable file, bad YAML, unknown key, bad value.
     """
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise ValueError(f"cannot read config {str(path)!r}: {error.strerror or error}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        first = str(error).splitlines()[0] if str(error) else "invalid YAML"
-        raise ValueError(f"config {str(path)!r} is not valid YAML: {first}") from None
+    data = read_yaml(path, "config")
     if data is None:
         data = {}
     config = _from_dict(TrainConfig, data, "")

@@ -42,7 +42,7 @@ from typing import Any
 
 import yaml
 
-from agents.config import MAX_SEED, TrainConfig, _from_dict, validate
+from agents.config import MAX_SEED, TrainConfig, _from_dict, read_yaml, validate
 from agents.training import CURVE_FILE, curve_fields, read_curve
 from yacht_env.rules import is_int
 from yacht_env.util import atomic_write
@@ -323,16 +323,7 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
     Raises:
         ValueError: missing or unreadable file, bad YAML, or any bad key or value (see :func:`parse_sweep`).
     """
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise ValueError(f"cannot read sweep {str(path)!r}: {error.strerror or error}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        first = str(error).splitlines()[0] if str(error) else "invalid YAML"
-        raise ValueError(f"sweep {str(path)!r} is not valid YAML: {first}") from None
-    return parse_sweep(data, f"sweep {str(path)!r}")
+    return parse_sweep(read_yaml(path, "sweep"), f"sweep {str(path)!r}")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -663,7 +663,7 @@ def collect(sweep: Sweep, folder: Path) -> SweepOutcome:
         seed=sweep.statistics["seed"],
     )
     summary["sweep"] = {
-        "folder": str(folder),
+        "name": folder.name,
         "configurations": [dataclasses.asdict(c) for c in sweep.configurations],
         "seeds": sweep.seeds,
         "budget": {"total_timesteps": sweep.total_timesteps, "max_minutes": sweep.max_minutes},

@@ -240,6 +240,7 @@ def claim_run_folder(
             try:
                 folder.mkdir()
             except FileExistsError:
+                release_run_folder(created)
                 raise ValueError(f"cannot create run folder '{folder}': it exists") from None
             return folder, [*created, folder]
         name = run_name(config)

@@ -1153,3 +1153,21 @@ def test_a_ppo_opponent_of_another_table_size_is_one_clear_error(versus, tmp_pat
         "--config", str(config), "--opponents", f"ppo:{tmp_path / 'bad.zip'}", "--output-dir", str(tmp_path / "runs")
     )
     check_clean_error(result, tmp_path / "runs", "not a MaskablePPO model")
+
+
+def test_a_named_run_folder_is_that_folder_and_never_an_existing_one(tmp_path):
+    """``train(name=...)`` (a sweep's trial): exactly ``output_dir/name``; an existing one is an error that leaves
+    no folder it made."""
+    config = TrainConfig()
+    folder, created = claim_run_folder(tmp_path / "a" / "b", config, "trial__seed0")
+    assert folder == tmp_path / "a" / "b" / "trial__seed0" and folder.is_dir()
+    assert created == [tmp_path / "a", tmp_path / "a" / "b", folder]
+    with pytest.raises(ValueError, match="trial__seed0': it exists"):
+        claim_run_folder(tmp_path / "a" / "b", config, "trial__seed0")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "x").mkdir()
+    with pytest.raises(ValueError, match="it exists"):
+        claim_run_folder(tmp_path / "c", config, "x")
+    with pytest.raises(ValueError, match="it exists"):
+        claim_run_folder(tmp_path / "d" / "e", config, "..")  # d/e/.. is d, made just now: removed again
+    assert not (tmp_path / "d").exists()

@@ -13,10 +13,13 @@ as run), ``runs/<configuration>__seed<k>/`` (the trials' run folders) and, at th
 seeds, probability of improvement, learning curves with CI bands).
 
 **Fault tolerance.** Each evaluation is reported to Tune; each training checkpoint goes with it as a Tune
-checkpoint. A trial whose worker dies is started again (``retries`` times) from its last Tune checkpoint, and
-:func:`run_trial` resumes its run folder from there (``train(resume=...)``: the curve keeps its rows up to
-that step). An interrupted sweep (Ctrl-C) saves Tune's state; :func:`run_sweep` with ``resume=True``
-(``sweep.py --resume``) continues the unfinished trials from their checkpoints and leaves the finished ones.
+checkpoint. A trial whose worker dies is started again (``retries`` times), and :func:`run_trial` resumes its
+run folder from the newest whole checkpoint, Tune's last one or a newer one in the run folder (saved just
+before the worker died, not yet reported): ``train(resume=...)``, so the curve keeps its rows up to that step
+and evaluates on at the steps it would have. A run that had finished (``model.zip``, written last) is
+reported as it is, never trained again. An interrupted sweep (Ctrl-C) saves Tune's state;
+:func:`run_sweep` with ``resume=<folder>`` (``sweep.py --resume``) continues the unfinished trials from their
+checkpoints and leaves the finished ones.
 
 **Several machines.** ``address`` joins a running Ray cluster. Every machine needs the project installed
 (``pip install -e '.[sweep]'``) and ``storage`` must be a folder that all of them see at the same path (NFS or
@@ -336,12 +339,26 @@ def _node() -> dict[str, Any]:
     return {"node_id": context.get_node_id(), "hostname": socket.gethostname(), "pid": os.getpid()}
 
 
-def _record_attempt(run_dir: Path, trial: dict[str, Any], resumed_from: int) -> None:
-    """Appends this attempt (node, process, the step it starts from) to the run folder's ``trial.json``."""
+def _read_record(run_dir: Path) -> dict[str, Any] | None:
     path = run_dir / TRIAL_FILE
-    record = json.loads(path.read_text()) if path.is_file() else {**trial, "attempts": []}
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _record_attempt(run_dir: Path, record: dict[str, Any], resumed_from: int) -> None:
+    """Appends this attempt (node, process, the step it starts from) to ``record`` and writes it to the run
+    folder's ``trial.json``."""
     record["attempts"].append({**_node(), "from_timesteps": resumed_from, "started": time.time()})
-    atomic_write(path, json.dumps(record, indent=2) + "\n")
+    atomic_write(run_dir / TRIAL_FILE, json.dumps(record, indent=2) + "\n")
+
+
+def _step(checkpoint: Path) -> int:
+    return int(checkpoint.stem.split("_")[1])
+
+
+def _latest_checkpoint(run_dir: Path) -> Path | None:
+    """The run folder's checkpoint of the most steps (each is whole: written atomically), if any."""
+    checkpoints = list((run_dir / "checkpoints").glob("step_*.zip"))
+    return max(checkpoints, key=_step) if checkpoints else None
 
 
 def _restore(checkpoint, run_dir: Path) -> Path:
@@ -367,7 +384,8 @@ def run_trial(params: dict[str, Any]) -> None:
 
     ``params["trial"]`` holds the run folder's name (``run``), the ``configuration``, the ``seed``, the full training
     ``config`` and the ``sweep_dir``. Each curve row is reported to Tune (its metrics, the node) and each
-    checkpoint with it; a restarted trial resumes from Tune's last checkpoint.
+    checkpoint with it; a restarted trial resumes from its newest checkpoint (see the module's "Fault
+    tolerance").
     """
     from ray import tune
 
@@ -378,21 +396,28 @@ def run_trial(params: dict[str, Any]) -> None:
     sweep_dir = Path(spec["sweep_dir"])
     config = validate(_from_dict(TrainConfig, copy.deepcopy(spec["config"]), ""))
     run_dir = sweep_dir / RUNS / trial["run"]
+    if (run_dir / "model.zip").is_file():
+        # The run finished (train() writes model.zip last) but Tune did not hear of it: the attempt died, or the
+        # sweep was interrupted, between the run's end and its last report. Report the end; train nothing again.
+        final = read_curve(run_dir / CURVE_FILE, curve_fields(config))[-1]
+        tune.report({**final, "run": trial["run"], **{k: v for k, v in _node().items() if k != "pid"}})
+        return
+    # Resume from the newest whole checkpoint: Tune's last one, or a newer one in the run folder (the attempt
+    # died between saving it and reporting it); with none, start afresh, keeping the record of the attempts.
     checkpoint = tune.get_checkpoint()
-    resume = None
     if checkpoint is not None:
-        resume = _restore(checkpoint, run_dir)
-    elif run_dir.exists():  # an attempt that died before its first checkpoint: start afresh
+        _restore(checkpoint, run_dir)
+    resume = _latest_checkpoint(run_dir)
+    record = _read_record(run_dir) or {"trial_id": tune.get_context().get_trial_id(), **trial, "attempts": []}
+    if resume is None and run_dir.exists():
         shutil.rmtree(run_dir)
-    step = int(resume.stem.split("_")[1]) if resume is not None else 0
-    if resume is not None and step >= config.total_timesteps and (run_dir / "model.zip").is_file():
-        return  # the last attempt died after finishing its run (between its last report and its return)
+    step = _step(resume) if resume is not None else 0
     node = _node()
     state = {"recorded": False}
 
     def report(row: dict[str, float], saved: Path | None) -> None:
-        if not state["recorded"]:
-            _record_attempt(run_dir, {"trial_id": tune.get_context().get_trial_id(), **trial}, step)
+        if not state["recorded"]:  # the folder exists now (train() made it for a new run)
+            _record_attempt(run_dir, record, step)
             state["recorded"] = True
         metrics = {**row, "run": trial["run"], "node_id": node["node_id"], "hostname": node["hostname"]}
         if saved is None:

@@ -508,9 +508,11 @@ class CurveCallback(BaseCallback):
         self.last_eval: int | None = None
 
     def _on_training_start(self) -> None:
-        self.last_eval = self.model.num_timesteps
         if not self.rows:  # a new run: the untrained policy is the curve's first point
             self.evaluate()
+        # A resumed run keeps the schedule of its curve (every eval.every_timesteps from its last row), so that
+        # it evaluates at the steps the run would have evaluated at without the interruption.
+        self.last_eval = self.rows[-1]["timesteps"]
 
     def _on_rollout_start(self) -> None:
         # Called after the previous rollout's update: the policy evaluated here is the one trained on every
@@ -726,13 +728,13 @@ def train(
             path = checkpoints.save()
             if not stopper.interrupted and curve.last_eval != model.num_timesteps:
                 curve.evaluate()
-            save_atomically(model, run_dir / "model.zip")
-            if reporter is not None:
-                reporter.flush()
             if config.opponents:
                 plot_versus_curve(run_dir / CURVE_FILE, run_dir / PLOT_FILE, config)
             else:
                 plot_curve(run_dir / CURVE_FILE, run_dir / PLOT_FILE, levels, config.rules)
+            save_atomically(model, run_dir / "model.zip")  # last: a run folder with model.zip is a complete run
+            if reporter is not None:
+                reporter.flush()
         finally:
             speed.close()
             env.close()

@@ -97,7 +97,7 @@ def local_sweep(tmp_path_factory):
     storage = tmp / "sweeps"
     folder = storage / "tiny"
     first = folder / "runs" / RUNS[0]
-    process = start("--config", str(config), "--storage", str(storage), "--max-concurrent", "1", log=tmp / "first")
+    process = start("--config", str(config), "--storage", str(storage), log=tmp / "first")  # two trials at a time
     wait_for(lambda: (first / "model.zip").is_file(), "the first trial's model", process)
     first_model = (first / "model.zip").stat().st_mtime_ns
     process.send_signal(signal.SIGINT)
@@ -206,6 +206,9 @@ def cluster_sweep(tmp_path_factory):
     config = write_sweep(tmp, data)
     storage = tmp / "sweeps"
     folder = storage / "two-nodes"
+    # Ray's nodes install SIGTERM/SIGINT handlers in this process and leave them after shutdown: put them back,
+    # so that later tests (train.py's signal handling) see this process as it was.
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     try:
         cluster.add_node(num_cpus=1)
@@ -229,6 +232,8 @@ def cluster_sweep(tmp_path_factory):
         status = finish(process)
     finally:
         cluster.shutdown()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
     return {
         "folder": folder,
         "status": status,

@@ -344,6 +344,11 @@ def _read_record(run_dir: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def _metrics(row: dict[str, float], run: str, node: dict[str, Any]) -> dict[str, Any]:
+    """What a trial reports to Tune: a curve row, its run folder and the node that ran it."""
+    return {**row, "run": run, "node_id": node["node_id"], "hostname": node["hostname"]}
+
+
 def _record_attempt(run_dir: Path, record: dict[str, Any], resumed_from: int) -> None:
     """Appends this attempt (node, process, the step it starts from) to ``record`` and writes it to the run
     folder's ``trial.json``."""
@@ -400,7 +405,7 @@ def run_trial(params: dict[str, Any]) -> None:
         # The run finished (train() writes model.zip last) but Tune did not hear of it: the attempt died, or the
         # sweep was interrupted, between the run's end and its last report. Report the end; train nothing again.
         final = read_curve(run_dir / CURVE_FILE, curve_fields(config))[-1]
-        tune.report({**final, "run": trial["run"], **{k: v for k, v in _node().items() if k != "pid"}})
+        tune.report(_metrics(final, trial["run"], _node()))
         return
     # Resume from the newest whole checkpoint: Tune's last one, or a newer one in the run folder (the attempt
     # died between saving it and reporting it); with none, start afresh, keeping the record of the attempts.
@@ -419,7 +424,7 @@ def run_trial(params: dict[str, Any]) -> None:
         if not state["recorded"]:  # the folder exists now (train() made it for a new run)
             _record_attempt(run_dir, record, step)
             state["recorded"] = True
-        metrics = {**row, "run": trial["run"], "node_id": node["node_id"], "hostname": node["hostname"]}
+        metrics = _metrics(row, trial["run"], node)
         if saved is None:
             tune.report(metrics)
             return
@@ -566,14 +571,13 @@ def run_sweep(
 
     if resume is not None:
         folder = Path(resume).resolve()
-        settings = {"cpus_per_trial": cpus_per_trial, "max_concurrent": max_concurrent}
     else:
         folder = (Path(storage) / (sweep.name or f"sweep__{int(time.time())}")).resolve()
         if folder.exists():
             raise ValueError(f"sweep folder '{folder}' exists: continue it with --resume, or choose another name")
-        settings = {"cpus_per_trial": cpus_per_trial, "max_concurrent": max_concurrent}
-    params = _trial_params(sweep, folder, settings["cpus_per_trial"])
-    trainable = tune.with_resources(run_trial, {"cpu": settings["cpus_per_trial"]})
+    settings = {"cpus_per_trial": cpus_per_trial, "max_concurrent": max_concurrent}
+    params = _trial_params(sweep, folder, cpus_per_trial)
+    trainable = tune.with_resources(run_trial, {"cpu": cpus_per_trial})
     try:
         if address is None:
             ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)

@@ -48,6 +48,12 @@ class PolicyConfig:
     :data:`MAX_LAYER_WIDTH` units)."""
     activation: str = "relu"
     """``relu`` or ``tanh``."""
+    chase_inputs: bool = True
+    """Both MLPs also see each open category's chase value: its expected points if the rest of the turn is
+    played for it alone, from the dice odds (:class:`agents.policy.OddsPolicy`; nothing of the solver)."""
+    keep_head: bool = True
+    """Each keep's logit adds learned per-category weights times the chase values after that keep
+    (:class:`agents.policy.OddsPolicy`). With neither option the policy is SB3's ``MlpPolicy``."""
 
 
 @dataclass
@@ -110,7 +116,7 @@ class TrainConfig:
     ``0..len(opponents)``."""
     seed: int = 0
     """Seed of the env, the policy initialisation and PPO's sampling (0..:data:`MAX_SEED`)."""
-    total_timesteps: int = 24_000_000
+    total_timesteps: int = 14_000_000
     """Environment steps to train for (the learning-rate schedule spans this)."""
     max_minutes: float | None = 60.0
     """Stop after this many minutes of training and save (``None``: no limit)."""
@@ -118,7 +124,7 @@ class TrainConfig:
     """Games stepped together by the native vector env (at most :data:`MAX_N_ENVS`)."""
     device: str = "cpu"
     """Torch device: ``cpu``, or ``cuda``, ``cuda:<i>``, ``mps`` where torch has them."""
-    torch_threads: int = 2
+    torch_threads: int = 1
     """Torch CPU threads, 1..:data:`MAX_TORCH_THREADS`."""
     reward_scale: float = 0.02
     """Rewards are multiplied by this inside training only (the env's reward stays the score)."""
@@ -245,6 +251,9 @@ def validate(config: TrainConfig) -> TrainConfig:
         )
     if config.policy.activation not in ("relu", "tanh"):
         raise ValueError(f"policy.activation must be 'relu' or 'tanh', got {config.policy.activation!r}")
+    for name in ("chase_inputs", "keep_head"):
+        if not isinstance(getattr(config.policy, name), bool):
+            raise ValueError(f"policy.{name} must be true or false, got {getattr(config.policy, name)!r}")
     p = config.ppo
     _check_number("ppo.n_steps", p.n_steps, int, 1, high=MAX_ROLLOUT_STEPS)
     _check_number("ppo.batch_size", p.batch_size, int, 2)

@@ -178,8 +178,20 @@ def make_model(config: TrainConfig, env, tensorboard_dir: str | None):
 
     p = config.ppo
     activation = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[config.policy.activation]
+    policy_kwargs = {
+        "net_arch": {"pi": list(config.policy.net_arch), "vf": list(config.policy.net_arch)},
+        "activation_fn": activation,
+    }
+    policy = "MlpPolicy"
+    if config.policy.chase_inputs or config.policy.keep_head:
+        from agents.policy import OddsPolicy
+
+        policy = OddsPolicy
+        policy_kwargs.update(
+            rules=config.rules, chase_inputs=config.policy.chase_inputs, keep_head=config.policy.keep_head
+        )
     return MaskablePPO(
-        "MlpPolicy",
+        policy,
         env,
         learning_rate=linear_schedule(p.learning_rate, p.learning_rate_final),
         n_steps=p.n_steps,
@@ -191,10 +203,7 @@ def make_model(config: TrainConfig, env, tensorboard_dir: str | None):
         ent_coef=p.ent_coef,
         vf_coef=p.vf_coef,
         max_grad_norm=p.max_grad_norm,
-        policy_kwargs={
-            "net_arch": {"pi": list(config.policy.net_arch), "vf": list(config.policy.net_arch)},
-            "activation_fn": activation,
-        },
+        policy_kwargs=policy_kwargs,
         tensorboard_log=tensorboard_dir,
         seed=config.seed,
         device=config.device,

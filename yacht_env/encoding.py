@@ -28,6 +28,7 @@ encoder's contract (``decode(flat(s)) == s``), so the layout's indices are known
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -67,6 +68,46 @@ ROLLS_LEFT_SLICE = _YACHT_LAYOUT["rolls_left"]
 SCORE_NOW_SLICE = _YACHT_LAYOUT["score_now"]
 OPEN_SLICE = _YACHT_LAYOUT["open"]
 OPEN_FRACTION_INDEX = _YACHT_LAYOUT["open_fraction"].start
+
+
+@functools.cache
+def chase_values(rules: str | R.Rules = "standard") -> np.ndarray:
+    """``V[t, r, k]``: the expected points of category ``k`` from roll ``r`` with ``t`` re-rolls left, when the
+    rest of the turn is played for ``k`` alone (each keep the best for ``k``; stopping early allowed).
+
+    What a player sees at a glance ("three fives and two rolls left: about 19 in Fives"), from the dice odds
+    and the score table only: one category and one turn, no later turn, nothing of the solver. ``V[0]`` is
+    the score table. Float64, ``(3, 252, num_categories)``, read-only.
+    """
+    rules = R.get_rules(rules)
+    return _chase_tables(rules)[0]
+
+
+@functools.cache
+def keep_chase_values(rules: str | R.Rules = "standard") -> np.ndarray:
+    """``F[t, r, m, k]``: with ``t`` re-rolls left at roll ``r``, category ``k``'s :func:`chase_values` after
+    keep-mask ``m`` and the re-roll (``t - 1`` re-rolls left then): the expected points of playing for ``k``
+    from that keep on. Zero where the keep is not possible: ``t = 0`` and the keep-all mask 31.
+    Float64, ``(3, 252, 32, num_categories)``, read-only.
+    """
+    rules = R.get_rules(rules)
+    return _chase_tables(rules)[1]
+
+
+@functools.cache
+def _chase_tables(rules: R.Rules) -> tuple[np.ndarray, np.ndarray]:
+    score = R.score_table(rules).astype(np.float64)  # (252, C)
+    values = np.empty((R.ROLLS_PER_TURN, *score.shape))
+    after_keep = np.zeros((R.ROLLS_PER_TURN, R.NUM_ROLLS, R.NUM_KEEPS, score.shape[1]))
+    values[0] = score
+    for t in range(1, R.ROLLS_PER_TURN):
+        kept = R.TRANSITION @ values[t - 1]  # (462, C): expected value after keeping each multiset
+        after_keep[t] = kept[R.KEEP]
+        after_keep[t, :, R.KEEP_ALL] = 0.0
+        values[t] = np.maximum(score, after_keep[t].max(axis=1))  # score now, or the best keep
+    values.flags.writeable = False
+    after_keep.flags.writeable = False
+    return values, after_keep
 
 
 class State(NamedTuple):

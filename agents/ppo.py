@@ -16,7 +16,8 @@ class PPOAgent(Agent):
     The model must have been trained on a flat observation of the preset's sheet with
     ``Discrete(rules.num_actions)`` actions: the solo one (``Box`` of ``encoder.size``, 64 for Yacht, the same
     for every preset of 12 categories) or a table's view from ``YachtVersus-v0`` (a ``P``-player
-    :class:`~yacht_env.encoding.MultiplayerEncoder`'s size; the agent's ``table_players`` is then ``P``).
+    :class:`~yacht_env.encoding.MultiplayerEncoder`'s size; the agent's ``table_players`` is then ``P``). A model
+    of :class:`agents.policy.OddsPolicy` (the default recipe) also names its preset, and must be played on it.
 
     Raises:
         ValueError: the file is missing, is not a loadable MaskablePPO model, or has other spaces.
@@ -64,6 +65,9 @@ class PPOAgent(Agent):
                 f"YachtVersus-v0 a table's view of {sorted(s for s in sizes if s != self.encoder.size)} values"
             )
         self.table_players = sizes[shape[0]]
+        trained = getattr(self.model.policy, "rules", None)  # an OddsPolicy knows its preset (its odds tables)
+        if trained is not None and trained != self.rules:
+            raise ValueError(f"cannot use {what} for the {self.rules.name!r} rules: it was trained on {trained.name!r}")
 
     @classmethod
     def from_model(cls, model, rules: str | R.Rules = "standard", name: str = "ppo") -> PPOAgent:

@@ -594,6 +594,8 @@ CONFIG_ERRORS = {
     "unknown rules": ({"rules": "nope"}, "unknown rules 'nope'"),
     "eval.games 0": ({"eval": {"games": 0}}, "eval.games must be an int >= 1, got 0"),
     "reward_scale -1": ({"reward_scale": -1}, "reward_scale must be a number > 0, got -1"),
+    "chase_inputs 1": ({"policy": {"chase_inputs": 1}}, "policy.chase_inputs must be true or false, got 1"),
+    "keep_head yes": ({"policy": {"keep_head": "yes"}}, "policy.keep_head must be true or false, got 'yes'"),
 }
 
 

@@ -14,7 +14,6 @@ mean score's) with 95% Student-t intervals, and the plot of every curve against 
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -25,6 +24,7 @@ import yaml
 from scipy import stats
 
 from agents import make_agent
+from agents.cli import OneLineParser, number
 from agents.evaluation import evaluate
 from agents.training import read_curve
 from yacht_env.util import atomic_output
@@ -131,10 +131,10 @@ def plot(results: list[dict[str, object]], path: Path, reference: Path | None = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="train.py run folders")
-    parser.add_argument("--games", type=int, default=10_000, help="evaluate.py games per model (default: 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="evaluate.py seed (default: 0)")
+    parser.add_argument("--games", type=number(int, 1), default=10_000, help="evaluate.py games per model")
+    parser.add_argument("--seed", type=number(int, 0), default=0, help="evaluate.py seed (default: 0)")
     parser.add_argument("--plot", type=Path, help="write the curves to this .png/.svg/.pdf")
     parser.add_argument("--json", type=Path, help="write the figures as JSON")
     parser.add_argument("--reference", type=Path, help="an earlier run's learning_curve.csv to plot beside them")
@@ -143,7 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     for run in args.runs:
         if not (run / "model.zip").is_file() or not (run / "learning_curve.csv").is_file():
             parser.error(f"{run} is not a finished train.py run folder (no model.zip or learning_curve.csv)")
-    results = [describe(run, args.games, args.seed) for run in args.runs]
+    try:
+        results = [describe(run, args.games, args.seed) for run in args.runs]
+    except ValueError as error:  # a model that does not load, a damaged curve, bad --games or --seed
+        parser.error(str(error))
     print(table(results))
     mean, lo, hi = t_interval([r["expected_percent_of_optimal"] for r in results])
     smean, slo, shi = t_interval([r["percent_of_optimal"] for r in results])

@@ -12,7 +12,7 @@ Agent specs: ``random``, ``greedy``, ``optimal``, ``ppo:PATH`` (see ``agents/__i
 the dice of ``game_streams(seed, [g])`` for every agent, so same arguments give the same JSON byte for byte.
 ``--plot`` writes the format its extension names: ``.png``, ``.pdf`` or ``.svg``. At most 10,000,000 games.
 
-``--players P`` (2..10) plays the agents against each other instead (:mod:`agents.head_to_head`): with 2 every
+``--players P`` (2..10) plays the agents against each other instead (:mod:`yacht_lab.head_to_head`): with 2 every
 pair of them, with more exactly ``P`` agents at one table. ``--games`` is then the number of deals, each
 played ``P * P`` times (dice rotations x seat rotations); ``--json`` writes the head-to-head report and
 ``--plot`` the 2-player win-rate matrix (not available for more players).
@@ -36,11 +36,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     import importlib.util
     from pathlib import Path
 
-    from agents import AGENT_SPECS
-    from agents.cli import OneLineParser, number
-    from agents.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, PLOT_FORMATS
-    from agents.head_to_head import MAX_PLAYERS
+    from yacht_agents import AGENT_SPECS
     from yacht_env.rules import PRESETS
+    from yacht_lab.cli import OneLineParser, number
+    from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, PLOT_FORMATS
+    from yacht_lab.head_to_head import MAX_PLAYERS
 
     parser = OneLineParser(prog="evaluate.py", description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -114,7 +114,7 @@ def players_problem(args: argparse.Namespace) -> str | None:
 
 def plot_format(path: str) -> str | None:
     """The format a plot path names by its extension (``.png``, ``.pdf``, ``.svg``), or ``None``."""
-    from agents.evaluation import PLOT_FORMATS
+    from yacht_lab.evaluation import PLOT_FORMATS
 
     fmt = os.path.splitext(path)[1].lower().lstrip(".")
     return fmt if fmt in PLOT_FORMATS else None
@@ -126,8 +126,8 @@ def outputs_problem(json_path: str | None, plot_path: str | None) -> str | None:
     Each path must be a regular file or a new one in an existing folder where a file can really be created
     (a symlink is written through); the plot's extension must name a format; the two must be different files.
     """
-    from agents.evaluation import PLOT_FORMATS
     from yacht_env.util import check_writable
+    from yacht_lab.evaluation import PLOT_FORMATS
 
     targets = {}
     for option, path in (("--json", json_path), ("--plot", plot_path)):
@@ -160,9 +160,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = parse_args(argv)
-    from agents import head_to_head, make_agent
-    from agents.evaluation import evaluate, format_report, render_json, render_plot
+    from yacht_agents import make_agent
     from yacht_env.util import atomic_write
+    from yacht_lab import head_to_head
+    from yacht_lab.evaluation import evaluate, format_report, render_json, render_plot
 
     if args.players > 1:  # the head to head's report, JSON and plot
         format_report, render_json, render_plot = (

@@ -31,10 +31,10 @@ MAX_DELAY = 60.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from agents import AGENT_SPECS
-    from agents.cli import OneLineParser, number
-    from agents.table import HUMAN, MAX_SEATS
+    from yacht_agents import AGENT_SPECS
     from yacht_env.rules import PRESETS
+    from yacht_lab.cli import OneLineParser, number
+    from yacht_lab.table import HUMAN, MAX_SEATS
 
     parser = OneLineParser(prog="play.py", description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -82,7 +82,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def choose_screen():
     """Colour (``rich``) on a terminal unless ``NO_COLOR`` is set; plain text when piped or without ``rich``."""
-    from agents.table import PlainScreen, RichScreen
+    from yacht_lab.table import PlainScreen, RichScreen
 
     if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
         try:
@@ -131,8 +131,8 @@ def _main(argv: list[str] | None) -> int:
 
     import numpy as np
 
-    from agents import make_agent
-    from agents.table import HUMAN, Quit, TableGame, default_names
+    from yacht_agents import make_agent
+    from yacht_lab.table import HUMAN, Quit, TableGame, default_names
 
     seed = secrets.randbelow(2**32) if args.seed is None else args.seed
     names = args.names or default_names(args.players)

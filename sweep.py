@@ -23,7 +23,7 @@ DEFAULT_STORAGE = "runs/sweeps"
 
 
 def parse_args(argv: list[str] | None = None):
-    from agents.cli import OneLineParser, number
+    from yacht_lab.cli import OneLineParser, number
 
     parser = OneLineParser(prog="sweep.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", help=f"the sweep file (default: {DEFAULT_CONFIG})")
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = parse_args(argv)
     try:
-        from agents.sweep import load_saved_sweep, load_sweep, run_sweep
+        from yacht_lab.sweep import load_saved_sweep, load_sweep, run_sweep
     except ImportError as error:  # ray, rliable come with the sweep extra
         print(f"sweep.py: error: sweeps need the sweep extra (pip install 'yacht-rl[sweep]'): {error}", file=sys.stderr)
         return 2

@@ -23,7 +23,7 @@ DEFAULT_CONFIG = "configs/ppo.yaml"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from agents.cli import OneLineParser, number
+    from yacht_lab.cli import OneLineParser, number
 
     parser = OneLineParser(prog="train.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", help=f"YAML hyperparameters (default: {DEFAULT_CONFIG})")
@@ -67,7 +67,7 @@ def seat(text: str) -> str | int:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` (``agents.training.Abort`` once that is imported)."""
+    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` (``yacht_lab.training.Abort`` once that is imported)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -80,7 +80,7 @@ def _terminate(signum: int, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     # SIGTERM like SIGINT from the start: an exception, so that nothing is left half-done (a claimed run
-    # folder is removed again); during training agents.training's own handling takes over.
+    # folder is removed again); during training yacht_lab.training's own handling takes over.
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return _main(argv)
@@ -95,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = parse_args(argv)
     try:
-        from agents.config import load_config
-        from agents.training import resume_config, train
+        from yacht_lab.config import load_config
+        from yacht_lab.training import resume_config, train
     except ImportError as error:  # yaml, torch, stable-baselines3 come with the train extra
         extra = "pip install 'yacht-rl[train]'"
         print(f"train.py: error: training needs the train extra ({extra}): {error}", file=sys.stderr)

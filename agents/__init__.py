@@ -3,17 +3,17 @@
 ``make_agent(spec)`` builds one from a short spec:
 
 * ``"random"``: uniform over the legal actions (seeded),
-* ``"greedy"``: a fixed rule of thumb (:mod:`agents.greedy`),
+* ``"greedy"``: a fixed rule of thumb (:mod:`yacht_agents.greedy`),
 * ``"optimal"``: the exact solver's best action (:mod:`yacht_env.solver`),
-* ``"win"`` / ``"win:P"``: plays to finish first at a table of 2 / ``P`` players (:mod:`agents.win`),
+* ``"win"`` / ``"win:P"``: plays to finish first at a table of 2 / ``P`` players (:mod:`yacht_agents.win`),
 * ``"ppo:PATH"``: a saved sb3-contrib ``MaskablePPO`` model (needs the ``train`` extra).
 
-:mod:`agents.evaluation` plays agents against each other on common dice and scores their regret.
+:mod:`yacht_lab.evaluation` plays agents against each other on common dice and scores their regret.
 """
 
 from __future__ import annotations
 
-from agents.base import Agent
+from yacht_agents.base import Agent
 from yacht_env import rules as R
 
 AGENT_SPECS = ("random", "greedy", "optimal", "win", "win:P", "ppo:PATH")
@@ -37,19 +37,19 @@ def make_agent(
     """
     rules = R.get_rules(rules)
     if spec == "random":
-        from agents.random import RandomAgent
+        from yacht_agents.random import RandomAgent
 
         return RandomAgent(rules, seed=seed)
     if spec == "greedy":
-        from agents.greedy import GreedyAgent
+        from yacht_agents.greedy import GreedyAgent
 
         return GreedyAgent(rules)
     if spec == "optimal":
-        from agents.optimal import OptimalAgent
+        from yacht_agents.optimal import OptimalAgent
 
         return OptimalAgent(rules)
     if isinstance(spec, str) and (spec == "win" or spec.startswith("win:")):
-        from agents.win import WinAgent
+        from yacht_agents.win import WinAgent
 
         size = spec[len("win:") :] if spec != "win" else None
         if size is not None and not size.isdigit():
@@ -59,7 +59,7 @@ def make_agent(
             raise ValueError(f"agent {spec!r} plays at a table of {table}, but players={players!r} was given")
         return WinAgent(rules, players=table, name=spec)
     if isinstance(spec, str) and spec.startswith("ppo:") and len(spec) > len("ppo:"):
-        from agents.ppo import PPOAgent
+        from yacht_agents.ppo import PPOAgent
 
         return PPOAgent(spec[len("ppo:") :], rules, name=spec)
     raise ValueError(f"unknown agent {spec!r}; expected one of {', '.join(AGENT_SPECS)}")

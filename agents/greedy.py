@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.base import Agent
+from yacht_agents.base import Agent
 from yacht_env import rules as R
 
 C = R.Category

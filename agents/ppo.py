@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import Agent
+from yacht_agents.base import Agent
 from yacht_env import rules as R
 
 
@@ -17,7 +17,7 @@ class PPOAgent(Agent):
     ``Discrete(rules.num_actions)`` actions: the solo one (``Box`` of ``encoder.size``, 64 for Yacht, the same
     for every preset of 12 categories) or a table's view from ``YachtVersus-v0`` (a ``P``-player
     :class:`~yacht_env.encoding.MultiplayerEncoder`'s size; the agent's ``table_players`` is then ``P``). A model
-    of :class:`agents.policy.OddsPolicy` (the default recipe) also names its preset, and must be played on it.
+    of :class:`yacht_agents.policy.OddsPolicy` (the default recipe) also names its preset, and must be played on it.
 
     Raises:
         ValueError: the file is missing, is not a loadable MaskablePPO model, or has other spaces.

@@ -34,7 +34,7 @@ import functools
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from agents.base import Agent
+from yacht_agents.base import Agent
 from yacht_env import rules as R
 from yacht_env import solver as S
 from yacht_env.distributions import ScoreDistributions, score_distributions

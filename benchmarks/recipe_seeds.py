@@ -23,11 +23,11 @@ import numpy as np
 import yaml
 from scipy import stats
 
-from agents import make_agent
-from agents.cli import OneLineParser, number
-from agents.evaluation import evaluate
-from agents.training import read_curve
+from yacht_agents import make_agent
 from yacht_env.util import atomic_output
+from yacht_lab.cli import OneLineParser, number
+from yacht_lab.evaluation import evaluate
+from yacht_lab.training import read_curve
 
 
 def first_reaching(rows: list[dict[str, float]], percent: float) -> dict[str, float] | None:

@@ -2,7 +2,7 @@
 
     python benchmarks/win_agent.py --players 2 3 5 --deals 50000 12000 4000
 
-Plays :func:`agents.head_to_head.head_to_head` (common dice, dice and seat rotations: ``P * P`` games per
+Plays :func:`yacht_lab.head_to_head.head_to_head` (common dice, dice and seat rotations: ``P * P`` games per
 deal) and prints, per table size, the win agent's win share (ties split) with its 95% CI against the
 ``1 / P`` of a seat that plays like the others, the mean score it gives up against the optimal agents, and
 the speed. With two players this is ``python evaluate.py --players 2 --agents win optimal --games N``;
@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from agents import make_agent
-from agents.head_to_head import head_to_head
-from agents.optimal import OptimalAgent
+from yacht_agents import make_agent
+from yacht_agents.optimal import OptimalAgent
+from yacht_lab.head_to_head import head_to_head
 
 
 def run(players: int, deals: int, seed: int) -> dict[str, object]:

@@ -8,12 +8,12 @@ import re
 import numpy as np
 import pytest
 
-from agents import Agent, make_agent
-from agents.evaluation import evaluate
-from agents.greedy import SACRIFICE_ORDER
+from yacht_agents import Agent, make_agent
+from yacht_agents.greedy import SACRIFICE_ORDER
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
 from yacht_env.solver import solve
+from yacht_lab.evaluation import evaluate
 
 PRESET_NAMES = ("standard", "classic")
 BUILTIN_SPECS = ("random", "greedy", "optimal")

@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from agents.evaluation import play_games
-from agents.optimal import OptimalAgent
+from yacht_agents.optimal import OptimalAgent
 from yacht_env import distributions as Dm
 from yacht_env import rules as R
 from yacht_env.solver import cache_path as solver_cache_path
 from yacht_env.solver import solve
+from yacht_lab.evaluation import play_games
 
 YACHT = 1 << R.CATEGORIES.index("yacht")
 CHOICE = 1 << R.CATEGORIES.index("choice")

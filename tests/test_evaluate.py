@@ -1,4 +1,4 @@
-"""Specification of the evaluation: ``agents.evaluation`` (statistics, common dice, regret) and the
+"""Specification of the evaluation: ``yacht_lab.evaluation`` (statistics, common dice, regret) and the
 ``evaluate.py`` script end to end (outputs, determinism, and one clean error line for each bad input)."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import make_agent
-from agents.evaluation import MAX_GAMES, Z_95, evaluate, format_report
+from yacht_agents import make_agent
 from yacht_env import rules as R
 from yacht_env.solver import solve
+from yacht_lab.evaluation import MAX_GAMES, Z_95, evaluate, format_report
 
 REPO = Path(__file__).resolve().parents[1]
 SUMMARY_KEYS = {
@@ -159,7 +159,7 @@ def test_evaluate_rejects_bad_arguments(kwargs, message):
 
 
 def test_an_illegal_action_is_a_value_error_naming_the_agent_and_game():
-    from agents import Agent
+    from yacht_agents import Agent
 
     class KeepNothing(Agent):  # mask 0 is illegal once no re-rolls are left
         def _act(self, observations, action_masks):

@@ -1,4 +1,4 @@
-"""Specification of the head-to-head benchmark: ``agents.head_to_head`` (common dice, seat and dice rotations,
+"""Specification of the head-to-head benchmark: ``yacht_lab.head_to_head`` (common dice, seat and dice rotations,
 statistics over deals) and ``evaluate.py --players P`` end to end."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import make_agent
-from agents.base import Agent
-from agents.evaluation import evaluate
-from agents.greedy import GreedyAgent
-from agents.head_to_head import head_to_head, play_tables, render_json, seating, table_streams
+from yacht_agents import make_agent
+from yacht_agents.base import Agent
+from yacht_agents.greedy import GreedyAgent
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.game import TableState, game_streams
 from yacht_env.solver import solve
+from yacht_lab.evaluation import evaluate
+from yacht_lab.head_to_head import head_to_head, play_tables, render_json, seating, table_streams
 
 REPO = Path(__file__).resolve().parents[1]
 PAIR_KEYS = {
@@ -283,7 +283,7 @@ CALIBRATION_AGENT_KEYS = {"predictions", "mean_predicted", "observed_win_share",
 
 @pytest.fixture(scope="module")
 def optimal_copies():
-    from agents.optimal import OptimalAgent
+    from yacht_agents.optimal import OptimalAgent
 
     return head_to_head([OptimalAgent(), OptimalAgent(name="optimal_2")], 2, DEALS, seed=0).to_dict()
 

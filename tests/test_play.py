@@ -1,4 +1,4 @@
-"""Specification of ``play.py`` and ``agents.table``: the commands a person types, the coach's numbers (the
+"""Specification of ``play.py`` and ``yacht_lab.table``: the commands a person types, the coach's numbers (the
 solver's own action values), whole games through the loop and through the script, every bad input (one line,
 the game goes on), clean exits, reproducible transcripts and one-line argument errors."""
 
@@ -13,8 +13,12 @@ import numpy as np
 import pytest
 
 import play
-from agents import make_agent
-from agents.table import (
+from yacht_agents import make_agent
+from yacht_agents.win import WinAgent
+from yacht_env import rules as R
+from yacht_env.game import GameState, game_streams
+from yacht_env.solver import solve
+from yacht_lab.table import (
     HELP,
     Command,
     CommandError,
@@ -29,10 +33,6 @@ from agents.table import (
     parse_command,
     resolve,
 )
-from agents.win import WinAgent
-from yacht_env import rules as R
-from yacht_env.game import GameState, game_streams
-from yacht_env.solver import solve
 
 REPO = Path(__file__).resolve().parents[1]
 STANDARD = R.get_rules("standard")
@@ -520,7 +520,7 @@ def test_ctrl_c_leaves_cleanly():
         "import os, runpy, signal, sys\n"
         "class At:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'agents.table':\n"
+        "        if name == 'yacht_lab.table':\n"
         "            os.kill(os.getpid(), signal.SIGINT)\n"
         "sys.meta_path.insert(0, At())\n"
         "sys.argv = sys.argv[1:]\n"
@@ -581,7 +581,7 @@ def test_bad_arguments_through_the_script():
 def test_agents_get_the_observation_they_ask_for(monkeypatch):
     """An agent with ``table_players == P`` sees the table from its seat (``MultiplayerEncoder``); one with
     ``None`` its own game as ``Yacht-v0`` shows it; both with the table's mask of the player on turn."""
-    from agents.base import Agent
+    from yacht_agents.base import Agent
     from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 
     class Recorder(Agent):

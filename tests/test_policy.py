@@ -20,13 +20,13 @@ import pytest
 import torch
 from sb3_contrib import MaskablePPO
 
-from agents.config import TrainConfig
-from agents.policy import KEEP_FEATURE_SCALE, OddsFeatures, OddsPolicy
-from agents.ppo import PPOAgent
-from agents.training import make_model, make_vec_env
+from yacht_agents.policy import KEEP_FEATURE_SCALE, OddsFeatures, OddsPolicy
+from yacht_agents.ppo import PPOAgent
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder, chase_values, keep_chase_values
 from yacht_env.sb3 import YachtSB3VecEnv
+from yacht_lab.config import TrainConfig
+from yacht_lab.training import make_model, make_vec_env
 
 PRESETS = ["standard", "classic"]
 REPO = Path(__file__).resolve().parents[1]

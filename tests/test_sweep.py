@@ -23,8 +23,8 @@ pytest.importorskip("ray")
 pytest.importorskip("rliable")
 
 import sweep as sweep_script  # noqa: E402
-from agents.sweep import load_sweep, parse_sweep, run_folder_name  # noqa: E402
-from agents.training import read_curve, resume_config  # noqa: E402
+from yacht_lab.sweep import load_sweep, parse_sweep, run_folder_name  # noqa: E402
+from yacht_lab.training import read_curve, resume_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP = 1024  # n_envs 16 x n_steps 64: one rollout
@@ -368,7 +368,7 @@ def test_an_existing_sweep_folder_is_not_overwritten(tmp_path, capsys):
 # The sweep file
 # --------------------------------------------------------------------------------------------------
 def test_the_shipped_sweep_file_is_valid_and_its_base_is_train_pys_default():
-    from agents.config import load_config
+    from yacht_lab.config import load_config
 
     sweep = load_sweep(ROOT / "configs" / "sweep.yaml")
     default = load_config(ROOT / "configs" / "ppo.yaml")
@@ -408,7 +408,7 @@ def test_the_sweep_file_and_flags_reach_tune(tmp_path, monkeypatch):
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
-    import agents.sweep as sweep_module
+    import yacht_lab.sweep as sweep_module
 
     seen = {}
 

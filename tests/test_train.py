@@ -1,4 +1,4 @@
-"""Specification of PPO training: ``agents.training`` (config loading and validation, one source of truth for
+"""Specification of PPO training: ``yacht_lab.training`` (config loading and validation, one source of truth for
 the defaults) and ``train.py`` end to end on a tiny budget (the run folder, the learning curve, checkpoints,
 stopping on Ctrl-C or SIGTERM and resuming, determinism, and one clean error line for each bad input)."""
 
@@ -25,10 +25,12 @@ import torch
 import yaml
 from sb3_contrib import MaskablePPO
 
-from agents import make_agent, training
-from agents.config import TrainConfig, load_config
-from agents.evaluation import evaluate
-from agents.training import (
+from yacht_agents import make_agent
+from yacht_env.solver import solve
+from yacht_lab import training
+from yacht_lab.config import TrainConfig, load_config
+from yacht_lab.evaluation import evaluate
+from yacht_lab.training import (
     CURVE_FIELDS,
     VERSUS_CURVE_FIELDS,
     Abort,
@@ -40,7 +42,6 @@ from agents.training import (
     make_vec_env,
     train,
 )
-from yacht_env.solver import solve
 
 REPO = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -1023,7 +1024,7 @@ def test_a_versus_config_yaml_holds_the_versus_keys(versus):
 
 
 def test_a_versus_model_sees_the_table_and_plays_at_it(versus):
-    from agents.head_to_head import head_to_head
+    from yacht_lab.head_to_head import head_to_head
 
     model = versus["run"] / "model.zip"
     loaded = MaskablePPO.load(str(model), device="cpu")
@@ -1058,8 +1059,8 @@ def test_a_versus_learning_curve_has_the_win_rate_columns(versus):
 
 
 def test_evaluate_versus_counts_ties_half_and_agrees_with_head_to_head(versus):
-    from agents.head_to_head import head_to_head
-    from agents.ppo import PPOAgent
+    from yacht_agents.ppo import PPOAgent
+    from yacht_lab.head_to_head import head_to_head
 
     model = MaskablePPO.load(str(versus["run"] / "model.zip"), device="cpu")
     result = evaluate_versus(model, "standard", ["greedy"], 20, 7)
@@ -1072,8 +1073,8 @@ def test_evaluate_versus_counts_ties_half_and_agrees_with_head_to_head(versus):
 
 
 def test_evaluate_versus_seats_copies_of_one_opponent_and_takes_the_margin_over_their_mean(tmp_path):
-    from agents.head_to_head import head_to_head
-    from agents.ppo import PPOAgent
+    from yacht_agents.ppo import PPOAgent
+    from yacht_lab.head_to_head import head_to_head
 
     # A solo model (the 64-value view) may sit at any table; here at three players, against two greedy copies.
     config = load_config(write_config(tmp_path / "c.yaml"))

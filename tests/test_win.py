@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents import AGENT_SPECS, make_agent
-from agents.head_to_head import head_to_head
-from agents.optimal import OptimalAgent
-from agents.win import WinAgent
+from yacht_agents import AGENT_SPECS, make_agent
+from yacht_agents.optimal import OptimalAgent
+from yacht_agents.win import WinAgent
 from yacht_env import rules as R
 from yacht_env.distributions import score_distributions
 from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.game import TableState
+from yacht_lab.head_to_head import head_to_head
 
 YACHT = R.CATEGORIES.index("yacht")
 CHOICE = R.CATEGORIES.index("choice")
@@ -194,7 +194,7 @@ def test_beats_the_solver_head_to_head():
 
 def test_table_win_probabilities_exact_with_only_the_yacht_open():
     """Only the Yacht open: each player scores 50 with q = 2,783,176 / 6^10, else 0; ties split."""
-    from agents.win import table_win_probabilities
+    from yacht_agents.win import table_win_probabilities
 
     dist = score_distributions("standard")
     q, only = 2_783_176 / 6**10, 1 << YACHT
@@ -212,7 +212,7 @@ def test_table_win_probabilities_exact_with_only_the_yacht_open():
 def test_table_win_probabilities_match_the_agents_model_and_sum_to_one(players):
     """Probabilities in [0, 1], each table's summing to 1 (ties split), seat 0's equal to brute-force sums over the
     final totals (the 2-player shortcut and the 3-player polynomial)."""
-    from agents.win import table_win_probabilities
+    from yacht_agents.win import table_win_probabilities
 
     dist = score_distributions("standard")
     rng = np.random.default_rng(5)

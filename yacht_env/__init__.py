@@ -4,13 +4,18 @@
 with Gymnasium; the PettingZoo multiplayer env is :mod:`yacht_env.multiplayer`.
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 import gymnasium
 
 from yacht_env.env import YachtEnv
 from yacht_env.rules import CATEGORIES, PRESETS, Category, Rules, get_rules, score
 
 __all__ = ["CATEGORIES", "PRESETS", "Category", "Rules", "YachtEnv", "get_rules", "score"]
-__version__ = "0.1.0"
+try:  # the one version is pyproject.toml's, as installed
+    __version__ = version("yacht-rl")
+except PackageNotFoundError:  # the source tree on sys.path without an install
+    __version__ = "0+unknown"
 
 if "Yacht-v0" not in gymnasium.registry:
     gymnasium.register(

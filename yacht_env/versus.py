@@ -4,8 +4,8 @@
 ``YachtVersusEnv`` (``gymnasium.make("YachtVersus-v0", opponents=["greedy"])``) is one table. Both stand on
 :class:`yacht_env.game.TableState`, the same transition as every other env.
 
-Opponents are agents (objects with ``act(observations, action_masks)``, like those of :mod:`agents`) or spec
-strings (``"random"``, ``"greedy"``, ``"optimal"``, ``"ppo:PATH"``), resolved by :func:`agents.make_agent`
+Opponents are agents (objects with ``act(observations, action_masks)``, like those of :mod:`yacht_agents`) or spec
+strings (``"random"``, ``"greedy"``, ``"optimal"``, ``"ppo:PATH"``), resolved by :func:`yacht_agents.make_agent`
 when the env is built (``yacht_env`` never imports ``agents`` at import time). An opponent sees its own game
 as ``Yacht-v0`` shows it (the flat solo observation and its action mask); all the opponents on turn at
 many tables act in one batched call. An agent whose ``table_players`` is the table's size (a PPO model
@@ -35,7 +35,7 @@ OBSERVATION_TYPES = ("flat", "masked")
 
 
 def resolve_opponents(opponents: Sequence[Any], rules: R.Rules) -> list[Any]:
-    """Agents for ``opponents``: spec strings are built with :func:`agents.make_agent`, objects kept as they are.
+    """Agents for ``opponents``: spec strings are built with :func:`yacht_agents.make_agent`, objects kept as they are.
 
     Raises:
         ValueError: no opponent, more than 9, an unknown spec, or an object without ``act``.
@@ -45,7 +45,7 @@ def resolve_opponents(opponents: Sequence[Any], rules: R.Rules) -> list[Any]:
     resolved = []
     for i, opponent in enumerate(opponents):
         if isinstance(opponent, str):
-            from agents import make_agent  # lazily: the envs do not depend on the agents package
+            from yacht_agents import make_agent  # lazily: the envs do not depend on the agents package
 
             opponent = make_agent(opponent, rules, seed=i)
         if not callable(getattr(opponent, "act", None)):

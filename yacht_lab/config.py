@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from agents.evaluation import MAX_GAMES
 from yacht_env import rules as R
 from yacht_env.rules import is_int
+from yacht_lab.evaluation import MAX_GAMES
 
 #: Seeds go to numpy's legacy global generator (through SB3), which takes 32 bits.
 MAX_SEED = 2**32 - 1
@@ -50,10 +50,10 @@ class PolicyConfig:
     """``relu`` or ``tanh``."""
     chase_inputs: bool = True
     """Both MLPs also see each open category's chase value: its expected points if the rest of the turn is
-    played for it alone, from the dice odds (:class:`agents.policy.OddsPolicy`; nothing of the solver)."""
+    played for it alone, from the dice odds (:class:`yacht_agents.policy.OddsPolicy`; nothing of the solver)."""
     keep_head: bool = True
     """Each keep's logit adds learned per-category weights times the chase values after that keep
-    (:class:`agents.policy.OddsPolicy`). With neither option the policy is SB3's ``MlpPolicy``."""
+    (:class:`yacht_agents.policy.OddsPolicy`). With neither option the policy is SB3's ``MlpPolicy``."""
 
 
 @dataclass
@@ -90,7 +90,7 @@ class EvalConfig:
     """Evaluate the deterministic policy every this many timesteps (and at the end)."""
     games: int = 2000
     """Evaluation games: ``game_streams(seed, range(games))``, the same at every evaluation (at most
-    :data:`agents.evaluation.MAX_GAMES`)."""
+    :data:`yacht_lab.evaluation.MAX_GAMES`)."""
     seed: int = 1000
     """Seed of the evaluation games."""
 
@@ -103,7 +103,7 @@ class TrainConfig:
     """Agent specs of the learner's fixed opponents (``random``, ``greedy``, ``optimal``, ``ppo:PATH``; at most
     :data:`MAX_OPPONENTS`). Empty (the default): solo ``Yacht-v0`` training. Given: the learner holds one seat
     at ``n_envs`` tables of ``YachtVersus-v0`` (``len(opponents) + 1`` players; it sees the table's view, 79
-    values for 2 players), and the curve is its win rate against them (:func:`agents.head_to_head.head_to_head`
+    values for 2 players), and the curve is its win rate against them (:func:`yacht_lab.head_to_head.head_to_head`
     on ``eval.games`` deals). A ``ppo:PATH`` opponent must load and fit the table (a solo model, or one
     trained at a table of this size)."""
     reward: str = "score"
@@ -202,7 +202,7 @@ def _check_versus(config: TrainConfig) -> None:
                 f"opponents[{i}] is an unknown agent {spec!r}; expected one of {', '.join(OPPONENT_SPECS)}, ppo:PATH"
             )
         if is_ppo:
-            from agents import make_agent
+            from yacht_agents import make_agent
 
             try:
                 agent = make_agent(spec, config.rules)

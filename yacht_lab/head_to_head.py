@@ -4,7 +4,7 @@ With two players every pair of the agents given plays (a round robin); with ``P 
 agents sit at one table. The highest total wins a game; tied winners share it.
 
 **Deals, dice and seats.** Deal ``g`` is the ``P`` dice streams ``game_streams(seed, range(g * P, g * P + P))``
-(stream ``j`` of the deal is solo game ``g * P + j`` of :mod:`agents.evaluation`). Each deal is played
+(stream ``j`` of the deal is solo game ``g * P + j`` of :mod:`yacht_lab.evaluation`). Each deal is played
 ``P * P`` times, once per *dice rotation* ``d`` and *seat rotation* ``r``: the ``i``-th agent of the table
 (in the order given) holds stream ``(i + d) % P`` of the deal and sits at seat ``(i + r) % P``. So an agent
 keeps its dice whatever its seat (the seat rotations of one dice rotation replay the same dice from every
@@ -38,8 +38,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agents.base import Agent, check_agents
-from agents.evaluation import (
+from yacht_agents.base import Agent, check_agents
+from yacht_agents.win import table_win_probabilities
+from yacht_env import rules as R
+from yacht_env.distributions import ScoreDistributions, score_distributions
+from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
+from yacht_env.game import TableState, game_streams
+from yacht_env.rules import is_int
+from yacht_env.versus import act_at_tables
+from yacht_lab.evaluation import (
     DEFAULT_BATCH_SIZE,
     MAX_GAMES,
     Z_95,
@@ -49,13 +56,6 @@ from agents.evaluation import (
     progress_bar,
     pyplot_for,
 )
-from agents.win import table_win_probabilities
-from yacht_env import rules as R
-from yacht_env.distributions import ScoreDistributions, score_distributions
-from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
-from yacht_env.game import TableState, game_streams
-from yacht_env.rules import is_int
-from yacht_env.versus import act_at_tables
 
 MAX_PLAYERS = 10
 #: How the confidence intervals are computed (written to the JSON report).
@@ -387,7 +387,7 @@ def head_to_head(
         agents: Agents with distinct names, all for ``rules``: two or more for ``num_players == 2`` (every pair
             plays), exactly ``num_players`` for more players (one table).
         num_players: Players at a table, 2..:data:`MAX_PLAYERS`.
-        games: Deals (a positive int, at most :data:`~agents.evaluation.MAX_GAMES`); each is played
+        games: Deals (a positive int, at most :data:`~yacht_lab.evaluation.MAX_GAMES`); each is played
             ``num_players ** 2`` times at each table (dice rotations x seat rotations).
         seed: A non-negative int; deal ``g``'s dice depend only on ``(seed, g, num_players)``.
         rules: A preset name or :class:`~yacht_env.rules.Rules`.

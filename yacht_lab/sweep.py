@@ -3,13 +3,13 @@
 A sweep file (``configs/sweep.yaml`` documents every key) holds a base training config (the keys of
 ``configs/ppo.yaml``), a search space (a grid over any config keys, plus optional random samples), the seeds
 and the per-trial budget. Every configuration runs with every seed: each (configuration, seed) is one Tune
-trial, and each trial is :func:`agents.training.train`, the function ``train.py`` runs, writing a normal run
+trial, and each trial is :func:`yacht_lab.training.train`, the function ``train.py`` runs, writing a normal run
 folder (``config.yaml``, ``learning_curve.csv``, ``checkpoints/``, ``model.zip``) that ``evaluate.py`` and
 ``train.py --resume`` accept.
 
 The sweep folder ``<storage>/<name>/`` is Tune's experiment folder, and also holds ``sweep.yaml`` (the sweep
 as run), ``runs/<configuration>__seed<k>/`` (the trials' run folders) and, at the end, ``results.json``,
-``results.png`` and ``results.txt`` (:mod:`agents.sweep_report`: mean, IQM and stratified-bootstrap CIs over
+``results.png`` and ``results.txt`` (:mod:`yacht_lab.sweep_report`: mean, IQM and stratified-bootstrap CIs over
 seeds, probability of improvement, learning curves with CI bands).
 
 **Fault tolerance.** Each evaluation is reported to Tune; each training checkpoint goes with it as a Tune
@@ -45,10 +45,10 @@ from typing import Any
 
 import yaml
 
-from agents.config import MAX_SEED, TrainConfig, _from_dict, read_yaml, validate
-from agents.training import CURVE_FILE, curve_fields, read_curve
 from yacht_env.rules import is_int
 from yacht_env.util import atomic_write
+from yacht_lab.config import MAX_SEED, TrainConfig, _from_dict, read_yaml, validate
+from yacht_lab.training import CURVE_FILE, curve_fields, read_curve
 
 #: The file the sweep is saved in, inside its folder (what ``--resume`` reads).
 SWEEP_FILE = "sweep_spec.yaml"
@@ -385,7 +385,7 @@ def _restore(checkpoint, run_dir: Path) -> Path:
 
 
 def run_trial(params: dict[str, Any]) -> None:
-    """The Tune trainable: one (configuration, seed) of a sweep, trained by :func:`agents.training.train`.
+    """The Tune trainable: one (configuration, seed) of a sweep, trained by :func:`yacht_lab.training.train`.
 
     ``params["trial"]`` holds the run folder's name (``run``), the ``configuration``, the ``seed``, the full training
     ``config`` and the ``sweep_dir``. Each curve row is reported to Tune (its metrics, the node) and each
@@ -394,7 +394,7 @@ def run_trial(params: dict[str, Any]) -> None:
     """
     from ray import tune
 
-    from agents.training import train
+    from yacht_lab.training import train
 
     spec = params["trial"]
     trial = {key: spec[key] for key in ("run", "configuration", "seed")}
@@ -653,7 +653,7 @@ def trial_statuses(folder: Path) -> dict[str, str]:
 def collect(sweep: Sweep, folder: Path) -> SweepOutcome:
     """The trials' statuses; once every trial has ended, the results: ``results.json``, ``results.png`` and
     ``results.txt`` in the sweep folder (written atomically)."""
-    from agents.sweep_report import TrialResult, format_table, render_curves, summarise
+    from yacht_lab.sweep_report import TrialResult, format_table, render_curves, summarise
 
     statuses = trial_statuses(folder)
     if any(status == "pending" for status in statuses.values()):

@@ -41,8 +41,8 @@ import scipy.stats
 from rliable import library as rly
 from rliable import metrics
 
-from agents.evaluation import figure_bytes, pyplot_for
 from yacht_env.rules import is_int
+from yacht_lab.evaluation import figure_bytes, pyplot_for
 
 #: The statuses a trial can end in. ``"stopped early"``: ASHA ended it (its curve counts as it stands).
 STATUSES = ("finished", "stopped early", "error", "pending")
@@ -378,7 +378,7 @@ def render_curves(summary: dict, fmt: str = "png") -> bytes:
 
     Args:
         summary: What :func:`summarise` returned.
-        fmt: One of :data:`agents.evaluation.PLOT_FORMATS`.
+        fmt: One of :data:`yacht_lab.evaluation.PLOT_FORMATS`.
 
     Raises:
         ValueError: another format, or no matplotlib.

@@ -27,7 +27,7 @@ from typing import TextIO
 
 import numpy as np
 
-from agents.base import check_agents
+from yacht_agents.base import check_agents
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import TableState, game_streams, parse_dice_stream
@@ -311,7 +311,7 @@ class Coach:
         self.solution = solution or solve(rules)
         self.win = None
         if players >= 2:
-            from agents.win import WinAgent
+            from yacht_agents.win import WinAgent
 
             self.win = WinAgent(rules, players, name="coach")
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agents.base import Agent, check_agents
+from yacht_agents.base import Agent, check_agents
 from yacht_env import rules as R
 from yacht_env.game import game_streams
 from yacht_env.rules import is_int

@@ -1,5 +1,5 @@
 """PPO training for Yacht: the run folder, resuming, the callbacks and the loop. ``train.py`` is the thin
-script over this; the config (dataclasses, loading, validation) is :mod:`agents.config`.
+script over this; the config (dataclasses, loading, validation) is :mod:`yacht_lab.config`.
 
 A run trains sb3-contrib's ``MaskablePPO`` on the native vector env through the SB3 adapter
 (:class:`yacht_env.sb3.YachtSB3VecEnv`): solo ``Yacht-v0`` games, or, with ``opponents`` in the config, one
@@ -31,8 +31,8 @@ import yaml
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.vec_env import VecEnvWrapper
 
-from agents.config import MAX_SEED, TrainConfig, load_config, validate
 from yacht_env.util import atomic_output, atomic_write, check_writable, remove_stale_temps
+from yacht_lab.config import MAX_SEED, TrainConfig, load_config, validate
 
 CURVE_FIELDS = (
     "timesteps",
@@ -77,8 +77,8 @@ def linear_schedule(start: float, end: float):
 
 def reference_levels(rules: str, games: int, seed: int) -> dict[str, float]:
     """Mean scores of the optimal, greedy and random agents on the evaluation games (for plots)."""
-    from agents import make_agent
-    from agents.evaluation import evaluate
+    from yacht_agents import make_agent
+    from yacht_lab.evaluation import evaluate
 
     evaluation = evaluate([make_agent("greedy", rules), make_agent("random", rules, seed=seed)], games, seed, rules)
     return {
@@ -90,8 +90,8 @@ def reference_levels(rules: str, games: int, seed: int) -> dict[str, float]:
 
 def evaluate_model(model, rules: str, games: int, seed: int) -> dict[str, float]:
     """The deterministic policy of a live model on the evaluation games: score, CI, % of optimal, regret."""
-    from agents.evaluation import evaluate
-    from agents.ppo import PPOAgent
+    from yacht_agents.ppo import PPOAgent
+    from yacht_lab.evaluation import evaluate
 
     summary = evaluate([PPOAgent.from_model(model, rules)], games, seed, rules).to_dict()["agents"]["ppo"]
     lo, hi = summary["ci95"]
@@ -106,17 +106,17 @@ def curve_fields(config: TrainConfig) -> tuple[str, ...]:
 def evaluate_versus(model, rules: str, opponents: list[str], games: int, seed: int) -> dict[str, float]:
     """The deterministic policy of a live versus model against its opponents, on ``games`` deals.
 
-    :func:`agents.head_to_head.head_to_head` with the learner first and the opponents (fresh agents of the
+    :func:`yacht_lab.head_to_head.head_to_head` with the learner first and the opponents (fresh agents of the
     specs, so that a ``random`` one draws the same at every evaluation): common dice, dice and seat rotations.
     Returns the learner's ``win_rate`` (its win share, ties split: at two players its win rate with ties
     counted half) and ``win_rate_ci95`` (the CI's half-width over deals), ``mean_score`` and
     ``score_ci95``, ``percent_of_optimal`` (its mean score over the solver's solo expectation: a yardstick
     only) and ``mean_margin`` (its mean total minus the opponents' mean total, over the same games).
     """
-    from agents import make_agent
-    from agents.head_to_head import head_to_head
-    from agents.ppo import PPOAgent
+    from yacht_agents import make_agent
+    from yacht_agents.ppo import PPOAgent
     from yacht_env.solver import solve
+    from yacht_lab.head_to_head import head_to_head
 
     learner = PPOAgent.from_model(model, rules)
     agents = [learner]
@@ -184,7 +184,7 @@ def make_model(config: TrainConfig, env, tensorboard_dir: str | None):
     }
     policy = "MlpPolicy"
     if config.policy.chase_inputs or config.policy.keep_head:
-        from agents.policy import OddsPolicy
+        from yacht_agents.policy import OddsPolicy
 
         policy = OddsPolicy
         policy_kwargs.update(
@@ -851,7 +851,7 @@ def plot_curve(curve_path: Path, png_path: Path, levels: dict[str, float], rules
 def plot_versus_curve(curve_path: Path, png_path: Path, config: TrainConfig) -> None:
     """Versus learning curve PNG: win rate (95% CI band) vs wall-clock minutes and vs timesteps, the even
     win rate ``1 / players`` marked."""
-    from agents.evaluation import _short
+    from yacht_lab.evaluation import _short
 
     even = 1 / (len(config.opponents) + 1)
 

@@ -17,7 +17,8 @@ import pytest
 from yacht_agents import make_agent
 from yacht_env import rules as R
 from yacht_env.solver import solve
-from yacht_lab.evaluation import MAX_GAMES, Z_95, evaluate, format_report
+from yacht_lab.evaluation import MAX_GAMES, evaluate, format_report
+from yacht_lab.report import Z_95
 
 REPO = Path(__file__).resolve().parents[1]
 SUMMARY_KEYS = {

@@ -19,7 +19,8 @@ from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.game import TableState, game_streams
 from yacht_env.solver import solve
 from yacht_lab.evaluation import evaluate
-from yacht_lab.head_to_head import head_to_head, play_tables, render_json, seating, table_streams
+from yacht_lab.head_to_head import head_to_head, play_tables, seating, table_streams
+from yacht_lab.head_to_head_report import render_json
 
 REPO = Path(__file__).resolve().parents[1]
 PAIR_KEYS = {

@@ -26,7 +26,8 @@ from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder, chase_values, keep_chase_values
 from yacht_env.sb3 import YachtSB3VecEnv
 from yacht_lab.config import TrainConfig
-from yacht_lab.training import make_model, make_vec_env
+from yacht_lab.tasks import make_vec_env
+from yacht_lab.training import make_model
 
 PRESETS = ["standard", "classic"]
 REPO = Path(__file__).resolve().parents[1]

@@ -23,8 +23,10 @@ pytest.importorskip("ray")
 pytest.importorskip("rliable")
 
 import sweep as sweep_script  # noqa: E402
-from yacht_lab.sweep import load_sweep, parse_sweep, run_folder_name  # noqa: E402
-from yacht_lab.training import read_curve, resume_config  # noqa: E402
+from yacht_lab.runs import read_curve  # noqa: E402
+from yacht_lab.sweep import run_folder_name  # noqa: E402
+from yacht_lab.sweep_spec import load_sweep, parse_sweep  # noqa: E402
+from yacht_lab.training import resume_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP = 1024  # n_envs 16 x n_steps 64: one rollout

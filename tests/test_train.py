@@ -27,21 +27,13 @@ from sb3_contrib import MaskablePPO
 
 from yacht_agents import make_agent
 from yacht_env.solver import solve
-from yacht_lab import training
+from yacht_lab import runs, tasks, training
+from yacht_lab.callbacks import Abort, StopFlag
 from yacht_lab.config import TrainConfig, load_config
 from yacht_lab.evaluation import evaluate
-from yacht_lab.training import (
-    CURVE_FIELDS,
-    VERSUS_CURVE_FIELDS,
-    Abort,
-    StopFlag,
-    claim_run_folder,
-    evaluate_model,
-    evaluate_versus,
-    make_model,
-    make_vec_env,
-    train,
-)
+from yacht_lab.runs import CURVE_FIELDS, VERSUS_CURVE_FIELDS, claim_run_folder
+from yacht_lab.tasks import evaluate_model, evaluate_versus, make_vec_env
+from yacht_lab.training import make_model, train
 
 REPO = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -698,7 +690,7 @@ def test_every_file_of_a_run_gets_the_usual_mode(e2e):
 
 def test_run_folders_are_claimed_exclusively(tmp_path, monkeypatch):
     # Two runs started in the same second (so with the same name) never share a folder.
-    monkeypatch.setattr(training, "run_name", lambda config: "Yacht-v0__standard__ppo__0__1700000000")
+    monkeypatch.setattr(runs, "run_name", lambda config: "Yacht-v0__standard__ppo__0__1700000000")
     config = load_config(write_config(tmp_path / "c.yaml"))
     first, created = claim_run_folder(tmp_path / "out" / "runs", config)
     second, _ = claim_run_folder(tmp_path / "out" / "runs", config)
@@ -714,7 +706,7 @@ def test_run_folders_are_claimed_exclusively(tmp_path, monkeypatch):
 
 def test_a_run_never_writes_into_another_runs_folder(tmp_path, monkeypatch):
     name = "Yacht-v0__standard__ppo__0__1700000000"
-    monkeypatch.setattr(training, "run_name", lambda config: name)
+    monkeypatch.setattr(runs, "run_name", lambda config: name)
     other = tmp_path / "runs" / name
     other.mkdir(parents=True)
     (other / "config.yaml").write_text("the other run's\n")
@@ -949,8 +941,8 @@ def test_the_versus_keys_default_to_solo_training(tmp_path):
     config = TrainConfig()
     assert (config.opponents, config.reward, config.seat) == ([], "score", "random")
     solo = load_config(write_config(tmp_path / "c.yaml"))
-    assert training.run_name(solo).startswith("Yacht-v0__standard__ppo__0__")
-    assert training.curve_fields(solo) == CURVE_FIELDS
+    assert runs.run_name(solo).startswith("Yacht-v0__standard__ppo__0__")
+    assert tasks.curve_fields(solo) == CURVE_FIELDS
     env = make_vec_env(solo)
     try:
         assert not env.venv.versus and env.observation_space.shape == (64,)
@@ -961,8 +953,8 @@ def test_the_versus_keys_default_to_solo_training(tmp_path):
 def test_a_versus_config_builds_the_versus_env(tmp_path):
     path = write_config(tmp_path / "c.yaml", opponents=["greedy", "random"], reward="win", seat=2)
     config = load_config(path)
-    assert training.run_name(config).startswith("YachtVersus-v0__standard__ppo__0__")
-    assert training.curve_fields(config) == VERSUS_CURVE_FIELDS
+    assert runs.run_name(config).startswith("YachtVersus-v0__standard__ppo__0__")
+    assert tasks.curve_fields(config) == VERSUS_CURVE_FIELDS
     env = make_vec_env(config)
     try:
         versus = env.venv.vector_env

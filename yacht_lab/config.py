@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from yacht_agents import make_agent, parse_spec
 from yacht_env import rules as R
 from yacht_env.rules import is_int
 from yacht_lab.evaluation import MAX_GAMES
@@ -36,6 +37,8 @@ MAX_ROLLOUT_STEPS = 10_000_000
 MAX_OPPONENTS = 9
 #: Opponent specs that need no file (``ppo:PATH`` is the fourth kind).
 OPPONENT_SPECS = ("random", "greedy", "optimal")
+#: The kinds of :func:`yacht_agents.parse_spec` a training run seats as opponents.
+OPPONENT_KINDS = (*OPPONENT_SPECS, "ppo")
 #: Hidden layers of the MLPs, and units per layer (a square layer of 8,192 is 256 MB of float32 weights).
 MAX_LAYERS = 16
 MAX_LAYER_WIDTH = 8192
@@ -134,6 +137,11 @@ class TrainConfig:
     checkpoint_every_timesteps: int = 2_000_000
     """Save ``checkpoints/step_<N>.zip`` this often."""
 
+    @property
+    def env_id(self) -> str:
+        """The env the run trains on: ``YachtVersus-v0`` with opponents, else ``Yacht-v0``."""
+        return "YachtVersus-v0" if self.opponents else "Yacht-v0"
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -196,14 +204,15 @@ def _check_versus(config: TrainConfig) -> None:
         )
     players = len(opponents) + 1
     for i, spec in enumerate(opponents):
-        is_ppo = isinstance(spec, str) and spec.startswith("ppo:") and len(spec) > len("ppo:")
-        if not is_ppo and spec not in OPPONENT_SPECS:
+        try:
+            kind, _ = parse_spec(spec)
+        except ValueError:
+            kind = None
+        if kind not in OPPONENT_KINDS:
             raise ValueError(
                 f"opponents[{i}] is an unknown agent {spec!r}; expected one of {', '.join(OPPONENT_SPECS)}, ppo:PATH"
             )
-        if is_ppo:
-            from yacht_agents import make_agent
-
+        if kind == "ppo":  # loaded now: it must exist and fit the table
             try:
                 agent = make_agent(spec, config.rules)
             except ValueError as error:
@@ -229,6 +238,7 @@ def validate(config: TrainConfig) -> TrainConfig:
 
     Besides types and ranges: the device must exist on this machine, and the sizes are bounded (see the
     ``MAX_*`` constants of this module) so that no config passes here and then crashes or runs out of memory.
+    A config that passed is marked as such (:func:`validated`), with a copy of what it held.
     """
     R.get_rules(config.rules)
     if not isinstance(config.rules, str):
@@ -283,6 +293,16 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_number("eval.every_timesteps", config.eval.every_timesteps, int, 1)
     _check_number("eval.games", config.eval.games, int, 1, high=MAX_GAMES)
     _check_number("eval.seed", config.eval.seed, int, 0)
+    config.__dict__["_validated"] = config.to_dict()
+    return config
+
+
+def validated(config: TrainConfig) -> TrainConfig:
+    """``config``, validated once: :func:`validate` runs again only if the config has changed since it last
+    passed (a ``ppo:PATH`` opponent is loaded to be checked; :func:`load_config` then ``train()`` load it once).
+    """
+    if config.__dict__.get("_validated") != config.to_dict():
+        validate(config)
     return config
 
 

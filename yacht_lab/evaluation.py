@@ -17,7 +17,6 @@ much each agent gives away. The optimal agent's regret is exactly 0 in every gam
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import math
@@ -33,27 +32,12 @@ from yacht_env.game import game_streams
 from yacht_env.rules import is_int
 from yacht_env.solver import Solution, solve
 from yacht_env.vector import YachtVectorEnv
+from yacht_lab.report import _rounded, _short, figure_bytes, mean_ci, progress_bar, pyplot_for, sample_std
 
-Z_95 = 1.959963984540054  # two-sided 95% quantile of the normal distribution
 DEFAULT_BATCH_SIZE = 10_000
 #: At most this many games per agent: each game keeps 224 bytes of results per agent (2.2 GB per agent
 #: here) and plays in about 0.1 ms, so 10 million games take some 20 minutes per agent on two cores.
 MAX_GAMES = 10_000_000
-#: The formats :func:`render_plot` writes (matplotlib's vector and raster ones), named by file extension.
-PLOT_FORMATS = ("png", "pdf", "svg")
-
-
-def mean_ci(values: np.ndarray) -> tuple[float, float, float]:
-    """``(mean, lo, hi)``: the mean and its normal-approximation 95% confidence interval."""
-    values = np.asarray(values, dtype=np.float64)
-    mean = float(values.mean())
-    half = Z_95 * sample_std(values) / math.sqrt(len(values))
-    return mean, mean - half, mean + half
-
-
-def sample_std(values: np.ndarray) -> float:
-    """The sample standard deviation (``ddof=1``); 0.0 for a single value."""
-    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
 @dataclass
@@ -134,17 +118,6 @@ class Evaluation:
             "agents": {name: result.summary(self.optimal_expected_score) for name, result in self.results.items()},
             "paired_differences": self.paired_differences(),
         }
-
-
-def _rounded(value):
-    """``value`` with every float rounded to 6 decimals (lists and dicts recursively)."""
-    if isinstance(value, float):
-        return round(value, 6)
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_rounded(v) for v in value]
-    return value
 
 
 # --------------------------------------------------------------------------------------------------
@@ -265,11 +238,6 @@ def evaluate(
 # --------------------------------------------------------------------------------------------------
 # Reporting
 # --------------------------------------------------------------------------------------------------
-def _short(name: str, width: int = 24) -> str:
-    """An agent's name cut to a table column (``ppo:runs/.../model.zip`` keeps its end)."""
-    return name if len(name) <= width else "..." + name[-(width - 3) :]
-
-
 def format_report(evaluation: Evaluation) -> str:
     """The human-readable report: one column per agent, then the paired differences."""
     results = list(evaluation.results.values())
@@ -330,47 +298,12 @@ def render_json(evaluation: Evaluation) -> bytes:
     return (json.dumps(evaluation.to_dict(), indent=2) + "\n").encode()
 
 
-def progress_bar(total: int):
-    """A tqdm bar of ``total`` games on stderr (only on a terminal), or ``None`` without tqdm (the train extra)."""
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit="game", disable=None, leave=False)
-
-
-def figure_bytes(fig, fmt: str) -> bytes:
-    """A finished matplotlib figure as the bytes of a ``fmt`` file (laid out tight, 100 dpi)."""
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format=fmt, dpi=100)
-    return buffer.getvalue()
-
-
-def pyplot_for(fmt: str):
-    """``matplotlib.pyplot`` on the file-only Agg backend, once ``fmt`` is known to be a :data:`PLOT_FORMATS` one.
-
-    Raises:
-        ValueError: another format, or no matplotlib (the ``train`` extra).
-    """
-    if fmt not in PLOT_FORMATS:
-        raise ValueError(f"plot format must be one of {', '.join(PLOT_FORMATS)}, got {fmt!r}")
-    try:
-        import matplotlib
-    except ImportError:
-        raise ValueError("--plot needs matplotlib: pip install 'yacht-rl[train]'") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def render_plot(evaluation: Evaluation, fmt: str = "png") -> bytes:
     """Each agent's score distribution (optimal expected score marked) and mean points per category.
 
     Args:
         evaluation: What to plot.
-        fmt: One of :data:`PLOT_FORMATS`.
+        fmt: One of :data:`~yacht_lab.report.PLOT_FORMATS`.
 
     Raises:
         ValueError: another format, or no matplotlib.

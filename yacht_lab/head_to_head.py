@@ -25,12 +25,14 @@ Batching: the tables of a batch of deals step together on one :class:`~yacht_env
 decision at a time; each agent acts once per decision, in one batched ``act`` call, at every table where it
 is on turn. An agent with ``table_players == P`` sees the table from its seat
 (:class:`~yacht_env.encoding.MultiplayerEncoder`); the others see their own game as ``Yacht-v0`` shows it.
+
+The win agent's model is checked against the outcomes in :mod:`yacht_lab.calibration`; the reports (text, JSON,
+the win-rate plot) are written by :mod:`yacht_lab.head_to_head_report`.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -39,23 +41,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from yacht_agents.base import Agent, check_agents
-from yacht_agents.win import table_win_probabilities
 from yacht_env import rules as R
-from yacht_env.distributions import ScoreDistributions, score_distributions
+from yacht_env.distributions import score_distributions
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import TableState, game_streams
 from yacht_env.rules import is_int
 from yacht_env.versus import act_at_tables
-from yacht_lab.evaluation import (
-    DEFAULT_BATCH_SIZE,
-    MAX_GAMES,
-    Z_95,
-    _rounded,
-    _short,
-    figure_bytes,
-    progress_bar,
-    pyplot_for,
-)
+from yacht_lab.calibration import Calibration, predict_round_starts
+from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES
+from yacht_lab.report import Z_95, _rounded, progress_bar
 
 MAX_PLAYERS = 10
 #: How the confidence intervals are computed (written to the JSON report).
@@ -159,118 +153,6 @@ class Tally:
         spread = n * self.total_sq - self.total**2 if n > 1 else 0
         half = Z_95 * math.sqrt(spread / (n * n * (n - 1))) / scale if n > 1 else 0.0
         return mean, [mean - half, mean + half]
-
-
-#: Predicted probabilities are summed exactly as integers in units of ``1 / PREDICTION_UNIT`` (batch-size free).
-PREDICTION_UNIT = 1 << 32
-CALIBRATION_BINS = 10
-CALIBRATION_METHOD = (
-    "at the start of every round (every player at a turn start), each player's probability of finishing first "
-    "(ties split) under the win agent's model: final total = total + D[open mask] (the solver's policy), "
-    "independent across players; outcome: the player's win share of the game (ties split)"
-)
-_PREDICT_CHUNK = 8192  # table states per model evaluation: bounds the (rows, width) temporaries to ~20 MB
-
-
-class Calibration:
-    """Exact integer sums of the model's predicted win probabilities against the outcomes (see ``to_dict``).
-
-    Args:
-        names: The agents.
-        rounds: Rounds per game (the number of categories).
-        players: Players at a table.
-        share_unit: Outcomes come in units of ``1 / share_unit``.
-    """
-
-    def __init__(self, names: Sequence[str], rounds: int, players: int, share_unit: int) -> None:
-        self.rounds, self.players, self.share_unit = rounds, players, share_unit
-        self.count = {name: 0 for name in names}  # predictions per agent
-        self.predicted = {name: [0] * rounds for name in names}  # per round, in 1 / PREDICTION_UNIT
-        self.outcome = {name: 0 for name in names}  # in 1 / share_unit
-        self.squared = {name: 0 for name in names}  # (predicted - outcome)^2, in 1 / PREDICTION_UNIT
-        self.constant = 0  # (1 / P - outcome)^2 pooled, in 1 / (P * share_unit)^2
-        self.bin_count = [0] * CALIBRATION_BINS
-        self.bin_predicted = [0] * CALIBRATION_BINS
-        self.bin_outcome = [0] * CALIBRATION_BINS
-
-    def add(self, names: Sequence[str], predicted: np.ndarray, share: np.ndarray) -> None:
-        """Adds one lineup's games.
-
-        Args:
-            names: The agents of the table, in the order of the last axes.
-            predicted: float ``(games, rounds, P)``: the predictions by agent of the table.
-            share: int ``(games, P)``: the outcomes (win shares in units of ``share_unit``).
-        """
-        quantized = np.rint(predicted * PREDICTION_UNIT).astype(np.int64)
-        outcome = np.broadcast_to(share[:, None, :], quantized.shape)
-        error = predicted - outcome / self.share_unit
-        squared = np.rint(error * error * PREDICTION_UNIT).astype(np.int64)
-        off = self.players * outcome.astype(np.int64) - self.share_unit  # P * share_unit * (outcome - 1 / P)
-        self.constant += int(np.dot(off.reshape(-1), off.reshape(-1)))
-        for i, name in enumerate(names):
-            self.count[name] += quantized[:, :, i].size
-            for k, total in enumerate(quantized[:, :, i].sum(axis=0).tolist()):
-                self.predicted[name][k] += total
-            self.outcome[name] += int(share[:, i].sum()) * self.rounds
-            self.squared[name] += int(squared[:, :, i].sum())
-        bins = np.minimum(quantized * CALIBRATION_BINS // PREDICTION_UNIT, CALIBRATION_BINS - 1).reshape(-1)
-        values, outcomes = quantized.reshape(-1), outcome.reshape(-1)
-        for b in range(CALIBRATION_BINS):  # exact integer sums per bin (float bincount weights would round)
-            at = bins == b
-            self.bin_count[b] += int(at.sum())
-            self.bin_predicted[b] += int(values[at].sum())
-            self.bin_outcome[b] += int(outcomes[at].sum())
-
-    def to_dict(self) -> dict[str, object]:
-        """Per agent its mean prediction (overall and by round), observed win share and Brier score; pooled:
-        the Brier score, that of always predicting ``1 / P``, and the reliability table."""
-        q, unit = PREDICTION_UNIT, self.share_unit
-        agents = {}
-        for name, count in self.count.items():
-            if count == 0:
-                continue
-            per_round = count // self.rounds
-            agents[name] = _rounded(
-                {
-                    "predictions": count,
-                    "mean_predicted": sum(self.predicted[name]) / (count * q),
-                    "observed_win_share": self.outcome[name] / (count * unit),
-                    "mean_predicted_by_round": [total / (per_round * q) for total in self.predicted[name]],
-                    "brier": self.squared[name] / (count * q),
-                }
-            )
-        count = sum(self.count.values())
-        reliability = []
-        for b in range(CALIBRATION_BINS):
-            n = self.bin_count[b]
-            reliability.append(
-                {
-                    "bin": [b / CALIBRATION_BINS, (b + 1) / CALIBRATION_BINS],
-                    "count": n,
-                    "mean_predicted": round(self.bin_predicted[b] / (n * q), 6) if n else None,
-                    "observed": round(self.bin_outcome[b] / (n * unit), 6) if n else None,
-                }
-            )
-        return {
-            "method": CALIBRATION_METHOD,
-            "rounds": self.rounds,
-            "predictions": count,
-            "brier": round(sum(self.squared.values()) / (count * q), 6),
-            "brier_constant": round(self.constant / (count * (self.players * unit) ** 2), 6),
-            "agents": agents,
-            "reliability": reliability,
-        }
-
-
-def predict_round_starts(distributions: ScoreDistributions, round_starts: np.ndarray) -> np.ndarray:
-    """The model's win probabilities at the round starts :func:`play_tables` recorded: float ``(N, C, P)``."""
-    n, c, _, p = round_starts.shape
-    flat = round_starts.reshape(n * c, 2, p)
-    predicted = np.empty((n * c, p))
-    for first in range(0, n * c, _PREDICT_CHUNK):
-        rows = flat[first : first + _PREDICT_CHUNK]
-        predicted[first : first + _PREDICT_CHUNK] = table_win_probabilities(distributions, rows[:, 0], rows[:, 1])
-    return predicted.reshape(n, c, p)
 
 
 @dataclass
@@ -396,7 +278,7 @@ def head_to_head(
         progress: Show a tqdm progress bar on stderr (only on a terminal).
         on_games_done: Called with a number of games each time some finish.
         calibration: Record the win agent's model's predicted win probabilities at every round start against
-            the outcomes (:class:`Calibration`; loads the rules' score distributions).
+            the outcomes (:class:`~yacht_lab.calibration.Calibration`; loads the rules' score distributions).
 
     Raises:
         ValueError: bad players, deals, seed or batch size; too few agents, or not ``num_players`` of them for
@@ -501,147 +383,3 @@ def head_to_head(
             bar.close()
     result.seconds = time.perf_counter() - start
     return result
-
-
-# --------------------------------------------------------------------------------------------------
-# Reporting
-# --------------------------------------------------------------------------------------------------
-def format_report(result: HeadToHead) -> str:
-    """The human-readable report: the win-rate and margin matrices (row against column), pairs, agents."""
-    report = result.to_dict()
-    p, per_deal = result.num_players, result.games_per_deal
-    pairs, agents = report["head_to_head"], report["agents"]
-    lines = [
-        f"Yacht head to head ({result.rules.name} rules, {p} players): {result.deals:,} deals, seed {result.seed}; "
-        f"each deal played {per_deal} times per table ({p} dice rotations x {p} seat rotations), "
-        f"{result.total_games:,} games in all, {result.games_per_second:,.0f} games/s",
-        f"CIs: {CI_METHOD}",
-        "",
-    ]
-    names = result.names
-    if p == 2:
-        short = {name: _short(name, 18) for name in names}
-        width = 2 + max(9, *(len(label) for label in short.values()))
-
-        def matrix(title: str, cell: Callable[[dict, bool], str]) -> list[str]:
-            rows = [title, " " * width + "".join(f"{short[name]:>{width}}" for name in names)]
-            for a in names:
-                cells = []
-                for b in names:
-                    if a == b:
-                        cells.append("-")
-                    elif pair_key(a, b) in pairs:
-                        cells.append(cell(pairs[pair_key(a, b)], False))
-                    else:
-                        cells.append(cell(pairs[pair_key(b, a)], True))
-                rows.append(f"{short[a]:<{width}}" + "".join(f"{c:>{width}}" for c in cells))
-            return rows
-
-        def win(pair: dict, flip: bool) -> str:
-            rate = 1 - pair["win_rate_a"] if flip else pair["win_rate_a"]
-            return f"{100 * rate:.1f}%"
-
-        def margin(pair: dict, flip: bool) -> str:
-            return f"{-pair['mean_margin_a'] if flip else pair['mean_margin_a']:+.2f}"
-
-        lines += matrix("win rate of row against column (ties count half):", win) + [""]
-        lines += matrix("mean margin of row over column (points):", margin) + [""]
-    lines.append("pairs (a vs b): games, wins a / wins b / ties, win rate of a [95% CI], mean margin of a [95% CI]")
-    label = max(len(key) for key in pairs)
-    for key, pair in pairs.items():
-        lo, hi = pair["win_rate_a_ci95"]
-        mlo, mhi = pair["mean_margin_a_ci95"]
-        lines.append(
-            f"  {key:<{label}}  {pair['games']:>9,}  {pair['wins_a']:,} / {pair['wins_b']:,} / {pair['ties']:,}  "
-            f"{100 * pair['win_rate_a']:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]  "
-            f"{pair['mean_margin_a']:+.2f} [{mlo:+.2f}, {mhi:+.2f}]"
-        )
-    lines += ["", "agents: games, mean score [95% CI], win share (ties split) [95% CI]"]
-    label = max(len(name) for name in names)
-    for name, stats in agents.items():
-        lo, hi = stats["mean_score_ci95"]
-        slo, shi = stats["win_share_ci95"]
-        lines.append(
-            f"  {name:<{label}}  {stats['games']:>9,}  {stats['mean_score']:.2f} [{lo:.2f}, {hi:.2f}]  "
-            f"{100 * stats['win_share']:.2f}% [{100 * slo:.2f}, {100 * shi:.2f}]"
-        )
-    lo, hi = report["first_seat_win_rate_ci95"]
-    lines += [
-        "",
-        f"first seat's win rate (its share of the wins, ties split; no advantage: {100 / p:.2f}%): "
-        f"{100 * report['first_seat_win_rate']:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]",
-    ]
-    if "calibration" in report:
-        lines += ["", *format_calibration(report["calibration"])]
-    return "\n".join(lines)
-
-
-def format_calibration(calibration: dict) -> list[str]:
-    """The calibration section of the report: per agent, then the pooled reliability table."""
-    rounds = calibration["rounds"]
-    lines = [
-        f"calibration of the win agent's model (P(first) at the start of each of the {rounds} rounds, every player "
-        "at a turn start; final total = total + the solver's score distribution, independent players):",
-        "  agent: mean predicted P(first) / observed win share, Brier score; mean predicted in rounds 1, 4, 7, 10, 12",
-    ]
-    agents = calibration["agents"]
-    label = max(len(name) for name in agents)
-    for name, stats in agents.items():
-        by_round = " ".join(f"{100 * stats['mean_predicted_by_round'][k]:.1f}" for k in (0, 3, 6, 9, rounds - 1))
-        lines.append(
-            f"  {name:<{label}}  {100 * stats['mean_predicted']:.2f}% / {100 * stats['observed_win_share']:.2f}%  "
-            f"Brier {stats['brier']:.4f}  rounds: {by_round}"
-        )
-    lines.append(
-        f"  pooled: {calibration['predictions']:,} predictions, Brier {calibration['brier']:.4f} "
-        f"(always 1/P: {calibration['brier_constant']:.4f})"
-    )
-    lines.append("  reliability (pooled): predicted bin, count, mean predicted, observed frequency")
-    for row in calibration["reliability"]:
-        lo, hi = row["bin"]
-        if row["count"]:
-            lines.append(
-                f"    [{lo:.1f}, {hi:.1f}{']' if hi == 1 else ')'}  {row['count']:>10,}  "
-                f"{100 * row['mean_predicted']:6.2f}%  {100 * row['observed']:6.2f}%"
-            )
-    return lines
-
-
-def render_json(result: HeadToHead) -> bytes:
-    """:meth:`HeadToHead.to_dict` as indented JSON (UTF-8)."""
-    return (json.dumps(result.to_dict(), indent=2) + "\n").encode()
-
-
-def render_plot(result: HeadToHead, fmt: str = "png") -> bytes:
-    """The 2-player win-rate matrix (row against column) as a heatmap.
-
-    Raises:
-        ValueError: more than two players, another format, or no matplotlib.
-    """
-    if result.num_players != 2:
-        raise ValueError("the plot is the 2-player win-rate matrix; there is none for more players")
-    plt = pyplot_for(fmt)
-
-    names, pairs = result.names, result.to_dict()["head_to_head"]
-    n = len(names)
-    rates = np.full((n, n), np.nan)
-    for i, a in enumerate(names):
-        for j, b in enumerate(names):
-            if pair_key(a, b) in pairs:
-                rates[i, j] = pairs[pair_key(a, b)]["win_rate_a"]
-                rates[j, i] = 1 - rates[i, j]
-    fig, ax = plt.subplots(figsize=(1.6 * n + 2.5, 1.3 * n + 1.5))
-    try:
-        image = ax.imshow(rates, cmap="RdBu", vmin=0, vmax=1)
-        for i in range(n):
-            for j in range(n):
-                text = "-" if i == j else f"{100 * rates[i, j]:.1f}%"
-                ax.text(j, i, text, ha="center", va="center", fontsize=9)
-        labels = [_short(name) for name in names]
-        ax.set_xticks(range(n), labels, rotation=20, ha="right", fontsize=8)
-        ax.set_yticks(range(n), labels, fontsize=8)
-        ax.set_title(f"win rate of row against column ({result.deals:,} deals, {result.rules.name} rules)", fontsize=9)
-        fig.colorbar(image, ax=ax, fraction=0.046)
-        return figure_bytes(fig, fmt)
-    finally:
-        plt.close(fig)

@@ -42,7 +42,7 @@ from rliable import library as rly
 from rliable import metrics
 
 from yacht_env.rules import is_int
-from yacht_lab.evaluation import figure_bytes, pyplot_for
+from yacht_lab.report import figure_bytes, pyplot_for
 
 #: The statuses a trial can end in. ``"stopped early"``: ASHA ended it (its curve counts as it stands).
 STATUSES = ("finished", "stopped early", "error", "pending")
@@ -107,8 +107,8 @@ def summarise(
         confidence: Coverage of the CIs, in (0, 1).
 
     Returns:
-        ``{"metric", "confidence", "reps", "curve_reps", "seed", "configurations": [...],
-        "probability_of_improvement": [...], "curves": [...]}``; each configuration entry has ``name``,
+        A dict with the keys ``metric``, ``confidence``, ``reps``, ``curve_reps``, ``seed`` and the lists
+        ``configurations``, ``probability_of_improvement`` and ``curves``; each configuration entry has ``name``,
         ``seeds`` (sorted, those with a final value), ``runs`` (trials), ``final`` and ``final_timesteps``
         (per seed), ``mean``, ``iqm``, ``mean_ci95``, ``iqm_ci95``, ``stopped_early`` and ``failed``; each
         pair ``{"x", "y", "p", "ci95"}`` (``x`` before ``y`` in ``configurations``); each curve ``name``,
@@ -378,7 +378,7 @@ def render_curves(summary: dict, fmt: str = "png") -> bytes:
 
     Args:
         summary: What :func:`summarise` returned.
-        fmt: One of :data:`yacht_lab.evaluation.PLOT_FORMATS`.
+        fmt: One of :data:`yacht_lab.report.PLOT_FORMATS`.
 
     Raises:
         ValueError: another format, or no matplotlib.

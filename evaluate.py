@@ -1,205 +1,22 @@
-"""Benchmark Yacht agents on the same seeded dice: score statistics, regret against the exact solver, paired
-differences, and optionally a JSON report and a plot.
+"""Benchmark Yacht agents: ``python evaluate.py ARGS`` is ``yacht-evaluate ARGS``, with messages naming ``evaluate.py``.
 
-Usage:
-    python evaluate.py                      # random, greedy, optimal (+ ppo:models/ppo_<rules>.zip if present)
-    python evaluate.py --agents random greedy optimal ppo:models/x.zip --games 10000 --seed 0 \\
-        --rules standard --json results.json --plot scores.png
-    python evaluate.py --players 2 --games 20000 --json h2h.json   # head to head: every pair of the agents
-    python evaluate.py --players 3 --agents random greedy optimal  # three agents at one table
-
-Agent specs: ``random``, ``greedy``, ``optimal``, ``ppo:PATH`` (see ``agents/__init__.py``). Game ``g`` rolls
-the dice of ``game_streams(seed, [g])`` for every agent, so same arguments give the same JSON byte for byte.
-``--plot`` writes the format its extension names: ``.png``, ``.pdf`` or ``.svg``. At most 10,000,000 games.
-
-``--players P`` (2..10) plays the agents against each other instead (:mod:`yacht_lab.head_to_head`): with 2 every
-pair of them, with more exactly ``P`` agents at one table. ``--games`` is then the number of deals, each
-played ``P * P`` times (dice rotations x seat rotations); ``--json`` writes the head-to-head report and
-``--plot`` the 2-player win-rate matrix (not available for more players).
-Bad input prints one ``evaluate.py: error: ...`` line and exits with status 2, writing no file; Ctrl-C prints
-``evaluate.py: interrupted`` and exits with status 130.
+The program is :mod:`yacht_lab.scripts.evaluate` (``python evaluate.py --help``).
 """
 
-from __future__ import annotations
-
-import argparse
 import os
 import sys
 
-# Only the standard library up here: the project (numpy, torch) is imported inside main(), where Ctrl-C
-# during the imports ends in one line, not a traceback.
-DEFAULT_AGENTS = ("random", "greedy", "optimal")
-DEFAULT_GAMES = 10_000  # ~2 s for random, greedy and optimal on two cores; a small PPO MLP adds ~2-5 s
+from yacht_lab.scripts import evaluate as _script  # the standard library only: the project loads inside main()
+
+PROG = os.path.basename(__file__)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    import importlib.util
-    from pathlib import Path
-
-    from yacht_agents import AGENT_SPECS
-    from yacht_env.rules import PRESETS
-    from yacht_lab.cli import OneLineParser, number
-    from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES, PLOT_FORMATS
-    from yacht_lab.head_to_head import MAX_PLAYERS
-
-    parser = OneLineParser(prog="evaluate.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--agents",
-        nargs="+",
-        metavar="SPEC",
-        help=f"agents to compare, each one of {', '.join(AGENT_SPECS)} "
-        f"(default: {' '.join(DEFAULT_AGENTS)}, plus ppo:models/ppo_<rules>.zip if that file exists)",
-    )
-    parser.add_argument(
-        "--players",
-        type=number(int, 1, high=MAX_PLAYERS),
-        default=1,
-        help="players at a table: 1 (default) benchmarks each agent alone; 2 plays every pair of the agents "
-        f"against each other, 3..{MAX_PLAYERS} exactly that many agents at one table",
-    )
-    parser.add_argument(
-        "--games",
-        type=number(int, 1, high=MAX_GAMES),
-        default=DEFAULT_GAMES,
-        help=f"games per agent, at most {MAX_GAMES:,} (default: %(default)s); with --players P >= 2 the number "
-        "of deals, each played P * P times (dice rotations x seat rotations)",
-    )
-    parser.add_argument("--seed", type=number(int, 0), default=0, help="seed of the dice (default: %(default)s)")
-    parser.add_argument(
-        "--rules", choices=sorted(PRESETS), default="standard", help="rules preset (default: %(default)s)"
-    )
-    parser.add_argument("--json", metavar="PATH", help="write the statistics as JSON to PATH")
-    parser.add_argument(
-        "--plot",
-        metavar="PATH",
-        help="write score distributions and category means (with --players 2: the win-rate matrix) to PATH, "
-        "in the format its extension names: " + ", ".join(f".{fmt}" for fmt in PLOT_FORMATS),
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=number(int, 1),
-        default=DEFAULT_BATCH_SIZE,
-        help="games stepped together (default: %(default)s)",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    args = parser.parse_args(argv)
-    if args.agents is None:
-        args.agents = list(DEFAULT_AGENTS)
-        model = Path("models") / f"ppo_{args.rules}.zip"
-        if model.is_file() and importlib.util.find_spec("sb3_contrib") is not None:  # the train extra
-            args.agents.append(f"ppo:{model}")
-    problem = players_problem(args)
-    if problem:
-        parser.error(problem)
-    problem = outputs_problem(args.json, args.plot)
-    if problem:
-        parser.error(problem)
-    return args
+def parse_args(argv=None):
+    return _script.parse_args(argv, prog=PROG)
 
 
-def players_problem(args: argparse.Namespace) -> str | None:
-    """Why the agents cannot play ``--players`` (checked before the run), or ``None``."""
-    p, count = args.players, len(args.agents)
-    if len(set(args.agents)) != count:
-        return f"argument --agents: each agent may be given once, got {' '.join(args.agents)}"
-    if p == 2 and count < 2:
-        return f"argument --agents: --players 2 plays every pair of the agents; give at least 2, got {count}"
-    if p > 2 and count != p:
-        agents = " ".join(args.agents)
-        return f"argument --agents: --players {p} seats exactly {p} agents at one table, got {count}: {agents}"
-    if p > 2 and args.plot:
-        return f"argument --plot: the plot is the 2-player win-rate matrix; there is none for --players {p}"
-    return None
-
-
-def plot_format(path: str) -> str | None:
-    """The format a plot path names by its extension (``.png``, ``.pdf``, ``.svg``), or ``None``."""
-    from yacht_lab.evaluation import PLOT_FORMATS
-
-    fmt = os.path.splitext(path)[1].lower().lstrip(".")
-    return fmt if fmt in PLOT_FORMATS else None
-
-
-def outputs_problem(json_path: str | None, plot_path: str | None) -> str | None:
-    """Why the outputs cannot be written (checked before the run, so a bad path costs no time), or ``None``.
-
-    Each path must be a regular file or a new one in an existing folder where a file can really be created
-    (a symlink is written through); the plot's extension must name a format; the two must be different files.
-    """
-    from yacht_env.util import check_writable
-    from yacht_lab.evaluation import PLOT_FORMATS
-
-    targets = {}
-    for option, path in (("--json", json_path), ("--plot", plot_path)):
-        if path is None:
-            continue
-        if option == "--plot" and plot_format(path) is None:
-            formats = ", ".join(f".{fmt}" for fmt in PLOT_FORMATS)
-            return f"argument --plot: '{path}' must end in one of {formats} (the format it is written in)"
-        try:
-            targets[option] = check_writable(path)
-        except ValueError as error:
-            return f"argument {option}: {error}"
-    if len(targets) == 2:
-        json_target, plot_target = targets["--json"], targets["--plot"]
-        same = json_target == plot_target or (
-            json_target.exists() and plot_target.exists() and os.path.samefile(json_target, plot_target)
-        )
-        if same:
-            return f"argument --plot: '{plot_path}' is the same file as --json '{json_path}'"
-    return None
-
-
-def main(argv: list[str] | None = None) -> int:
-    try:
-        return _main(argv)
-    except KeyboardInterrupt:  # during the imports, the games or the writing (each file is written atomically)
-        print("evaluate.py: interrupted", file=sys.stderr)
-        return 130
-
-
-def _main(argv: list[str] | None) -> int:
-    args = parse_args(argv)
-    from yacht_agents import make_agent
-    from yacht_env.util import atomic_write
-    from yacht_lab import head_to_head
-    from yacht_lab.evaluation import evaluate, format_report, render_json, render_plot
-
-    if args.players > 1:  # the head to head's report, JSON and plot
-        format_report, render_json, render_plot = (
-            head_to_head.format_report,
-            head_to_head.render_json,
-            head_to_head.render_plot,
-        )
-    try:
-        agents = [make_agent(spec, rules=args.rules, seed=args.seed) for spec in args.agents]
-        progress = not args.no_progress
-        if args.players == 1:
-            evaluation = evaluate(agents, args.games, args.seed, args.rules, args.batch_size, progress)
-        else:
-            evaluation = head_to_head.head_to_head(
-                agents, args.players, args.games, args.seed, args.rules, args.batch_size, progress
-            )
-        # Both files are rendered before either is written, each written atomically.
-        rendered = []
-        if args.plot:
-            rendered.append((args.plot, render_plot(evaluation, plot_format(args.plot))))
-        if args.json:
-            rendered.append((args.json, render_json(evaluation)))
-        for path, data in rendered:
-            atomic_write(path, data)
-    except (ValueError, OSError) as error:
-        message = " ".join(str(error).split())  # one line, whatever the error says
-        print(f"evaluate.py: error: {message}", file=sys.stderr)
-        return 2
-    try:
-        print(format_report(evaluation))
-        for path, _ in rendered:
-            print(f"wrote {path}")
-        sys.stdout.flush()
-    except BrokenPipeError:  # e.g. piped into `head`: the files are written; stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
+def main(argv=None):
+    return _script.main(argv, prog=PROG)
 
 
 if __name__ == "__main__":

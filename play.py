@@ -1,170 +1,22 @@
-"""Play Yacht in the terminal against the agents, with the exact solver as a coach.
+"""Play Yacht in the terminal: ``python play.py ARGS`` is ``yacht-play ARGS``, with messages naming ``play.py``.
 
-Usage:
-    python play.py                                            # you against the optimal agent
-    python play.py --players human optimal ppo:models/ppo_standard.zip --hints
-    python play.py --players human human --names Ann Bob --rules classic --seed 7
-    printf 's 1\\ns 2\\n...' | python play.py --players human optimal --seed 3 --delay 0   # scripted
-
-Seats (1..5): ``human`` or an agent spec (``random``, ``greedy``, ``optimal``, ``win`` (sized to the table),
-``ppo:PATH``). Seat ``p`` rolls the dice of ``game_streams(seed, range(P))[p]``, so with ``--seed`` the same
-inputs give the same transcript.
-A person types ``keep 4 4 6`` (faces), ``k 245`` (positions under the dice), ``roll``, ``score full house`` /
-``s fh`` / ``s 7`` (the number in the sheet), ``help``, ``quit``. ``--hints``: the solver's best move and expected
-final score before each of your decisions, what your move gave away after it, and a review at the end.
-Colour with ``rich`` on a terminal (unless ``NO_COLOR`` is set); plain text otherwise. Bad arguments print one
-``play.py: error: ...`` line and exit with status 2; ``quit`` and end of input print ``bye`` and exit with 0,
-Ctrl-C with 130.
+The program is :mod:`yacht_lab.scripts.play` (``python play.py --help``).
 """
 
-from __future__ import annotations
-
-import argparse
 import os
 import sys
 
-# Only the standard library up here: numpy (and torch for a PPO model) are imported inside main(), where
-# Ctrl-C during the imports ends in one line, not a traceback.
-DEFAULT_PLAYERS = ("human", "optimal")
-DEFAULT_DELAY = 0.6
-MAX_DELAY = 60.0
+from yacht_lab.scripts import play as _script  # the standard library only: the project loads inside main()
+
+PROG = os.path.basename(__file__)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from yacht_agents import AGENT_SPECS
-    from yacht_env.rules import PRESETS
-    from yacht_lab.cli import OneLineParser, number
-    from yacht_lab.table import HUMAN, MAX_SEATS
-
-    parser = OneLineParser(prog="play.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--players",
-        nargs="+",
-        metavar="SEAT",
-        default=list(DEFAULT_PLAYERS),
-        help=f"1..{MAX_SEATS} seats in order, each '{HUMAN}' or an agent: {', '.join(AGENT_SPECS)} "
-        f"(default: {' '.join(DEFAULT_PLAYERS)})",
-    )
-    parser.add_argument(
-        "--rules", choices=sorted(PRESETS), default="standard", help="rules preset (default: %(default)s)"
-    )
-    parser.add_argument("--seed", type=number(int, 0), help="seed of the dice (default: a fresh one, printed)")
-    parser.add_argument(
-        "--hints", action="store_true", help="the solver coaches every person at the table and reviews the game"
-    )
-    parser.add_argument("--names", nargs="+", metavar="NAME", help="one name per seat (default: You, the specs)")
-    parser.add_argument(
-        "--delay",
-        type=number(float, 0, high=MAX_DELAY),
-        default=DEFAULT_DELAY,
-        help="seconds between the agents' shown moves (default: %(default)s; 0 for none)",
-    )
-    args = parser.parse_args(argv)
-    seats = len(args.players)
-    if seats > MAX_SEATS:
-        parser.error(f"argument --players: a table seats 1..{MAX_SEATS} players, got {seats}")
-    for spec in args.players:
-        if (
-            spec != HUMAN
-            and spec not in ("random", "greedy", "optimal", "win")
-            and not spec.startswith(("ppo:", "win:"))
-        ):
-            parser.error(f"argument --players: unknown seat {spec!r}; expected {HUMAN} or {', '.join(AGENT_SPECS)}")
-    if args.names is not None:
-        names = [name.strip() for name in args.names]
-        if len(names) != seats:
-            parser.error(f"argument --names: give one name per seat: {seats} seats, got {len(names)}")
-        if not all(names) or len(set(names)) != len(names):
-            parser.error(f"argument --names: names must be non-empty and different, got {' '.join(args.names)!r}")
-        args.names = names
-    return args
+def parse_args(argv=None):
+    return _script.parse_args(argv, prog=PROG)
 
 
-def choose_screen():
-    """Colour (``rich``) on a terminal unless ``NO_COLOR`` is set; plain text when piped or without ``rich``."""
-    from yacht_lab.table import PlainScreen, RichScreen
-
-    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
-        try:
-            from rich.console import Console
-        except ImportError:
-            pass
-        else:
-            return RichScreen(Console(highlight=False))
-    return PlainScreen(sys.stdout)
-
-
-def make_reader():
-    """``read(prompt)``: ``input`` on a terminal; from a pipe, the prompt and the line read are both written, so a
-    scripted game's transcript shows what was typed."""
-    if sys.stdin.isatty():
-        return input
-
-    def read(prompt: str) -> str:
-        sys.stdout.write(prompt)
-        sys.stdout.flush()
-        line = sys.stdin.readline()
-        if not line:
-            sys.stdout.write("\n")
-            raise EOFError
-        line = line.rstrip("\r\n")
-        sys.stdout.write(line + "\n")
-        return line
-
-    return read
-
-
-def main(argv: list[str] | None = None) -> int:
-    try:
-        return _main(argv)
-    except KeyboardInterrupt:
-        print("\nbye", flush=True)
-        return 130
-    except BrokenPipeError:  # e.g. piped into `head`
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-
-
-def _main(argv: list[str] | None) -> int:
-    args = parse_args(argv)
-    import secrets
-
-    import numpy as np
-
-    from yacht_agents import make_agent
-    from yacht_lab.table import HUMAN, Quit, TableGame, default_names
-
-    seed = secrets.randbelow(2**32) if args.seed is None else args.seed
-    names = args.names or default_names(args.players)
-    screen = choose_screen()
-    try:
-        agents = [
-            None
-            if spec == HUMAN
-            else make_agent(
-                spec,
-                args.rules,
-                int(np.random.SeedSequence([seed, p]).generate_state(1)[0]),
-                players=len(args.players) if spec == "win" else None,  # the win agent sized to this table
-            )
-            for p, spec in enumerate(args.players)
-        ]
-        game = TableGame(agents, names, args.rules, seed, screen, make_reader(), hints=args.hints, delay=args.delay)
-    except ValueError as error:
-        print(f"play.py: error: {' '.join(str(error).split())}", file=sys.stderr)
-        return 2
-    seats = ", ".join(
-        name if spec in (HUMAN, name) else f"{name} ({spec})" for name, spec in zip(names, args.players, strict=True)
-    )
-    intro = f"Yacht, {args.rules} rules, dice seed {seed}: {seats}."
-    if HUMAN in args.players:
-        intro += " Type help for the commands."
-    screen.say(intro, "result")
-    try:
-        game.play()
-    except (Quit, EOFError):
-        screen.say("bye")
-    return 0
+def main(argv=None):
+    return _script.main(argv, prog=PROG)
 
 
 if __name__ == "__main__":

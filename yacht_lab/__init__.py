@@ -2,6 +2,7 @@
 
 It stands on :mod:`yacht_env` (the game) and :mod:`yacht_agents` (the players), as CleanRL's ``cleanrl_utils``
 stands beside ``cleanrl``; neither of those imports it. The command-line tools (``yacht-train``,
-``yacht-evaluate``, ``yacht-play``, ``yacht-sweep``, and the repository's ``train.py`` and friends) are thin
-fronts over its modules.
+``yacht-evaluate``, ``yacht-play``, ``yacht-sweep`` in :mod:`yacht_lab.scripts`, also run as
+``python -m yacht_lab <command>`` and as the repository's ``train.py`` and friends) are thin fronts over its
+modules. Importing this package imports nothing else: the tools load numpy and torch inside ``main()``.
 """

@@ -1,0 +1,213 @@
+"""Benchmark Yacht agents on the same seeded dice: score statistics, regret against the exact solver, paired
+differences, and optionally a JSON report and a plot.
+
+Usage:
+    yacht-evaluate                          # random, greedy, optimal, ppo:<rules> (the shipped model)
+    yacht-evaluate --agents random greedy optimal ppo:runs/x/model.zip --games 10000 --seed 0 \\
+        --rules standard --json results.json --plot scores.png
+    yacht-evaluate --players 2 --games 20000 --json h2h.json   # head to head: every pair of the agents
+    yacht-evaluate --players 3 --agents random greedy optimal  # three agents at one table
+
+(``python -m yacht_lab evaluate`` and the repository's ``python evaluate.py`` are the same program.)
+Agent specs: ``random``, ``greedy``, ``optimal``, ``win``, ``win:P``, ``ppo:NAME`` (a shipped model:
+``standard``, ``classic``) or ``ppo:PATH`` (see :func:`yacht_agents.make_agent`). Without ``--agents``: random,
+greedy, optimal and, with the train extra installed, the shipped model of the rules (``ppo:standard``). Game ``g`` rolls
+the dice of ``game_streams(seed, [g])`` for every agent, so same arguments give the same JSON byte for byte.
+``--plot`` writes the format its extension names: ``.png``, ``.pdf`` or ``.svg``. At most 10,000,000 games.
+
+``--players P`` (2..10) plays the agents against each other instead (:mod:`yacht_lab.head_to_head`): with 2 every
+pair of them, with more exactly ``P`` agents at one table. ``--games`` is then the number of deals, each
+played ``P * P`` times (dice rotations x seat rotations); ``--json`` writes the head-to-head report and
+``--plot`` the 2-player win-rate matrix (not available for more players).
+Bad input prints one ``yacht-evaluate: error: ...`` line (named as the program was started) and exits with
+status 2, writing no file; Ctrl-C prints ``yacht-evaluate: interrupted`` and exits with status 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from yacht_lab.scripts import program_name
+
+# Only the standard library up here: the project (numpy, torch) is imported inside main(), where Ctrl-C
+# during the imports ends in one line, not a traceback.
+DEFAULT_AGENTS = ("random", "greedy", "optimal")
+DEFAULT_GAMES = 10_000  # ~2 s for random, greedy and optimal on two cores; a small PPO MLP adds ~2-5 s
+COMMAND = "yacht-evaluate"
+
+
+def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    import importlib.util
+
+    from yacht_agents import AGENT_SPECS
+    from yacht_agents.ppo import shipped_models
+    from yacht_env.rules import PRESETS
+    from yacht_lab.cli import OneLineParser, number
+    from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES
+    from yacht_lab.head_to_head import MAX_PLAYERS
+    from yacht_lab.report import PLOT_FORMATS
+
+    parser = OneLineParser(prog=program_name(COMMAND, prog), description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--agents",
+        nargs="+",
+        metavar="SPEC",
+        help=f"agents to compare, each one of {', '.join(AGENT_SPECS)} "
+        f"(default: {' '.join(DEFAULT_AGENTS)}, plus ppo:<rules>, the shipped model, with the train extra)",
+    )
+    parser.add_argument(
+        "--players",
+        type=number(int, 1, high=MAX_PLAYERS),
+        default=1,
+        help="players at a table: 1 (default) benchmarks each agent alone; 2 plays every pair of the agents "
+        f"against each other, 3..{MAX_PLAYERS} exactly that many agents at one table",
+    )
+    parser.add_argument(
+        "--games",
+        type=number(int, 1, high=MAX_GAMES),
+        default=DEFAULT_GAMES,
+        help=f"games per agent, at most {MAX_GAMES:,} (default: %(default)s); with --players P >= 2 the number "
+        "of deals, each played P * P times (dice rotations x seat rotations)",
+    )
+    parser.add_argument("--seed", type=number(int, 0), default=0, help="seed of the dice (default: %(default)s)")
+    parser.add_argument(
+        "--rules", choices=sorted(PRESETS), default="standard", help="rules preset (default: %(default)s)"
+    )
+    parser.add_argument("--json", metavar="PATH", help="write the statistics as JSON to PATH")
+    parser.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="write score distributions and category means (with --players 2: the win-rate matrix) to PATH, "
+        "in the format its extension names: " + ", ".join(f".{fmt}" for fmt in PLOT_FORMATS),
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=number(int, 1),
+        default=DEFAULT_BATCH_SIZE,
+        help="games stepped together (default: %(default)s)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    args = parser.parse_args(argv)
+    if args.agents is None:
+        args.agents = list(DEFAULT_AGENTS)
+        if args.rules in shipped_models() and importlib.util.find_spec("sb3_contrib") is not None:  # the train extra
+            args.agents.append(f"ppo:{args.rules}")
+    problem = players_problem(args)
+    if problem:
+        parser.error(problem)
+    problem = outputs_problem(args.json, args.plot)
+    if problem:
+        parser.error(problem)
+    return args
+
+
+def players_problem(args: argparse.Namespace) -> str | None:
+    """Why the agents cannot play ``--players`` (checked before the run), or ``None``."""
+    p, count = args.players, len(args.agents)
+    if len(set(args.agents)) != count:
+        return f"argument --agents: each agent may be given once, got {' '.join(args.agents)}"
+    if p == 2 and count < 2:
+        return f"argument --agents: --players 2 plays every pair of the agents; give at least 2, got {count}"
+    if p > 2 and count != p:
+        agents = " ".join(args.agents)
+        return f"argument --agents: --players {p} seats exactly {p} agents at one table, got {count}: {agents}"
+    if p > 2 and args.plot:
+        return f"argument --plot: the plot is the 2-player win-rate matrix; there is none for --players {p}"
+    return None
+
+
+def plot_format(path: str) -> str | None:
+    """The format a plot path names by its extension (``.png``, ``.pdf``, ``.svg``), or ``None``."""
+    from yacht_lab.report import PLOT_FORMATS
+
+    fmt = os.path.splitext(path)[1].lower().lstrip(".")
+    return fmt if fmt in PLOT_FORMATS else None
+
+
+def outputs_problem(json_path: str | None, plot_path: str | None) -> str | None:
+    """Why the outputs cannot be written (checked before the run, so a bad path costs no time), or ``None``.
+
+    Each path must be a regular file or a new one in an existing folder where a file can really be created
+    (a symlink is written through); the plot's extension must name a format; the two must be different files.
+    """
+    from yacht_env.util import check_writable
+    from yacht_lab.report import PLOT_FORMATS
+
+    targets = {}
+    for option, path in (("--json", json_path), ("--plot", plot_path)):
+        if path is None:
+            continue
+        if option == "--plot" and plot_format(path) is None:
+            formats = ", ".join(f".{fmt}" for fmt in PLOT_FORMATS)
+            return f"argument --plot: '{path}' must end in one of {formats} (the format it is written in)"
+        try:
+            targets[option] = check_writable(path)
+        except ValueError as error:
+            return f"argument {option}: {error}"
+    if len(targets) == 2:
+        json_target, plot_target = targets["--json"], targets["--plot"]
+        same = json_target == plot_target or (
+            json_target.exists() and plot_target.exists() and os.path.samefile(json_target, plot_target)
+        )
+        if same:
+            return f"argument --plot: '{plot_path}' is the same file as --json '{json_path}'"
+    return None
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    prog = program_name(COMMAND, prog)
+    try:
+        return _main(argv, prog)
+    except KeyboardInterrupt:  # during the imports, the games or the writing (each file is written atomically)
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None, prog: str) -> int:
+    args = parse_args(argv, prog)
+    from yacht_agents import make_agent
+    from yacht_env.util import atomic_write
+    from yacht_lab import head_to_head, head_to_head_report
+    from yacht_lab.evaluation import evaluate, format_report, render_json, render_plot
+
+    if args.players > 1:  # the head to head's report, JSON and plot
+        format_report, render_json, render_plot = (
+            head_to_head_report.format_report,
+            head_to_head_report.render_json,
+            head_to_head_report.render_plot,
+        )
+    try:
+        agents = [make_agent(spec, rules=args.rules, seed=args.seed) for spec in args.agents]
+        progress = not args.no_progress
+        if args.players == 1:
+            evaluation = evaluate(agents, args.games, args.seed, args.rules, args.batch_size, progress)
+        else:
+            evaluation = head_to_head.head_to_head(
+                agents, args.players, args.games, args.seed, args.rules, args.batch_size, progress
+            )
+        # Both files are rendered before either is written, each written atomically.
+        rendered = []
+        if args.plot:
+            rendered.append((args.plot, render_plot(evaluation, plot_format(args.plot))))
+        if args.json:
+            rendered.append((args.json, render_json(evaluation)))
+        for path, data in rendered:
+            atomic_write(path, data)
+    except (ValueError, OSError) as error:
+        message = " ".join(str(error).split())  # one line, whatever the error says
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2
+    try:
+        print(format_report(evaluation))
+        for path, _ in rendered:
+            print(f"wrote {path}")
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. piped into `head`: the files are written; stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Train MaskablePPO on Yacht-v0 (the native vector env through the SB3 adapter), or against opponents.
+
+    yacht-train                                       # the defaults (configs/ppo.yaml): standard rules, <= 60 minutes
+    yacht-train --total-timesteps 20000 --max-minutes 1 --output-dir /tmp/runs
+    yacht-train --opponents greedy --reward win       # YachtVersus-v0: one seat against greedy, rewarded for wins
+    yacht-train --resume runs/<run>/checkpoints/step_<N>.zip
+
+(``python -m yacht_lab train`` and the repository's ``python train.py`` are the same program.) Without
+``--config`` the run takes the defaults of :class:`yacht_lab.config.TrainConfig`, which the repository's
+``configs/ppo.yaml`` lists in full. Each run writes ``runs/<run name>/``: config.yaml, command.txt, model.zip,
+checkpoints/, learning_curve.csv, learning_curve.png and tb/ (TensorBoard). Ctrl-C (or SIGTERM) saves a checkpoint
+and exits; a second Ctrl-C quits at once without saving (exit status 130; 143 for SIGTERM). Bad input prints one
+``yacht-train: error: ...`` line (named as the program was started) and exits with status 2, writing nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from yacht_lab.scripts import program_name, rerun_command
+
+# Only the standard library up here: the project (numpy, torch) is imported inside main(), where Ctrl-C
+# during the imports ends in one line, not a traceback.
+COMMAND = "yacht-train"
+
+
+def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    from yacht_lab.cli import OneLineParser, number
+
+    parser = OneLineParser(prog=program_name(COMMAND, prog), description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--config", help="YAML hyperparameters (default: the built-in defaults, as configs/ppo.yaml lists them)"
+    )
+    parser.add_argument("--rules", choices=["standard", "classic"], help="rules preset (config: rules)")
+    parser.add_argument("--total-timesteps", type=number(int, 1), help="environment steps (config: total_timesteps)")
+    parser.add_argument(
+        "--max-minutes", type=number(float, 0, inclusive=False), help="wall-clock limit (config: max_minutes)"
+    )
+    parser.add_argument("--seed", type=number(int, 0), help="seed (config: seed)")
+    parser.add_argument("--n-envs", type=number(int, 1), help="games stepped together (config: n_envs)")
+    parser.add_argument(
+        "--opponents",
+        nargs="+",
+        metavar="SPEC",
+        help="train at tables against these agents: random, greedy, optimal, ppo:NAME or ppo:PATH (config: opponents)",
+    )
+    parser.add_argument("--reward", choices=["score", "win"], help="score, or win (with --opponents) (config: reward)")
+    parser.add_argument("--seat", type=seat, help="the learner's seat: random or 0..len(opponents) (config: seat)")
+    parser.add_argument("--device", help="torch device: cpu, cuda, cuda:<i> or mps, if present (config: device)")
+    parser.add_argument("--output-dir", default="runs", help="where run folders go (default: %(default)s)")
+    parser.add_argument(
+        "--resume",
+        metavar="CHECKPOINT",
+        help="continue a run from one of its checkpoints, with its own config (only the budget can change)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser.parse_args(argv)
+
+
+def seat(text: str) -> str | int:
+    """An argparse ``type``: ``random`` or an int >= 0 (its upper bound depends on the opponents: checked later)."""
+    if text == "random":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 'random' or an integer >= 0, got {text!r}")
+    return value
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` (``yacht_lab.training.Abort`` once that is imported)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame) -> None:
+    raise Terminated(signum)
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    prog = program_name(COMMAND, prog)
+    # SIGTERM like SIGINT from the start: an exception, so that nothing is left half-done (a claimed run
+    # folder is removed again); during training yacht_lab.training's own handling takes over.
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(argv, prog)
+    except KeyboardInterrupt as interrupt:
+        signum = getattr(interrupt, "signum", signal.SIGINT)
+        print(f"{prog}: interrupted ({signal.Signals(signum).name}): quit at once, without saving", file=sys.stderr)
+        return 128 + signum
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None, prog: str) -> int:
+    args = parse_args(argv, prog)
+    try:
+        from yacht_lab.config import load_config
+        from yacht_lab.training import resume_config, train
+    except ImportError as error:  # yaml, torch, stable-baselines3 come with the train extra
+        extra = "pip install 'yacht-rl[train]'"
+        print(f"{prog}: error: training needs the train extra ({extra}): {error}", file=sys.stderr)
+        return 2
+
+    overrides = {
+        "rules": args.rules,
+        "total_timesteps": args.total_timesteps,
+        "max_minutes": args.max_minutes,
+        "seed": args.seed,
+        "n_envs": args.n_envs,
+        "device": args.device,
+        "opponents": args.opponents,
+        "reward": args.reward,
+        "seat": args.seat,
+    }
+    try:
+        if args.resume is not None:
+            if args.config is not None:
+                raise ValueError("--config cannot be combined with --resume: a run keeps its own config")
+            config = resume_config(args.resume, overrides)
+        elif args.config is not None:
+            config = load_config(args.config, overrides)
+        else:
+            config = default_config(overrides)
+        run_dir = train(
+            config, args.output_dir, resume=args.resume, progress=not args.no_progress, rerun=rerun_command(prog)
+        )
+    except (ValueError, OSError) as error:
+        message = " ".join(str(error).split())  # one line, whatever the error says
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2
+    print(f"run folder: {run_dir}")
+    return 0
+
+
+def default_config(overrides: dict):
+    """The built-in defaults (:class:`~yacht_lab.config.TrainConfig`, what ``configs/ppo.yaml`` lists) with the
+    flags given, validated as :func:`yacht_lab.config.load_config` validates a file's.
+
+    Raises:
+        ValueError: a bad flag value.
+    """
+    from yacht_lab.config import TrainConfig, validate
+
+    config = TrainConfig()
+    for name, value in overrides.items():
+        if value is not None:
+            setattr(config, name, value)
+    return validate(config)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

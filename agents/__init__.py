@@ -1,4 +1,7 @@
-"""Baseline agents for Yacht, one interface: ``agent.act(observations, action_masks) -> actions``.
+"""The players of Yacht, one interface: ``agent.act(observations, action_masks) -> actions``.
+
+The repository keeps them in ``agents/``; they install as ``yacht_agents`` (a top-level ``agents`` would collide
+with other packages, openai-agents among them). The experiment lab that seats them is :mod:`yacht_lab`.
 
 ``make_agent(spec)`` builds one from a short spec:
 
@@ -6,9 +9,12 @@
 * ``"greedy"``: a fixed rule of thumb (:mod:`yacht_agents.greedy`),
 * ``"optimal"``: the exact solver's best action (:mod:`yacht_env.solver`),
 * ``"win"`` / ``"win:P"``: plays to finish first at a table of 2 / ``P`` players (:mod:`yacht_agents.win`),
-* ``"ppo:PATH"``: a saved sb3-contrib ``MaskablePPO`` model (needs the ``train`` extra).
+* ``"ppo:PATH"``: a saved sb3-contrib ``MaskablePPO`` model (needs the ``train`` extra); ``PATH`` may also name a
+  shipped model, ``ppo:standard`` or ``ppo:classic`` (:func:`yacht_agents.ppo.resolve_model`).
 
-:mod:`yacht_lab.evaluation` plays agents against each other on common dice and scores their regret.
+Specs are parsed in one place, :func:`parse_spec`. The envs that seat opponents (``YachtVersus-v0``) take agent
+objects, or resolve spec strings through :func:`make_agent`, which this package declares as the
+``yacht_rl.agents`` entry point (the env layer never imports the players).
 """
 
 from __future__ import annotations
@@ -17,6 +23,27 @@ from yacht_agents.base import Agent
 from yacht_env import rules as R
 
 AGENT_SPECS = ("random", "greedy", "optimal", "win", "win:P", "ppo:PATH")
+#: The kinds of spec, as :func:`parse_spec` names them.
+AGENT_KINDS = ("random", "greedy", "optimal", "win", "ppo")
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """The one parser of agent specs: ``(kind, argument)``, e.g. ``("ppo", "models/x.zip")``, ``("win", "3")``,
+    ``("greedy", None)``. It checks the spec's form only (a ``ppo`` file is read by :func:`make_agent`).
+
+    Raises:
+        ValueError: not a spec of :data:`AGENT_SPECS`.
+    """
+    if spec in ("random", "greedy", "optimal", "win"):
+        return spec, None
+    if isinstance(spec, str) and spec.startswith("win:"):
+        size = spec[len("win:") :]
+        if not size.isdigit():
+            raise ValueError(f"unknown agent {spec!r}; the win agent is 'win' or 'win:P' with P in 2..10 players")
+        return "win", size
+    if isinstance(spec, str) and spec.startswith("ppo:") and len(spec) > len("ppo:"):
+        return "ppo", spec[len("ppo:") :]
+    raise ValueError(f"unknown agent {spec!r}; expected one of {', '.join(AGENT_SPECS)}")
 
 
 def make_agent(
@@ -36,33 +63,29 @@ def make_agent(
         ValueError: unknown spec or rules, or a PPO model that is missing, unreadable or of other spaces.
     """
     rules = R.get_rules(rules)
-    if spec == "random":
+    kind, argument = parse_spec(spec)
+    if kind == "random":
         from yacht_agents.random import RandomAgent
 
         return RandomAgent(rules, seed=seed)
-    if spec == "greedy":
+    if kind == "greedy":
         from yacht_agents.greedy import GreedyAgent
 
         return GreedyAgent(rules)
-    if spec == "optimal":
+    if kind == "optimal":
         from yacht_agents.optimal import OptimalAgent
 
         return OptimalAgent(rules)
-    if isinstance(spec, str) and (spec == "win" or spec.startswith("win:")):
+    if kind == "win":
         from yacht_agents.win import WinAgent
 
-        size = spec[len("win:") :] if spec != "win" else None
-        if size is not None and not size.isdigit():
-            raise ValueError(f"unknown agent {spec!r}; the win agent is 'win' or 'win:P' with P in 2..10 players")
-        table = int(size) if size is not None else (2 if players is None else players)
-        if size is not None and players is not None and players != table:
+        table = int(argument) if argument is not None else (2 if players is None else players)
+        if argument is not None and players is not None and players != table:
             raise ValueError(f"agent {spec!r} plays at a table of {table}, but players={players!r} was given")
         return WinAgent(rules, players=table, name=spec)
-    if isinstance(spec, str) and spec.startswith("ppo:") and len(spec) > len("ppo:"):
-        from yacht_agents.ppo import PPOAgent
+    from yacht_agents.ppo import PPOAgent
 
-        return PPOAgent(spec[len("ppo:") :], rules, name=spec)
-    raise ValueError(f"unknown agent {spec!r}; expected one of {', '.join(AGENT_SPECS)}")
+    return PPOAgent(argument, rules, name=spec)
 
 
-__all__ = ["AGENT_SPECS", "Agent", "make_agent"]
+__all__ = ["AGENT_KINDS", "AGENT_SPECS", "Agent", "make_agent", "parse_spec"]

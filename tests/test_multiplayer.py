@@ -32,10 +32,14 @@ PRESETS = ("standard", "classic", "knizia")
 @pytest.mark.parametrize("reward", ["score", "win"])
 @pytest.mark.parametrize("num_players", [1, 2, 3, 4, 5])
 def test_pettingzoo_api_and_seed_tests(num_players, reward, rules):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # api_test's own advice for Dict observations, and its unknown option
-        api_test(aec_env(num_players=num_players, reward=reward, rules=rules), num_cycles=200)
-        seed_test(lambda **kw: aec_env(num_players=num_players, reward=reward, rules=rules, **kw), num_cycles=200)
+    # api_test checks that reset takes options with reset(options={"options": 1}): the env warns it is unused.
+    with pytest.warns(UserWarning, match=r"reset options \['options'\] are not used; the only one is 'dice_stream'"):
+        with warnings.catch_warnings():
+            # api_test's advice for Box or Discrete observations: these are Dicts (with the action mask) by design.
+            for advice in ("Observation is not a NumPy array", "Observation space for each agent probably should be"):
+                warnings.filterwarnings("ignore", message=advice, category=UserWarning, module="pettingzoo.test")
+            api_test(aec_env(num_players=num_players, reward=reward, rules=rules), num_cycles=200)
+    seed_test(lambda **kw: aec_env(num_players=num_players, reward=reward, rules=rules, **kw), num_cycles=200)
 
 
 def uniform(rng: np.random.Generator, mask: np.ndarray) -> int:
@@ -260,3 +264,61 @@ def test_versus_learner_dice_follow_the_learner_whatever_its_seat():
 def test_versus_bad_arguments_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
         YachtVersusVectorEnv(2, **{"opponents": ["greedy"], **kwargs})
+
+
+def test_the_env_layer_never_imports_the_players_or_the_lab():
+    """``yacht_env`` stands below ``yacht_agents`` and ``yacht_lab``: no import of them anywhere in its source, not
+    even a lazy one inside a function (spec strings reach the players through an entry point)."""
+    import ast
+    from pathlib import Path
+
+    import yacht_env
+
+    for path in Path(yacht_env.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            for name in names:
+                assert name.split(".")[0] not in ("agents", "yacht_agents", "yacht_lab"), f"{path.name} imports {name}"
+
+
+def test_versus_spec_strings_resolve_through_the_installed_entry_point():
+    from yacht_agents import make_agent
+    from yacht_env.versus import agent_resolver
+
+    assert agent_resolver() is make_agent
+    env = YachtVersusVectorEnv(2, opponents=["greedy", "random"])
+    assert [type(o).__name__ for o in env.opponents] == ["GreedyAgent", "RandomAgent"]
+    assert env.opponents[1].name == "random"
+
+
+def test_versus_takes_a_resolver_passed_in():
+    from yacht_agents import make_agent
+
+    calls = []
+
+    def resolver(spec, rules, seed):
+        calls.append((spec, rules.name, seed))
+        return make_agent("greedy" if spec == "house" else spec, rules, seed=seed)
+
+    env = YachtVersusVectorEnv(2, opponents=["house", "random"], rules="classic", resolver=resolver)
+    assert calls == [("house", "classic", 0), ("random", "classic", 1)]
+    assert type(env.opponents[0]).__name__ == "GreedyAgent"
+    single = gym.make("YachtVersus-v0", opponents=["house"], resolver=resolver)
+    assert type(single.unwrapped._tables.opponents[0]).__name__ == "GreedyAgent"
+
+
+def test_versus_without_a_resolver_installed_is_one_clear_error(monkeypatch):
+    import importlib.metadata
+
+    from yacht_agents import make_agent
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kwargs: [])
+    with pytest.raises(ValueError, match=r"^agent specs need a resolver: no installed package declares 'make_agent'"):
+        YachtVersusVectorEnv(2, opponents=["greedy"])
+    # agent objects need no resolver
+    env = YachtVersusVectorEnv(2, opponents=[make_agent("greedy")])
+    assert env.num_players == 2

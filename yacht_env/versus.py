@@ -5,8 +5,9 @@
 :class:`yacht_env.game.TableState`, the same transition as every other env.
 
 Opponents are agents (objects with ``act(observations, action_masks)``, like those of :mod:`yacht_agents`) or spec
-strings (``"random"``, ``"greedy"``, ``"optimal"``, ``"ppo:PATH"``), resolved by :func:`yacht_agents.make_agent`
-when the env is built (``yacht_env`` never imports ``agents`` at import time). An opponent sees its own game
+strings (``"random"``, ``"greedy"``, ``"optimal"``, ``"ppo:PATH"``), resolved when the env is built by the
+function installed packages declare in the ``yacht_rl.agents`` entry points (:func:`agent_resolver`: yacht-rl's
+is :func:`yacht_agents.make_agent`), so ``yacht_env`` never imports the players. An opponent sees its own game
 as ``Yacht-v0`` shows it (the flat solo observation and its action mask); all the opponents on turn at
 many tables act in one batched call. An agent whose ``table_players`` is the table's size (a PPO model
 trained in ``YachtVersus-v0``) sees the table from its seat instead, as the learner does.
@@ -14,7 +15,7 @@ trained in ``YachtVersus-v0``) sees the table from its seat instead, as the lear
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -34,8 +35,34 @@ REWARD_MODES = ("score", "win")
 OBSERVATION_TYPES = ("flat", "masked")
 
 
-def resolve_opponents(opponents: Sequence[Any], rules: R.Rules) -> list[Any]:
-    """Agents for ``opponents``: spec strings are built with :func:`yacht_agents.make_agent`, objects kept as they are.
+#: The entry-point group through which spec strings become agents: the env layer never imports the players.
+#: yacht-rl declares ``make_agent = "yacht_agents:make_agent"`` in it; another package can declare its own.
+AGENT_RESOLVER_GROUP = "yacht_rl.agents"
+
+
+def agent_resolver(name: str = "make_agent") -> Callable[..., Any]:
+    """The function that builds an agent from a spec string, ``resolver(spec, rules, seed=...)``, found by its
+    ``name`` in the :data:`AGENT_RESOLVER_GROUP` entry points of the installed packages.
+
+    Raises:
+        ValueError: no installed package declares it (agent objects can always be passed instead).
+    """
+    from importlib.metadata import entry_points
+
+    found = entry_points(group=AGENT_RESOLVER_GROUP, name=name)
+    if not found:
+        raise ValueError(
+            f"agent specs need a resolver: no installed package declares {name!r} in the {AGENT_RESOLVER_GROUP!r} "
+            "entry points (install yacht-rl, or pass agent objects)"
+        )
+    return next(iter(found)).load()
+
+
+def resolve_opponents(
+    opponents: Sequence[Any], rules: R.Rules, resolver: Callable[..., Any] | None = None
+) -> list[Any]:
+    """Agents for ``opponents``: objects are kept as they are, spec strings built by ``resolver(spec, rules,
+    seed=i)`` (default: :func:`agent_resolver`, which is :func:`yacht_agents.make_agent`).
 
     Raises:
         ValueError: no opponent, more than 9, an unknown spec, or an object without ``act``.
@@ -45,9 +72,8 @@ def resolve_opponents(opponents: Sequence[Any], rules: R.Rules) -> list[Any]:
     resolved = []
     for i, opponent in enumerate(opponents):
         if isinstance(opponent, str):
-            from yacht_agents import make_agent  # lazily: the envs do not depend on the agents package
-
-            opponent = make_agent(opponent, rules, seed=i)
+            resolver = resolver or agent_resolver()
+            opponent = resolver(opponent, rules, seed=i)
         if not callable(getattr(opponent, "act", None)):
             raise ValueError(f"opponent {i} must be an agent with act(observations, action_masks), got {opponent!r}")
         resolved.append(opponent)
@@ -125,6 +151,8 @@ class YachtVersusVectorEnv(BatchedEnv):
         action_mask_dtype, canonical_keeps, illegal_action, illegal_action_penalty, max_illegal_actions:
             As ``Yacht-v0``; they apply to the learner. An opponent's illegal action raises ``ValueError``.
         autoreset_mode: ``"next_step"`` or ``"same_step"``, as :class:`yacht_env.vector.YachtVectorEnv`.
+        resolver: Builds an opponent from a spec string, ``resolver(spec, rules, seed=i)``; default: the one
+            installed packages declare (:func:`agent_resolver`, yacht-rl's :func:`yacht_agents.make_agent`).
 
     A learner step is one decision of the learner; after its pick the opponents after it play their whole
     turns inside the step, up to the learner's next turn (or the end of the game). Opponents seated before
@@ -152,10 +180,11 @@ class YachtVersusVectorEnv(BatchedEnv):
         reward: str = "score",
         autoreset_mode: str | AutoresetMode = "next_step",
         render_mode: str | None = None,
+        resolver: Callable[..., Any] | None = None,
         **options: Any,
     ) -> None:
         configure_from(self, options, rules=rules, observation_type="flat", observation_types=OBSERVATION_TYPES)
-        self.opponents = resolve_opponents(opponents, self.rules)
+        self.opponents = resolve_opponents(opponents, self.rules, resolver)
         self.num_players = p = len(self.opponents) + 1
         for i, opponent in enumerate(self.opponents):
             players = getattr(opponent, "table_players", None)
@@ -270,10 +299,76 @@ class YachtVersusVectorEnv(BatchedEnv):
 class YachtVersusEnv(gym.Env):
     """One table of Yacht against fixed opponents: ``gymnasium.make("YachtVersus-v0", opponents=["greedy"])``.
 
-    The arguments, observations, rewards and info are :class:`YachtVersusVectorEnv`'s for one table (without
-    the batch axis); the episode is the learner's game, terminated when the table's game is over. Stepping a
-    finished episode raises ``ValueError``. ``env.action_masks()`` gives the learner's legal actions (bool).
-    ``render_mode="ansi"`` returns every player's sheet.
+    ## Description
+    The learner holds one seat (``seat=`` an int, or ``"random"`` for each game) and ``opponents=`` (agents
+    or specs: ``"random"``, ``"greedy"``, ``"optimal"``, ``"win"``, ``"ppo:PATH"``) play their own turns
+    inside ``step``; no PettingZoo needed. ``gymnasium.make_vec("YachtVersus-v0", num_envs=N, ...)``
+    returns :class:`YachtVersusVectorEnv`, N tables with the opponents acting in batch (one ``act`` call
+    per opponent per pass, no per-game loop); ``YachtSB3VecEnv(N, opponents=[...])`` trains MaskablePPO on
+    it. The arguments, observations, rewards and info of this env are the vector env's for one table
+    (without the batch axis). An opponent sees its own game as ``Yacht-v0`` shows it; an agent whose
+    ``table_players`` is the table's size (a PPO model trained in ``YachtVersus-v0``) sees the table from
+    its seat, as the learner does. Spec strings are resolved when the env is built.
+
+    ## Observation
+    ``observation_type="flat"`` (default): ``Box(0, 1, (S,), float32)``, the table from the learner's
+    seat in the multiplayer layout (its own game exactly as ``Yacht-v0`` shows it, then each opponent's
+    open categories and total, then its own total and its margin to the best opponent;
+    ``S = 64 + 13 (P - 1) + 2``, 79 for 2 players), documented index by index in
+    :class:`yacht_env.encoding.MultiplayerEncoder` and on the PettingZoo env's page.
+    ``observation_type="masked"``: ``{"observation": ..., "action_mask": ...}``.
+
+    ## Action mask
+    ``env.action_masks()`` gives the learner's legal actions (bool (44,)); ``info["action_mask"]`` the
+    same as int8.
+
+    ## Actions
+    ``Discrete(44)``, ``Yacht-v0``'s encoding, for the learner's decisions. A learner step is one decision
+    of the learner; after its pick the opponents after it play their whole turns inside the step, up to
+    the learner's next turn (or the end of the game). Opponents seated before the learner play their
+    first turns at reset.
+
+    ## Rewards
+    ``reward="score"`` (default): the learner's points per pick; its rewards sum to its total.
+    ``reward="win"``: at the end only, the learner's share of the zero-sum win reward of
+    :func:`yacht_env.game.win_rewards` (+1 shared by the winners, -1 by the others).
+
+    ## Episode End
+    The episode is the learner's game, terminated when the table's game is over; truncated as
+    ``Yacht-v0`` at the ``max_illegal_actions``-th illegal action of the learner. Stepping a finished
+    episode raises ``ValueError``. An opponent's illegal action raises ``ValueError``.
+
+    ## Information
+    ``"dice"`` int8 (5,) the learner's dice, ``"rolls_left"``, ``"scores"`` int16 (P, 12), ``"totals"``
+    (P,), ``"seat"``, ``"action_mask"`` int8 (44,), ``"illegal_action"``, ``"illegal_actions"``.
+
+    ## Seeding
+    ``reset(seed=s)`` draws the seat and every player's dice from the env's generator, and reseeds
+    opponents that have a ``reseed`` method (the ``random`` agent). ``reset(options={"dice_stream": S})``
+    with ``S`` of shape ``(P, 12, 3, 5)`` deals ``S[0]`` to the learner and ``S[1 + i]`` to opponent ``i``,
+    whatever their seats.
+
+    ## Arguments
+    ```python
+    import gymnasium as gym
+    import yacht_env
+
+    env = gym.make("YachtVersus-v0", opponents=["greedy"], reward="win")  # one table
+    tables = gym.make_vec("YachtVersus-v0", num_envs=4096, opponents=["optimal", "greedy"])  # 4,096 tables
+    ```
+    * ``opponents``: one agent or spec per other seat (1..9): the table has ``len(opponents) + 1``
+      players.
+    * ``seat``: the learner's seat, an int, or ``"random"`` (default; drawn for each game).
+    * ``rules``, ``reward`` (``"score"`` or ``"win"``), ``observation_type`` (``"flat"`` or
+      ``"masked"``), and ``action_mask_dtype``, ``canonical_keeps``, ``illegal_action``,
+      ``illegal_action_penalty``, ``max_illegal_actions`` as ``Yacht-v0`` (they apply to the learner).
+    * ``render_mode``: ``"ansi"`` returns every player's sheet, ``"human"`` prints it.
+    * The vector env adds ``num_envs`` and ``autoreset_mode`` (``"next_step"`` or ``"same_step"``; see
+      :class:`YachtVersusVectorEnv`).
+
+    ## Version History
+    * v0: initial release (yacht-rl 0.1.0). Opponent specs are resolved through the ``yacht_rl.agents``
+      entry points since 0.2.0, with the same agents: no behaviour change, so the version stays v0.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}

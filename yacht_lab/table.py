@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from yacht_agents import parse_spec
 from yacht_agents.base import check_agents
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
@@ -146,18 +147,22 @@ class Quit(Exception):  # noqa: N818 - a signal, not an error
 
 def default_names(specs: Sequence[str]) -> list[str]:
     """``You`` for a lone human (``Human 1``, ``Human 2``, ... for several), the spec for an agent (a PPO
-    model: ``ppo:<file stem>``); repeated names get `` 2``, `` 3``."""
+    model: ``ppo:<file stem>``); repeated names get `` 2``, `` 3``.
+
+    Raises:
+        ValueError: a spec that is neither ``human`` nor an agent's (:func:`yacht_agents.parse_spec`).
+    """
     humans = sum(spec == HUMAN for spec in specs)
     names, seen, h = [], {}, 0
     for spec in specs:
         if spec == HUMAN:
             h += 1
             name = "You" if humans == 1 else f"Human {h}"
-        elif spec.startswith("ppo:"):
-            stem = re.sub(r"\.zip$", "", spec[4:].replace("\\", "/").rstrip("/").split("/")[-1])
-            name = f"ppo:{stem}"
         else:
+            kind, argument = parse_spec(spec)
             name = spec
+            if kind == "ppo":
+                name = "ppo:" + re.sub(r"\.zip$", "", argument.replace("\\", "/").rstrip("/").split("/")[-1])
         seen[name] = seen.get(name, 0) + 1
         names.append(name if seen[name] == 1 else f"{name} {seen[name]}")
     return names

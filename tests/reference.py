@@ -1,10 +1,11 @@
-"""An independent statement of the rules (the README's rules section) for the tests: plain Python, no yacht_env."""
+"""An independent statement of the rules (the rules page (docs/rules.md)) for the tests: plain Python, no yacht_env."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-#: The 12 category names of the README's rules table, in sheet order (written out, not read from the package).
+#: The 12 category names of the rules page's table (docs/rules.md), in sheet order (written out, not read from
+#: the package).
 EXPECTED_CATEGORIES = (
     "ones",
     "twos",
@@ -23,7 +24,8 @@ UPPER_FACES = {"ones": 1, "twos": 2, "threes": 3, "fours": 4, "fives": 5, "sixes
 
 
 def reference_score(dice: tuple[int, ...], category: str | int, preset: str) -> int:
-    """Points for ``dice`` in ``category`` (a name or index) under ``preset``, from the README's rules text."""
+    """Points for ``dice`` in ``category`` (a name or index) under ``preset``, from the rules page's text
+    (docs/rules.md)."""
     if isinstance(category, int):
         category = EXPECTED_CATEGORIES[category]
     counts = Counter(dice)

@@ -1,6 +1,7 @@
-"""Specification of ``play.py`` and ``yacht_lab.table``: the commands a person types, the coach's numbers (the
-solver's own action values), whole games through the loop and through the script, every bad input (one line,
-the game goes on), clean exits, reproducible transcripts and one-line argument errors."""
+"""Specification of ``play.py`` and ``yacht_lab.table`` (with ``yacht_lab.commands`` and ``yacht_lab.screen``): the
+commands a person types, the coach's numbers (the solver's own action values), whole games through the loop and
+through the script, every bad input (one line, the game goes on), clean exits, reproducible transcripts and
+one-line argument errors."""
 
 from __future__ import annotations
 
@@ -18,21 +19,18 @@ from yacht_agents.win import WinAgent
 from yacht_env import rules as R
 from yacht_env.game import GameState, game_streams
 from yacht_env.solver import solve
-from yacht_lab.table import (
+from yacht_lab.commands import (
     HELP,
     Command,
     CommandError,
-    PlainScreen,
-    Quit,
-    RichScreen,
-    TableGame,
     command_for,
-    default_names,
     display_name,
     kept_dice,
     parse_command,
     resolve,
 )
+from yacht_lab.screen import PlainScreen, RichScreen
+from yacht_lab.table import Quit, TableGame, default_names
 
 REPO = Path(__file__).resolve().parents[1]
 STANDARD = R.get_rules("standard")
@@ -629,9 +627,10 @@ def test_a_ppo_model_takes_a_seat():
 
 
 def test_the_readme_transcript_is_real_output():
-    """The README's turn is what its command prints (the lines it cuts are marked ``   ... (``)."""
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Play in the terminal (`play.py`)") : readme.index("## Training (`train.py`)")]
+    """The docs' turn (docs/play.md, moved there from the README) is what its command prints (the lines it cuts
+    are marked ``   ... (``)."""
+    page = (REPO / "docs" / "play.md").read_text()
+    section = page[page.index("# Play in the terminal (`play.py`)") :]
     shown = section.split("```text\n")[1].split("```")[0].splitlines()
     kept = [line for line in shown if not line.startswith("   ... (")]
     assert "printf 'k 234\\nk 5 5 5 6\\ns 7\\nq\\n' | python play.py --players human optimal --seed 3" in section

@@ -1,6 +1,6 @@
 """Specification of the rules core (``yacht_env.rules``): scoring, naming, validation, tables, legality.
 
-Expected values come from the README's rules section and from brute force written here, never from the
+Expected values come from the rules page (docs/rules.md) and from brute force written here, never from the
 module's own tables, so a wrong table cannot agree with itself.
 """
 
@@ -41,7 +41,7 @@ def brute_canonical(dice: tuple[int, ...]) -> list[bool]:
 @pytest.mark.parametrize("category", EXPECTED_CATEGORIES)
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 def test_score_matches_rules_for_every_ordered_roll(preset, category):
-    """``score()`` and ``score_table()`` agree with the README's rules on all 7,776 ordered rolls.
+    """``score()`` and ``score_table()`` agree with the rules page (docs/rules.md) on all 7,776 ordered rolls.
 
     ``score()`` is called on every ordered roll (about 190k calls over the 24 cases, a second or two),
     and the table row of every roll's sorted index is compared too.
@@ -89,10 +89,10 @@ def test_presets_differ_only_in_four_of_a_kind():
 
 
 # --------------------------------------------------------------------------------------------------
-# 2. Worked examples of the README's rules
+# 2. Worked examples of the rules page (docs/rules.md)
 # --------------------------------------------------------------------------------------------------
 WORKED_EXAMPLES = [
-    # dice, category, standard, classic  (the README's table, then the worked turn's final roll)
+    # dice, category, standard, classic  (the rules page's table, then the worked turn's final roll)
     ((5, 5, 5, 2, 1), "fives", 15, 15),
     ((4, 4, 4, 4, 1), "four_of_a_kind", 16, 17),
     ((6, 6, 6, 6, 6), "four_of_a_kind", 24, 30),
@@ -124,7 +124,7 @@ def test_worked_examples(dice, category, standard, classic, preset, form):
 
 @pytest.mark.parametrize(("dice", "category", "standard", "classic"), WORKED_EXAMPLES)
 def test_reference_oracle_agrees_with_worked_examples(dice, category, standard, classic):
-    """Guards the oracle of the exhaustive test: it too must reproduce the README's examples."""
+    """Guards the oracle of the exhaustive test: it too must reproduce the rules page's examples."""
     assert reference_score(dice, category, "standard") == standard
     assert reference_score(dice, category, "classic") == classic
 

@@ -98,53 +98,71 @@ class YachtEnv(gym.Env):
     Yacht is the public-domain five-dice game from which Yahtzee descends. Each turn the five dice are
     rolled automatically; the agent may keep any dice and re-roll the rest up to two times, then must
     score the dice in one of the 12 categories still open. Every category is used exactly once, so a game
-    is exactly 12 turns. There is no bonus and no joker. Two rule presets: ``standard`` (Four of a Kind
-    scores 4 x the face) and ``classic`` (Four of a Kind scores all five dice). See the README for the
-    scoring table.
+    is exactly 12 turns: **one episode** is one solo game. There is no bonus and no joker. Rule presets:
+    ``standard`` (Four of a Kind scores 4 x the face), ``classic`` (Four of a Kind scores all five dice)
+    and ``knizia``; the scoring table is in the docs' rules page (``docs/rules.md``).
 
-    ## Action Space
-    ``Discrete(44)``. Dice are always shown sorted ascending (``info["dice"]``).
+    ## Observation
+    ``observation_type="flat"`` (default): ``Box(0, 1, (64,), float32)``, ready for SB3's ``MlpPolicy``
+    (the layout lives in ``yacht_env/encoding.py``):
 
-    * ``a`` in ``0..31``: keep-mask. Bit ``i`` of ``a`` (``a >> i & 1``) keeps die ``i``; the other dice
-      are re-rolled, using one roll. Legal only while rolls are left, never ``31`` (that re-rolls
-      nothing), and by default only the canonical mask of each distinct kept multiset (the numerically
-      smallest: for 2-2-3-5-6, "keep one 2" is mask 1, not mask 2). ``canonical_keeps=False`` allows all.
-    * ``a = 32 + k``: score the dice in ``CATEGORIES[k]``, ending the turn; legal iff ``k`` is open.
-      Scoring is allowed after any roll.
-
-    The legal actions are ``env.action_masks()`` (bool, for sb3-contrib's ``MaskablePPO``),
-    ``info["action_mask"]`` (int8, shape ``(44,)``, for Gymnasium's ``Discrete.sample(mask=...)``) on
-    every reset and step, and, with ``observation_type="masked"``, ``obs["action_mask"]``. All are new
-    arrays or read-only: writing to them cannot change the env.
-
-    ## Observation Space
-    ``observation_type="flat"`` (default): ``Box(0, 1, (64,), float32)``, laid out as
-
-    * ``[0:30]`` the sorted dice one-hot (``6 * i + face - 1``), ``[30:36]`` face counts / 5,
-    * ``[36:39]`` rolls left one-hot,
-    * ``[39:51]`` what each open category would score now / 50 (0 when filled),
-    * ``[51:63]`` open categories (1 = open), ``[63]`` the fraction of categories still open.
+    | index | size | meaning |
+    |---|---|---|
+    | 0..29 | 30 | the five sorted dice, one-hot: ``obs[6 * i + face - 1] = 1`` for die ``i`` |
+    | 30..35 | 6 | face counts / 5 |
+    | 36..38 | 3 | rolls left (0, 1, 2), one-hot |
+    | 39..50 | 12 | what each open category would score now / 50 (0 for filled ones) |
+    | 51..62 | 12 | open categories (1 = open) |
+    | 63 | 1 | fraction of the categories still open |
 
     ``observation_type="dict"``: ``Dict(dice=Box(1, 6, (5,), int8), rolls_left=Discrete(3),
-    open_categories=MultiBinary(12))``. The layout lives in ``yacht_env/encoding.py``.
+    open_categories=MultiBinary(12))``.
 
     ``observation_type="masked"``: the mask inside the observation, PettingZoo's and Tianshou's
     convention: ``Dict(observation=<the flat Box>, action_mask=Box(0, 1, (44,), int8))``; with
     ``action_mask_dtype="bool"`` the mask is a bool ``Box`` (for libraries that index with it, e.g.
     TorchRL's ``ActionMask``).
 
-    ## Starting State
-    All 12 categories open, a first roll of five dice drawn, two re-rolls left.
+    ## Action mask
+    The legal actions are ``env.action_masks()`` (bool, what sb3-contrib's ``MaskablePPO`` calls),
+    ``info["action_mask"]`` (int8, shape ``(44,)``, what Gymnasium's ``Discrete.sample(mask=...)`` takes) on
+    every reset and step, and, with ``observation_type="masked"``, ``obs["action_mask"]``. Each is a new
+    array: writing to it cannot change the env. Once a game is over every action is allowed (pgx's
+    convention), so a masked policy never meets an all-False row.
+
+    ## Actions
+    ``Discrete(44)``; the dice are always shown sorted ascending (``info["dice"]``):
+
+    | action | meaning | legal when |
+    |---|---|---|
+    | ``a`` in ``0..31`` | keep-mask: bit ``i`` (``a >> i & 1``) keeps die ``i``, re-rolls the rest | rolls are left |
+    | ``32 + k`` | score the dice in ``CATEGORIES[k]``, ending the turn | category ``k`` is open |
+
+    A keep uses one roll. It is never ``31`` (that re-rolls nothing), and by default only the canonical
+    (smallest) mask of each distinct kept multiset is legal: with 2-2-3-5-6, "keep one 2" is mask 1 or
+    mask 2, and only mask 1 is legal (``canonical_keeps=False`` allows both). A pick is legal after any
+    roll.
 
     ## Rewards
     The points a category pick scores (0..50); 0 for a keep. The sum of rewards of a game is its final
     score. An illegal action earns ``illegal_action_penalty`` (default 0.0), which never counts in
     ``info["total"]``.
 
+    ## Starting State
+    All 12 categories open, a first roll of five dice drawn, two re-rolls left.
+
     ## Episode End
     Terminated after the 12th category pick. Truncated when ``max_illegal_actions`` illegal actions
     (default 100) have been taken in the episode, so no episode runs forever: legal play ends within 36
     steps. Stepping a finished episode raises ``ValueError``; call ``reset()``.
+
+    ## Illegal actions
+    Illegal actions never crash: by default (``illegal_action="ignore"``) the state does not change, the
+    reward is ``illegal_action_penalty`` (0.0) and ``info["illegal_action"]`` is True;
+    ``illegal_action="raise"`` raises ``ValueError`` naming the action and why. An unmasked policy (e.g.
+    SB3's ``evaluate_policy`` on a ``MaskablePPO`` model without ``use_masking``) is never silently wrong:
+    the first illegal action an env ignores warns once through Gymnasium's logger (with the hint to pass
+    the masks), and ``info["illegal_actions"]`` counts them.
 
     ## Information
     On reset and every step, numbers and numpy arrays only (so Gymnasium's sync and async vector envs,
@@ -152,20 +170,40 @@ class YachtEnv(gym.Env):
     ``"dice"`` (int8 (5,), sorted ascending), ``"rolls_left"`` (0..2), ``"scores"`` (int16 (12,):
     points of each filled category, ``-1`` while open), ``"total"`` (int), ``"action_mask"`` (int8 (44,)),
     ``"illegal_action"`` (bool: this step's action was ignored as illegal) and ``"illegal_actions"``
-    (int: how many this episode). The first illegal action an env ignores also warns once, through
-    Gymnasium's logger: an unmasked policy (e.g. SB3's ``evaluate_policy`` on a ``MaskablePPO`` model
-    without ``use_masking``) is never silently wrong. ``render()`` shows the sheet for people.
+    (int: how many this episode).
+
+    ## Seeding
+    ``reset(seed=s)`` reproduces a game exactly: all dice come from ``env.np_random``, drawn at reset as a
+    ``(12, 3, 5)`` dice stream (turn, roll of the turn, die; ``rules.draw_prefix_codes``).
+    ``reset(options={"dice_stream": s})`` plays a given stream instead (replays, common random numbers):
+    roll ``j`` of a turn (0 = the automatic first roll) uses row ``s[turn, j]``, and a re-roll of ``m``
+    dice takes that row's first ``m`` values.
+
+    ## Rendering
+    ``render_mode="ansi"`` returns the score sheet (dice, rolls left, every category with its score or
+    what it would score now, the total); ``"human"`` prints it; ``"rgb_array"`` returns it as an image
+    (uint8, 489 x 480 x 3 for 12 categories, drawn in pure numpy), so Gymnasium's video and
+    frame-collecting wrappers and SB3's ``make_vec_env`` work. An unknown mode warns, as Gymnasium's own
+    envs do, and ``render()`` then returns ``None``.
 
     ## Arguments
     ```python
     import gymnasium as gym
     import yacht_env  # registers Yacht-v0
 
-    env = gym.make("Yacht-v0", rules="standard", observation_type="flat", action_mask_dtype="int8",
-                   canonical_keeps=True, illegal_action="ignore", illegal_action_penalty=0.0,
-                   max_illegal_actions=100, render_mode=None)
+    env = gym.make(
+        "Yacht-v0",
+        rules="standard",
+        observation_type="flat",
+        action_mask_dtype="int8",
+        canonical_keeps=True,
+        illegal_action="ignore",
+        illegal_action_penalty=0.0,
+        max_illegal_actions=100,
+        render_mode=None,
+    )
     ```
-    * ``rules``: ``"standard"``, ``"classic"`` or a :class:`yacht_env.Rules`.
+    * ``rules``: ``"standard"``, ``"classic"``, ``"knizia"`` or a :class:`yacht_env.Rules`.
     * ``observation_type``: ``"flat"``, ``"dict"`` or ``"masked"``.
     * ``action_mask_dtype``: ``"int8"`` (default) or ``"bool"``: the mask's dtype in ``"masked"``
       observations.
@@ -174,21 +212,20 @@ class YachtEnv(gym.Env):
       naming the action and why it is illegal).
     * ``illegal_action_penalty``: reward for an ignored illegal action.
     * ``max_illegal_actions``: illegal actions per episode before truncation (``None``: never).
-    * ``render_mode``: ``"ansi"`` returns the score sheet as text, ``"human"`` prints it,
-      ``"rgb_array"`` returns it as an image (uint8 (H, W, 3): dice, rolls left, the sheet with what
-      each open category would score now). Another mode warns, as Gymnasium's own envs do, and
-      ``render()`` then returns ``None``.
+    * ``render_mode``: ``"ansi"``, ``"human"`` or ``"rgb_array"`` (see Rendering).
 
-    ``reset(seed=s)`` reproduces a game exactly: all dice come from ``self.np_random``, drawn at
-    reset as a ``(12, 3, 5)`` dice stream (turn, roll of the turn, die; ``rules.draw_prefix_codes``).
-    ``reset(options={"dice_stream": s})`` plays a given stream instead (replays, common random
-    numbers). Roll ``j`` of a turn (0 = the automatic first roll) uses row ``stream[turn, j]``: a
-    re-roll of ``m`` dice takes that row's first ``m`` values.
+    **Variants are data.** Every size (categories, actions, turns, dice-stream rows, observation length)
+    comes from the ``Rules`` object and the encoder, so a variant is a new preset: e.g.
+    ``Rules("thirteen", categories=(*CATEGORIES, "three_of_a_kind"))`` plays 13 turns with
+    ``Discrete(45)`` actions and 66-float observations through both envs and the solver (a test does
+    exactly that).
 
     ## Version History
-    * v0: initial release. Since yacht-rl 0.2: ``info`` holds numbers and arrays only (``"scores"`` an
-      int array with -1 for open categories, ``"dice"`` an int8 array), ``"illegal_actions"`` counts,
-      ``observation_type="masked"``, ``render_mode="rgb_array"``.
+    * v0: initial release (yacht-rl 0.1.0). Since yacht-rl 0.2: ``info`` holds numbers and arrays only
+      (``"scores"`` an int array with -1 for open categories, ``"dice"`` an int8 array),
+      ``"illegal_actions"`` counts, ``observation_type="masked"``, ``render_mode="rgb_array"``. The move
+      of the players to ``yacht_agents`` and of the lab to ``yacht_lab`` (0.2.0) is a refactor without
+      behaviour change: the env stays v0.
     """
 
     metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}

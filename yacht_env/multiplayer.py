@@ -54,11 +54,25 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     ``Discrete(44)``, ``Yacht-v0``'s encoding: ``0..31`` keep-masks over the sorted dice, ``32 + k`` picks
     category ``k``.
 
-    ## Observations
+    ## Observation
     ``{"observation": Box(0, 1, (S,), float32), "action_mask": Box(0, 1, (44,), int8)}`` per agent, from
-    that agent's point of view: :class:`yacht_env.encoding.MultiplayerEncoder`'s layout (its own game as in
-    ``Yacht-v0``, then each opponent in seat order after it: open categories and total, then its own total
-    and its margin to the best opponent). The mask is all zeros for agents not on turn.
+    that agent's point of view (:class:`yacht_env.encoding.MultiplayerEncoder`'s layout; ``S = 64 + 13 (P -
+    1) + 2``, 79 for 2 players; every value in ``[0, 1]``):
+
+    | index | size | meaning |
+    |---|---|---|
+    | 0..63 | 64 | its own game, exactly ``Yacht-v0``'s flat observation |
+    | from ``64 + 13 (j - 1)`` | 13 | opponent ``j`` (1..P-1): open categories (1 = open), total / ``max_total`` |
+    | ``64 + 13 (P - 1)`` | 1 | its own total / ``max_total`` |
+    | ``64 + 13 (P - 1) + 1`` | 1 | the margin to the best opponent, ``(own - best) / (2 max_total) + 1/2`` |
+
+    Opponent ``j`` is the player ``j`` seats after it (in seat order, wrapping); ``max_total`` is the preset's
+    largest possible total (the sum of each category's best score: 297 for ``standard``); a margin of 0.5 is
+    level.
+
+    ## Action mask
+    ``observation["action_mask"]``: the legal actions of the agent on turn (int8 (44,), ``Yacht-v0``'s
+    mask); all zeros for agents not on turn.
 
     ## Rewards
     ``reward="score"`` (default): the picker gets the points of its pick, so an agent's rewards sum to its
@@ -86,6 +100,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     ## Arguments
     ``num_players`` (1..10, default 2), ``rules``, ``reward``, ``canonical_keeps``, ``illegal_action``,
     ``illegal_action_penalty``, ``max_illegal_actions``, ``render_mode`` (``"ansi"``, ``"human"``).
+    ``env(...)`` takes the same arguments and wraps the raw env in PettingZoo's usual wrappers.
+
+    ## Tests
+    It passes PettingZoo's ``api_test`` and ``seed_test`` for 1 to 5 players, both reward modes and every
+    preset, and ``tests/test_openspiel.py`` cross-checks it against OpenSpiel's ``yacht``.
+
+    ## Version History
+    * v0: initial release (yacht-rl 0.1.0; PettingZoo name ``yacht_v0``).
     """
 
     metadata = {"render_modes": ["ansi", "human"], "name": "yacht_v0", "is_parallelizable": False}

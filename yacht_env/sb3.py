@@ -26,15 +26,50 @@ from yacht_env.versus import YachtVersusVectorEnv
 
 
 class YachtSB3VecEnv(VecEnv):
-    """N games of Yacht for Stable-Baselines3, stepped by :class:`~yacht_env.vector.YachtVectorEnv`.
+    """N games of Yacht as a Stable-Baselines3 ``VecEnv``, stepped by :class:`~yacht_env.vector.YachtVectorEnv`.
 
-    Args:
-        num_envs: Number of games (or tables) stepped together.
-        opponents: ``None`` for solo games (:class:`~yacht_env.vector.YachtVectorEnv`); a list of agents or
-            specs for games against them (:class:`~yacht_env.versus.YachtVersusVectorEnv`, the learner in
-            ``seat``; ``infos[i]["score"]`` is then the learner's final total).
-        **env_kwargs: Any other argument of those envs except ``observation_type`` (SB3's ``MlpPolicy``
-            wants the flat observation), ``render_mode`` and ``autoreset_mode``.
+    ## Description
+    ``MaskablePPO("MlpPolicy", YachtSB3VecEnv(64))`` trains on it directly, no wrapper code: sb3-contrib
+    asks a VecEnv for its masks with ``env_method("action_masks")``, which this adapter answers with one
+    ``(N, 44)`` array. Needs the ``train`` extra (stable-baselines3); the rest of ``yacht_env`` does not.
+    With ``opponents`` it steps tables of ``YachtVersus-v0`` instead (what ``train.py --opponents`` trains).
+
+    ## Observation
+    ``Yacht-v0``'s flat observation, ``Box(0, 1, (64,), float32)`` per game (SB3's ``MlpPolicy`` wants
+    it flat), batched by SB3 to ``(N, 64)``; with ``opponents``, ``YachtVersus-v0``'s table view from the
+    learner's seat (79 values for 2 players).
+
+    ## Action mask
+    ``env_method("action_masks")`` (what sb3-contrib's ``MaskablePPO`` calls) returns one ``(N, 44)``
+    bool array.
+
+    ## Actions
+    ``Discrete(44)`` per game, ``Yacht-v0``'s encoding.
+
+    ## Rewards
+    As ``Yacht-v0`` (or ``YachtVersus-v0`` with ``opponents``), per game.
+
+    ## Episode End
+    Episodes reset in the same step (SB3's convention): a finished game's last observation is in
+    ``infos[i]["terminal_observation"]``, its score in ``infos[i]["score"]`` (with ``opponents``, the
+    learner's final total) and its return and length in ``infos[i]["episode"]`` (as SB3's ``Monitor``
+    writes them, so ``ep_rew_mean`` is logged without a wrapper; the return equals the score unless
+    illegal actions were penalised), and how many illegal actions the episode had in
+    ``infos[i]["illegal_actions"]``.
+
+    ## Arguments
+    ``YachtSB3VecEnv(num_envs, opponents=None, **env_kwargs)``:
+
+    * ``num_envs``: number of games (or tables) stepped together.
+    * ``opponents``: ``None`` for solo games (:class:`~yacht_env.vector.YachtVectorEnv`); a list of agents
+      or specs for games against them (:class:`~yacht_env.versus.YachtVersusVectorEnv`, the learner in
+      ``seat``).
+    * ``env_kwargs``: any other argument of those envs except ``observation_type`` (SB3's ``MlpPolicy``
+      wants the flat observation), ``render_mode`` and ``autoreset_mode``.
+
+    ## Version History
+    * v0: initial release (yacht-rl 0.1.0), over ``Yacht-v0`` v0 (and ``YachtVersus-v0`` v0 with
+      ``opponents``); its changes are those envs'.
     """
 
     def __init__(self, num_envs: int, opponents: list | tuple | None = None, **env_kwargs: Any) -> None:

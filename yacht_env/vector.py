@@ -224,39 +224,75 @@ class BatchedEnv(VectorEnv):
 
 
 class YachtVectorEnv(BatchedEnv):
-    """N independent solo games of Yacht as one ``gymnasium.vector.VectorEnv``.
+    """N independent solo games of Yacht as one ``gymnasium.vector.VectorEnv``, with no per-game Python loop.
 
-    ``gymnasium.make_vec("Yacht-v0", num_envs=N)`` returns one (Gymnasium's default vectorization for
-    Yacht-v0 is this ``vector_entry_point``). Every argument of :class:`yacht_env.YachtEnv` is accepted
-    (``render_mode`` only ``"ansi"``), plus:
+    ## Description
+    ``gymnasium.make_vec("Yacht-v0", num_envs=N, vectorization_mode="vector_entry_point", rules=...)`` (also
+    the default vectorization of ``make_vec`` for ``Yacht-v0``) returns a ``YachtVectorEnv``: N games
+    stepped with array operations on the rules core's tables. Same semantics as ``Yacht-v0`` in every
+    respect (a test plays N single envs beside it step by step). Gymnasium's own ``SyncVectorEnv`` and
+    ``AsyncVectorEnv`` over ``YachtEnv`` work too (``make_vec(..., vectorization_mode="sync")``), at a
+    fraction of the native env's speed.
 
-    Args:
-        num_envs: Number of games stepped together.
-        autoreset_mode: ``"next_step"`` (Gymnasium's default), ``"same_step"`` or ``"disabled"``.
+    ## Observation
+    ``Yacht-v0``'s observation with a leading axis of N: ``Box(0, 1, (N, 64), float32)`` for
+    ``observation_type="flat"`` (the layout is on the ``Yacht-v0`` page), and the ``"dict"`` and
+    ``"masked"`` types batched the same way.
 
-            * ``next_step``: the step that ends a game returns its final observation; the next step
-              ignores that game's action, starts a new game and returns its first observation with
-              reward 0 and ``terminated = truncated = False``.
-            * ``same_step``: the step that ends a game already returns the new game's first
-              observation; the final one is in ``info["final_obs"]`` (an ``(N, obs size)`` array, valid
-              where ``info["_final_obs"]``), its final total in ``info["final_total"]``.
-            * ``disabled`` (TorchRL's way): a finished game stays finished until
-              ``reset(options={"reset_mask": done})`` starts new games where ``done`` (bool ``(N,)``) is
-              True; stepping a finished game raises ``ValueError``.
+    ## Action mask
+    ``envs.action_masks()`` gives ``(N, 44)`` bool; ``info["action_mask"]`` is int8 ``(N, 44)``. A game
+    that waits for its reset (``next_step``, ``disabled``) shows an all-True action mask row, as pgx does
+    at terminal states, so a masked policy (``Categorical(logits=masked)``) never meets an empty row; its
+    action is ignored.
 
-            A game that waits for its reset (``next_step``, ``disabled``) shows an all-True action mask,
-            as pgx does at terminal states, so a masked policy never meets an empty row; its action is
-            ignored.
+    ## Actions
+    ``MultiDiscrete([44] * N)``: one ``Yacht-v0`` action per game.
 
+    ## Rewards
+    As ``Yacht-v0``, per game: the points of a pick, 0 for a keep, ``illegal_action_penalty`` for an
+    ignored illegal action; 0 on a ``next_step`` reset step.
+
+    ## Autoreset
+    ``autoreset_mode=``:
+
+    * ``"next_step"`` (Gymnasium's default): the step that ends a game returns its final observation; the
+      next step ignores that game's action, starts a new game and returns its first observation with
+      reward 0 and ``terminated = truncated = False``.
+    * ``"same_step"``: the step that ends a game already returns the new game's first observation; the
+      final one is in ``info["final_obs"]`` (an ``(N, obs size)`` array, valid where
+      ``info["_final_obs"]``), its final total in ``info["final_total"]``.
+    * ``"disabled"`` (TorchRL's way): a finished game stays finished until
+      ``reset(options={"reset_mask": done})`` starts new games where ``done`` (bool ``(N,)``) is True;
+      stepping a finished game raises ``ValueError``.
+
+    ## Information
     Batched ``info`` (every key paired with an all-True ``"_key"`` mask, as Gymnasium's vector envs do),
     the single env's keys and types with a leading axis of N: ``"dice"`` int8 (N, 5) sorted,
     ``"rolls_left"`` (N,), ``"scores"`` int16 (N, 12) with -1 for open categories, ``"total"`` (N,),
     ``"action_mask"`` int8 (N, 44), ``"illegal_action"`` bool (N,), ``"illegal_actions"`` (N,).
 
-    Seeding: ``reset(seed=s)`` draws every game's ``(12, 3, 5)`` dice stream from the env's
-    ``np_random``, so the whole batch is reproducible, and so are the games started by autoreset.
-    ``reset(options={"dice_stream": S})`` with ``S`` of shape ``(N, 12, 3, 5)`` plays given streams
-    (with ``reset_mask``, only the masked rows of ``S`` are dealt).
+    ## Seeding
+    ``reset(seed=s)`` draws every game's ``(12, 3, 5)`` dice stream from the env's ``np_random``, so the
+    whole batch is reproducible, games started by autoreset included. ``reset(options={"dice_stream": S})``
+    with ``S`` of shape ``(N, 12, 3, 5)`` plays given streams (with ``reset_mask``, only the masked rows of
+    ``S`` are dealt).
+
+    ## Arguments
+    Every argument of ``Yacht-v0`` (``render_mode`` only ``"ansi"``), plus:
+
+    * ``num_envs``: number of games stepped together.
+    * ``autoreset_mode``: ``"next_step"`` (default), ``"same_step"`` or ``"disabled"`` (see Autoreset).
+
+    ## The game core
+    Both envs are faces on one state record and one transition, ``yacht_env.game.GameState`` (``start``
+    deals games from dice streams, ``play`` applies one action per game); the envs add only API work
+    (checking actions, the illegal-action policy, autoreset, observations, info, rendering). The dice
+    streams live there too: ``draw_stream``, ``parse_dice_stream`` and ``game_streams(seed, games)`` (the
+    numbered, seeded streams every evaluation shares).
+
+    ## Version History
+    * v0: initial release, the vector form of ``Yacht-v0`` v0 (yacht-rl 0.1.0); its changes are
+      ``Yacht-v0``'s.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi"]}

@@ -1,0 +1,105 @@
+"""Sphinx configuration of the yacht-rl documentation (``python -m sphinx -W --keep-going -b html docs <out>``).
+
+No network: no intersphinx. The API reference is written at build time: every module of ``yacht_env``,
+``yacht_agents`` and ``yacht_lab`` found by walking the packages (``pkgutil``) gets an ``automodule``, so modules
+added or split later appear without editing the docs. The environment pages ``docs/envs/*.md`` are generated from
+the envs' docstrings by ``docs/_scripts/gen_env_pages.py`` (and checked by ``tests/test_docs.py``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import yacht_env
+
+DOCS = Path(__file__).resolve().parent
+API_DIR = DOCS / "_api"  # written at build time, ignored by git
+PACKAGES = ("yacht_env", "yacht_agents", "yacht_lab")
+
+project = "yacht-rl"
+author = "the yacht-rl authors"
+copyright = "the yacht-rl authors"  # noqa: A001 - Sphinx's name
+release = version = yacht_env.__version__
+
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+source_suffix = {".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build", "_scripts", "Thumbs.db", ".DS_Store"]
+myst_enable_extensions = ["colon_fence", "deflist"]
+myst_heading_anchors = 4  # links such as training.md#the-recipe-the-dice-odds-in-the-network
+suppress_warnings = ["myst.header"]  # the generated env pages start at ## under their title, as the docstrings do
+
+html_theme = "furo"
+html_title = f"yacht-rl {release}"
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+autodoc_inherit_docstrings = False  # Gymnasium's and SB3's own docstrings are theirs to render
+autodoc_default_options = {"members": True, "show-inheritance": True, "ignore-module-all": True}
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+# Optional libraries a module imports at its top: mocked only where they are not installed.
+autodoc_mock_imports = [
+    name
+    for name in ("torch", "stable_baselines3", "sb3_contrib", "pettingzoo", "ray", "rliable", "rich", "yaml")
+    if importlib.util.find_spec(name) is None
+]
+
+
+def modules(package: str) -> list[str]:
+    """The package and every module under it, sorted (private ``_x`` modules and ``__main__`` left out)."""
+    root = importlib.import_module(package)
+    found = [package]
+    for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
+        if not any(part.startswith("_") for part in info.name.split(".")[1:]):
+            found.append(info.name)
+    return sorted(found)
+
+
+def write_api_pages(app) -> None:
+    """``docs/_api/<package>.md``: one ``automodule`` per module of each package, found when the docs are built."""
+    shutil.rmtree(API_DIR, ignore_errors=True)
+    API_DIR.mkdir()
+    for package in PACKAGES:
+        lines = [f"# `{package}`", ""]
+        for name in modules(package):
+            lines += [f"## `{name}`", "", "```{eval-rst}", f".. automodule:: {name}", "```", ""]
+        (API_DIR / f"{package}.md").write_text("\n".join(lines))
+
+
+def _env_pages() -> dict[str, str]:
+    """Object path (``yacht_env.env.YachtEnv``) -> the env page generated from its docstring."""
+    spec = importlib.util.spec_from_file_location("gen_env_pages", DOCS / "_scripts" / "gen_env_pages.py")
+    module = sys.modules["gen_env_pages"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {page.obj.replace(":", "."): f"/envs/{page.slug}" for page in module.PAGES}
+
+
+ENV_PAGES = _env_pages()
+_MARKDOWN_HEADING = re.compile(r"^## \S")
+
+
+def markdown_docstrings(app, what, name, obj, options, lines) -> None:
+    """An env docstring is Markdown in PettingZoo's layout: its page shows it; here its first line and a link.
+
+    A command's ``Usage:`` block (the scripts' module docstrings) is shown as a literal block.
+    """
+    for i in reversed(range(len(lines))):
+        if lines[i].strip() == "Usage:" and i + 1 < len(lines) and lines[i + 1].startswith(" "):
+            lines[i : i + 1] = [lines[i].replace("Usage:", "Usage::"), ""]
+    if not any(_MARKDOWN_HEADING.match(line) for line in lines):
+        return
+    first = lines[0] if lines else ""
+    page = ENV_PAGES.get(name)
+    lines[:] = [first, "", f"The full reference is the page :doc:`{page}`." if page else ""]
+
+
+def setup(app) -> None:
+    app.connect("builder-inited", write_api_pages)
+    app.connect("autodoc-process-docstring", markdown_docstrings)

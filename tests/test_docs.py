@@ -1,0 +1,208 @@
+"""Every example of the README and of the docs runs, and no documented command line is stale.
+
+The rules, for ``README.md`` and every ``docs/**/*.md`` (not the build output ``docs/_build/`` nor the API pages
+``docs/_api/`` written at build time):
+
+* Each fenced ``python`` block is executed in-process, in a fresh namespace, with a new temporary directory as
+  the working directory. A block whose first line starts with ``>>>`` is run as a doctest (its shown output
+  must match). A block right after the HTML comment ``<!-- docs-test: skip (reason) -->`` is not run; the
+  reason says why (fragments of another project's script, a library outside the test extra). A block after
+  ``<!-- docs-test: slow -->`` takes over 10 s and is marked ``slow``. An example that trains keeps its budget
+  tiny in the example itself. A block that needs an optional library which is not installed (torch, the SB3
+  libraries, PettingZoo, TorchRL) is skipped, as the torch-free CI runs are.
+* Each fenced ``bash``, ``console``, ``sh`` or ``shell`` block is read line by line (``\\`` continuations
+  joined, ``#`` comments dropped, a ``$`` prompt removed, split at ``&&``, ``||``, ``|`` and ``;``). Every
+  command that invokes one of the project's command-line programs, ``python train.py`` / ``evaluate.py`` /
+  ``play.py`` / ``sweep.py``, ``yacht-train`` / ``yacht-evaluate`` / ``yacht-play`` / ``yacht-sweep`` or
+  ``python -m yacht_lab <train|evaluate|play|sweep>``, is checked by running that program's argument parser
+  (``parse_args(argv)`` of the top-level script, the same program as the console command) on its arguments,
+  in a temporary working directory: an unknown or malformed flag fails. Every other command (``pip``,
+  ``pytest``, ``ray``, ``printf``, the ``benchmarks/`` scripts, another project's script) is not checked.
+* Other blocks (``text``, ``yaml``, ...) are not run.
+
+Besides, the environment pages ``docs/envs/*.md`` must be exactly what ``docs/_scripts/gen_env_pages.py`` writes
+from the envs' docstrings (run that script after editing a docstring).
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import importlib.util
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+SKIP_MARK = re.compile(r"<!--\s*docs-test:\s*skip\b(.*?)-->")
+SLOW_MARK = re.compile(r"<!--\s*docs-test:\s*slow\s*-->")
+FENCE = re.compile(r"^(`{3,})\s*([\w-]*)[^\n]*$")
+SHELL_LANGUAGES = {"bash", "console", "sh", "shell"}
+# The project's programs: every name a documented line may use, mapped to the top-level script that runs it.
+SCRIPTS = ("train", "evaluate", "play", "sweep")
+PROGRAMS = {f"{name}.py": name for name in SCRIPTS} | {f"yacht-{name}": name for name in SCRIPTS}
+OPTIONAL = {"torch", "stable_baselines3", "sb3_contrib", "pettingzoo", "torchrl", "tensordict", "rich"}
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int  # of the opening fence, 1-based
+    language: str
+    code: str
+    skip: str | None  # the reason, when marked skip
+    slow: bool
+
+    @property
+    def id(self) -> str:
+        return f"{self.path.relative_to(REPO)}:{self.line}"
+
+
+def markdown_files() -> list[Path]:
+    pages = [p for p in sorted(DOCS.rglob("*.md")) if not {"_build", "_api"} & set(p.relative_to(DOCS).parts)]
+    return [REPO / "README.md", *pages]
+
+
+def blocks(path: Path) -> list[Block]:
+    """The fenced code blocks of a Markdown file, with the docs-test mark of the line before each."""
+    lines = path.read_text().splitlines()
+    found, i = [], 0
+    while i < len(lines):
+        match = FENCE.match(lines[i].strip())
+        if not match:
+            i += 1
+            continue
+        fence, language = match.groups()
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == fence), len(lines))
+        before = lines[i - 1] if i else ""
+        skip = SKIP_MARK.search(before)
+        reason = (skip.group(1).strip(" ()") or "marked skip") if skip else None
+        code = "\n".join(lines[i + 1 : end]) + "\n"
+        found.append(Block(path, i + 1, language.lower(), code, reason, bool(SLOW_MARK.search(before))))
+        i = end + 1
+    return found
+
+
+ALL_BLOCKS = [block for path in markdown_files() for block in blocks(path)]
+
+
+def params(language_test) -> list:
+    return [
+        pytest.param(block, id=block.id, marks=[pytest.mark.slow] if block.slow else [])
+        for block in ALL_BLOCKS
+        if language_test(block.language)
+    ]
+
+
+def test_the_docs_have_examples():
+    """The collection itself: the README and the pages are found, with Python examples and documented commands."""
+    files = {block.path for block in ALL_BLOCKS}
+    assert REPO / "README.md" in files and DOCS / "envs" / "yacht.md" in files
+    assert sum(block.language == "python" for block in ALL_BLOCKS) >= 15
+    assert len(commands_of([b for b in ALL_BLOCKS if b.language in SHELL_LANGUAGES])) >= 20
+
+
+@pytest.mark.parametrize("block", params(lambda language: language == "python"))
+def test_python_example_runs(block: Block, tmp_path, monkeypatch):
+    if block.skip:
+        pytest.skip(block.skip)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    try:
+        if block.code.lstrip().startswith(">>>"):
+            test = doctest.DocTestParser().get_doctest(block.code, {}, block.id, str(block.path), block.line)
+            runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+            runner.run(test, out=lambda text: None)
+            results = runner.summarize(verbose=False)
+            if results.failed:  # run again to show what differed
+                runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+                report = []
+                runner.run(test, out=report.append)
+                pytest.fail("".join(report))
+        else:
+            exec(compile(block.code, block.id, "exec"), {"__name__": "__docs_example__"})
+    except ModuleNotFoundError as error:
+        if error.name and error.name.split(".")[0] in OPTIONAL:
+            pytest.skip(f"needs {error.name}, which is not installed")
+        raise
+
+
+def commands_of(shell_blocks: list[Block]) -> list[tuple[Block, str, list[str]]]:
+    """``(block, script, argv)`` of every command in these blocks that invokes one of the project's programs."""
+    found = []
+    for block in shell_blocks:
+        text = re.sub(r"\\\n", " ", block.code)
+        for line in text.splitlines():
+            line = re.sub(r"^\s*\$\s", "", line)
+            lexer = shlex.shlex(line, posix=True, punctuation_chars="&|;")
+            lexer.whitespace_split = True
+            tokens, command = list(lexer), []
+            for token in [*tokens, ";"]:
+                if token in {"&&", "||", "|", ";", "&"}:
+                    program = program_of(command)
+                    if program:
+                        found.append((block, *program))
+                    command = []
+                else:
+                    command.append(token)
+    return found
+
+
+def program_of(command: list[str]) -> tuple[str, list[str]] | None:
+    """The project's program a command runs and its arguments, or ``None`` for any other command."""
+    if not command:
+        return None
+    if command[0] in PROGRAMS:
+        return PROGRAMS[command[0]], command[1:]
+    if re.fullmatch(r"python(3(\.\d+)?)?", command[0]) and len(command) > 1:
+        if command[1] in PROGRAMS:
+            return PROGRAMS[command[1]], command[2:]
+        if command[1:3] == ["-m", "yacht_lab"] and len(command) > 3 and command[3] in SCRIPTS:
+            return command[3], command[4:]
+    return None
+
+
+def command_params() -> list:
+    shell = [block for block in ALL_BLOCKS if block.language in SHELL_LANGUAGES]
+    return [
+        pytest.param(script, argv, id=f"{block.id}:{script} {' '.join(argv)}"[:150])
+        for block, script, argv in commands_of(shell)
+    ]
+
+
+def script(name: str):
+    """The top-level script ``name.py`` (``train``, ...), a thin alias of the console command of that name."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    spec = importlib.util.spec_from_file_location(f"_docs_script_{name}", REPO / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("name", "argv"), command_params())
+def test_documented_command_line_parses(name: str, argv: list[str], tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    try:
+        script(name).parse_args(argv)
+    except SystemExit as exit:
+        if exit.code:
+            pytest.fail(f"{name}: {' '.join(argv)!r} is refused by its parser: {capsys.readouterr().err.strip()}")
+
+
+def test_env_pages_are_generated_from_the_docstrings():
+    """docs/envs/*.md are what docs/_scripts/gen_env_pages.py writes: edit the docstring, then run the script."""
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("pettingzoo")
+    spec = importlib.util.spec_from_file_location("gen_env_pages", DOCS / "_scripts" / "gen_env_pages.py")
+    module = sys.modules["gen_env_pages"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    pages = module.render_pages()
+    assert sorted(pages) == sorted((DOCS / "envs").glob("*.md"))
+    stale = [str(path.relative_to(REPO)) for path, text in pages.items() if path.read_text() != text]
+    assert not stale, f"stale env pages {stale}: run python docs/_scripts/gen_env_pages.py"

@@ -1,6 +1,6 @@
 """Specification of ``YachtEnv``: API conformance, game invariants, determinism, illegal actions, rendering.
 
-The contract is the ``YachtEnv`` class docstring; game facts come from the README's rules section.
+The contract is the ``YachtEnv`` class docstring; game facts come from the rules page (docs/rules.md).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def pick(name: str) -> int:
 
 
 def worked_stream() -> np.ndarray:
-    """A dice stream whose first turn is the worked turn of the README's rules; the other turns are seeded noise.
+    """A dice stream whose first turn is the worked turn of the rules page (docs/rules.md); the other turns are
+    seeded noise.
 
     First roll 1-2-2-4-6; keeping the 2s (sorted positions 1, 2: mask 6) re-rolls three dice to 4-4-6;
     keeping the 4s of 2-2-4-4-6 (positions 2, 3: mask 12) re-rolls three dice to 1-4-4. The re-rolled
@@ -496,6 +497,11 @@ ILLEGAL = {
 }
 
 
+def illegal_warning(reason: str) -> str:
+    """A ``pytest.warns`` match for the env's one warning about ignored illegal actions (at an env's first)."""
+    return rf"Yacht: an illegal action was ignored \(the state did not change.*\(the first: {re.escape(reason)}\)"
+
+
 def reach(kind: str, **kwargs):
     env = YachtEnv(**kwargs)
     obs, info = env.reset(options={"dice_stream": worked_stream()})
@@ -511,16 +517,17 @@ def test_illegal_action_is_ignored(kind, penalty):
     env, obs, info = reach(kind, illegal_action_penalty=penalty)
     twin, _, twin_info = reach(kind)
     action = ILLEGAL[kind][1]
-    for _ in range(3):
-        new_obs, reward, terminated, truncated, new_info = env.step(action)
-        assert reward == penalty and type(reward) is float
-        assert (terminated, truncated) == (False, False)
-        assert new_info["illegal_action"] is True
-        assert new_info["illegal_actions"] == info["illegal_actions"] + 1
-        info = {**info, "illegal_actions": new_info["illegal_actions"]}
-        assert_same_obs(new_obs, obs)
-        assert_same_info(new_info, info, ignore=("illegal_action",))
-        assert new_info["total"] == info["total"]
+    with pytest.warns(UserWarning, match=illegal_warning(ILLEGAL[kind][2])):
+        for _ in range(3):
+            new_obs, reward, terminated, truncated, new_info = env.step(action)
+            assert reward == penalty and type(reward) is float
+            assert (terminated, truncated) == (False, False)
+            assert new_info["illegal_action"] is True
+            assert new_info["illegal_actions"] == info["illegal_actions"] + 1
+            info = {**info, "illegal_actions": new_info["illegal_actions"]}
+            assert_same_obs(new_obs, obs)
+            assert_same_info(new_info, info, ignore=("illegal_action",))
+            assert new_info["total"] == info["total"]
     # Nothing was consumed: the rest of the game is the game the twin plays without the illegal steps,
     # with the episode's count of illegal actions at 3 to the end.
     rest = play_out(env, info)
@@ -543,36 +550,39 @@ def test_illegal_action_raises_with_reason(kind):
 @pytest.mark.parametrize("limit", [1, 3, 7])
 def test_max_illegal_actions_truncates_on_the_nth(limit):
     env = YachtEnv(max_illegal_actions=limit)
-    for game in range(2):  # the count starts again at reset
-        _, info = env.reset(seed=game)
-        for n in range(1, limit + 1):
-            if n == 2:  # legal actions in between do not reset the count: it is per episode
-                _, _, _, _, info = env.step(first_legal(info))
-            _, reward, terminated, truncated, info = env.step(31)
-            assert info["illegal_action"] is True and reward == 0.0
-            assert (terminated, truncated) == (False, n == limit)
-        assert info["action_mask"].all()  # over: every action allowed, never an empty row
-        with pytest.raises(ValueError, match=r"^the episode is over; call reset\(\) before step\(\)$"):
-            env.step(pick("ones"))
+    with pytest.warns(UserWarning, match=illegal_warning(ILLEGAL["keep_all"][2])):
+        for game in range(2):  # the count starts again at reset
+            _, info = env.reset(seed=game)
+            for n in range(1, limit + 1):
+                if n == 2:  # legal actions in between do not reset the count: it is per episode
+                    _, _, _, _, info = env.step(first_legal(info))
+                _, reward, terminated, truncated, info = env.step(31)
+                assert info["illegal_action"] is True and reward == 0.0
+                assert (terminated, truncated) == (False, n == limit)
+            assert info["action_mask"].all()  # over: every action allowed, never an empty row
+            with pytest.raises(ValueError, match=r"^the episode is over; call reset\(\) before step\(\)$"):
+                env.step(pick("ones"))
 
 
 def test_all_illegal_loop_ends_by_truncation_with_defaults():
     env = YachtEnv()
     env.reset(seed=0)
     truncated, steps = False, 0
-    while not truncated and steps < 10_000:
-        _, _, terminated, truncated, _ = env.step(31)
-        assert not terminated
-        steps += 1
+    with pytest.warns(UserWarning, match=illegal_warning(ILLEGAL["keep_all"][2])):
+        while not truncated and steps < 10_000:
+            _, _, terminated, truncated, _ = env.step(31)
+            assert not terminated
+            steps += 1
     assert truncated and steps == 100
 
 
 def test_no_illegal_limit_never_truncates():
     env = YachtEnv(max_illegal_actions=None)
     _, info = env.reset(seed=0)
-    for _ in range(500):
-        _, _, _, truncated, _ = env.step(31)
-        assert not truncated
+    with pytest.warns(UserWarning, match=illegal_warning(ILLEGAL["keep_all"][2])):
+        for _ in range(500):
+            _, _, _, truncated, _ = env.step(31)
+            assert not truncated
     assert play_out(env, info)[-1][2]  # the game still ends normally
 
 
@@ -801,7 +811,8 @@ def test_returned_masks_cannot_change_the_env(observation_type):
         if mask.flags.writeable:
             mask[:] = 1
     assert env.action_masks()[32] == 0 and env.action_masks()[31] == 0
-    _, _, _, _, info = env.step(32)
+    with pytest.warns(UserWarning, match=illegal_warning(ILLEGAL["pick_filled"][2])):
+        _, _, _, _, info = env.step(32)
     assert info["illegal_action"] is True and info["scores"][0] >= 0
 
 

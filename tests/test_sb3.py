@@ -145,7 +145,9 @@ def test_sb3_seed_then_reset_is_reproducible():
 def test_sb3_illegal_actions_truncate_with_time_limit_flag():
     env = YachtSB3VecEnv(2, max_illegal_actions=2, illegal_action_penalty=-1.0)
     env.reset()
-    env.step(np.array([31, 32]))
+    ignored = r"Yacht: an illegal action was ignored \(the state did not change.*\(the first: env 0, action 31 keeps"
+    with pytest.warns(UserWarning, match=ignored):
+        env.step(np.array([31, 32]))
     _, rewards, dones, infos = env.step(np.array([31, 33]))
     assert rewards[0] == -1.0 and dones.tolist() == [True, False]
     assert infos[0]["TimeLimit.truncated"] is True

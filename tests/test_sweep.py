@@ -1,4 +1,4 @@
-"""sweep.py and agents/sweep.py: seed and hyperparameter sweeps on Ray Tune (README "Sweeps").
+"""sweep.py and yacht_lab/sweep.py: seed and hyperparameter sweeps on Ray Tune (docs/sweeps.md).
 
 End to end on tiny budgets: a 2-configuration x 2-seed sweep on a local Ray, interrupted with Ctrl-C and
 continued with ``--resume``; the same sweep on a simulated two-node cluster (``ray.cluster_utils.Cluster``),
@@ -56,12 +56,10 @@ def write_sweep(folder: Path, data: dict, name: str = "sweep.yaml") -> Path:
 
 def start(*args: str, log: Path) -> subprocess.Popen:
     """sweep.py in its own process (stdout and stderr to ``log``.out/.err), from the repository root."""
-    return subprocess.Popen(
-        [sys.executable, "sweep.py", *args],
-        cwd=ROOT,
-        stdout=open(f"{log}.out", "w"),  # noqa: SIM115 - the child owns it
-        stderr=open(f"{log}.err", "w"),  # noqa: SIM115
-    )
+    # The child gets its own copies of the two files: ours are closed once it has started (left open, they
+    # were a ResourceWarning when collected).
+    with open(f"{log}.out", "w") as out, open(f"{log}.err", "w") as err:
+        return subprocess.Popen([sys.executable, "sweep.py", *args], cwd=ROOT, stdout=out, stderr=err)
 
 
 def wait_for(condition, what: str, process: subprocess.Popen | None = None, timeout: float = TIMEOUT):

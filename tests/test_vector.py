@@ -7,6 +7,7 @@ dice streams, step by step, with mostly legal and some arbitrary actions, and re
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import gymnasium as gym
@@ -30,6 +31,15 @@ PRESET_NAMES = ("standard", "classic")
 AUTORESET_MODES = ("next_step", "same_step")
 MODE_ENUM = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
 INFO_KEYS = ("dice", "rolls_left", "scores", "total", "action_mask", "illegal_action", "illegal_actions")
+#: A ``pytest.warns`` match for the env's one warning about ignored illegal actions (at an env's first).
+ILLEGAL_WARNING = r"Yacht: an illegal action was ignored \(the state did not change"
+#: How the vector env's warning names its first illegal action when game 0 keeps all five dice.
+ENV_0_KEEPS_ALL = "env 0, action 31 keeps all five dice and re-rolls nothing"
+
+
+def illegal_warning(first: str) -> str:
+    """``ILLEGAL_WARNING`` naming the first illegal action as the warning says it (``first``)."""
+    return rf"{ILLEGAL_WARNING}.*\(the first: {re.escape(first)}\)"
 
 
 def uniform_legal(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
@@ -89,7 +99,9 @@ def play_side_by_side(
 
     Actions are uniform over the legal ones, except a fraction ``arbitrary_rate`` drawn from all 44 (often
     illegal). Game ``i`` of the vector env is compared with single env ``i`` until that game ends; the
-    autoreset that follows is checked against the vector env's documented behaviour.
+    autoreset that follows is checked against the vector env's documented behaviour. The illegal actions
+    are provoked on purpose, so the illegal-action warning is required: once from the vector env, and once
+    from each single env that saw one (at its first).
 
     Returns:
         Counts of what happened (``terminated``, ``truncated``, ``illegal``, ``autoreset``), so callers can
@@ -109,42 +121,49 @@ def play_side_by_side(
     live = np.ones(num_envs, dtype=bool)  # single game i is still being compared
     awaiting_reset = np.zeros(num_envs, dtype=bool)  # next_step: game i ended on the previous step
     events: Counter = Counter()
-    for _ in range(steps):
-        actions = uniform_legal(rng, info["action_mask"])
-        arbitrary = rng.random(num_envs) < arbitrary_rate
-        actions[arbitrary] = rng.integers(0, R.NUM_ACTIONS, size=int(arbitrary.sum()))
-        obs, rewards, terminated, truncated, info = vector.step(actions)
-        for i in np.flatnonzero(live | awaiting_reset):
-            if awaiting_reset[i]:  # next_step: the action is ignored and a new game starts
-                assert rewards[i] == 0.0 and not terminated[i] and not truncated[i]
-                assert not info["illegal_action"][i]
-                assert_fresh_game(obs, info, i, canonical_keeps)
-                awaiting_reset[i] = False
-                events["autoreset"] += 1
-                continue
-            single_obs, single_reward, single_terminated, single_truncated, single_info = singles[i].step(
-                int(actions[i])
-            )
-            assert rewards[i] == single_reward, (i, actions[i])
-            assert bool(terminated[i]) is single_terminated and bool(truncated[i]) is single_truncated
-            events["illegal"] += single_info["illegal_action"]
-            done = single_terminated or single_truncated
-            if autoreset_mode == "same_step" and done:
-                assert info["_final_obs"][i] and info["_final_total"][i]
-                assert_same_obs(obs_row(info["final_obs"], i), single_obs)
-                assert info["final_total"][i] == single_info["total"]
-                assert bool(info["illegal_action"][i]) is single_info["illegal_action"]  # the ending step's
-                assert_fresh_game(obs, info, i, canonical_keeps)
-                events["autoreset"] += 1
-            else:
-                assert_same_obs(obs_row(obs, i), single_obs)
-                assert_same_info(info, i, single_info)
-                if "_final_obs" in info:
-                    assert not info["_final_obs"][i]
-            if done:
-                live[i] = False
-                awaiting_reset[i] = autoreset_mode == "next_step"
-                events["terminated" if single_terminated else "truncated"] += 1
+    singles_warned: set[int] = set()
+    with pytest.warns(UserWarning, match=ILLEGAL_WARNING) as warned:
+        for _ in range(steps):
+            actions = uniform_legal(rng, info["action_mask"])
+            arbitrary = rng.random(num_envs) < arbitrary_rate
+            actions[arbitrary] = rng.integers(0, R.NUM_ACTIONS, size=int(arbitrary.sum()))
+            obs, rewards, terminated, truncated, info = vector.step(actions)
+            for i in np.flatnonzero(live | awaiting_reset):
+                if awaiting_reset[i]:  # next_step: the action is ignored and a new game starts
+                    assert rewards[i] == 0.0 and not terminated[i] and not truncated[i]
+                    assert not info["illegal_action"][i]
+                    assert_fresh_game(obs, info, i, canonical_keeps)
+                    awaiting_reset[i] = False
+                    events["autoreset"] += 1
+                    continue
+                single_obs, single_reward, single_terminated, single_truncated, single_info = singles[i].step(
+                    int(actions[i])
+                )
+                assert rewards[i] == single_reward, (i, actions[i])
+                assert bool(terminated[i]) is single_terminated and bool(truncated[i]) is single_truncated
+                events["illegal"] += single_info["illegal_action"]
+                if single_info["illegal_action"]:
+                    singles_warned.add(i)
+                done = single_terminated or single_truncated
+                if autoreset_mode == "same_step" and done:
+                    assert info["_final_obs"][i] and info["_final_total"][i]
+                    assert_same_obs(obs_row(info["final_obs"], i), single_obs)
+                    assert info["final_total"][i] == single_info["total"]
+                    assert bool(info["illegal_action"][i]) is single_info["illegal_action"]  # the ending step's
+                    assert_fresh_game(obs, info, i, canonical_keeps)
+                    events["autoreset"] += 1
+                else:
+                    assert_same_obs(obs_row(obs, i), single_obs)
+                    assert_same_info(info, i, single_info)
+                    if "_final_obs" in info:
+                        assert not info["_final_obs"][i]
+                if done:
+                    live[i] = False
+                    awaiting_reset[i] = autoreset_mode == "next_step"
+                    events["terminated" if single_terminated else "truncated"] += 1
+    firsts = [str(w.message) for w in warned if re.search(ILLEGAL_WARNING, str(w.message))]
+    from_vector = [message for message in firsts if "(the first: env " in message]
+    assert len(from_vector) == 1 and len(firsts) - 1 == len(singles_warned), firsts
     assert not live.any(), "some first games did not finish: raise the number of steps"
     return events
 
@@ -182,7 +201,8 @@ def test_make_vec_passes_autoreset_mode_and_illegal_options():
     )
     assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
     env.reset(seed=0)
-    _, rewards, terminated, truncated, info = env.step(np.array([31, 31]))  # 31 is never legal
+    with pytest.warns(UserWarning, match=illegal_warning(ENV_0_KEEPS_ALL)):
+        _, rewards, terminated, truncated, info = env.step(np.array([31, 31]))  # 31 is never legal
     assert rewards.tolist() == [-2.0, -2.0] and truncated.all() and not terminated.any()
     assert info["_final_obs"].all()
 
@@ -245,12 +265,13 @@ def test_agrees_with_single_envs_without_illegal_limit(autoreset_mode):
 def test_illegal_limit_default_and_none(max_illegal_actions, truncated_at):
     env = YachtVectorEnv(2, max_illegal_actions=max_illegal_actions, illegal_action_penalty=-0.5)
     env.reset(seed=0)
-    for step in range(1, 151):
-        _, rewards, terminated, truncated, info = env.step(np.array([31, 31]))
-        assert rewards.tolist() == [-0.5, -0.5] and not terminated.any() and info["illegal_action"].all()
-        assert truncated.tolist() == [step == truncated_at] * 2
-        if truncated.any():
-            break
+    with pytest.warns(UserWarning, match=illegal_warning(ENV_0_KEEPS_ALL)):
+        for step in range(1, 151):
+            _, rewards, terminated, truncated, info = env.step(np.array([31, 31]))
+            assert rewards.tolist() == [-0.5, -0.5] and not terminated.any() and info["illegal_action"].all()
+            assert truncated.tolist() == [step == truncated_at] * 2
+            if truncated.any():
+                break
     assert step == (truncated_at or 150)
 
 
@@ -269,7 +290,8 @@ def test_same_step_dict_final_obs_keeps_its_rolls_left():
     env = YachtVectorEnv(2, observation_type="dict", autoreset_mode="same_step", max_illegal_actions=1)
     env.reset(seed=0)
     env.step(np.array([0, 0]))  # re-roll everything: one re-roll left
-    obs, _, _, truncated, info = env.step(np.array([31, 32]))  # game 0 truncates with one re-roll left
+    with pytest.warns(UserWarning, match=illegal_warning(ENV_0_KEEPS_ALL)):
+        obs, _, _, truncated, info = env.step(np.array([31, 32]))  # game 0 truncates with one re-roll left
     assert truncated.tolist() == [True, False] and obs["rolls_left"][0] == 2
     assert info["final_obs"]["rolls_left"][0] == 1
 
@@ -386,7 +408,8 @@ def test_autoreset_ignores_the_action_of_the_reset_step(autoreset_mode):
 def test_next_step_autoreset_step_has_reward_zero_and_a_fresh_game_after_truncation():
     env = YachtVectorEnv(3, max_illegal_actions=2, illegal_action_penalty=-5.0)
     env.reset(seed=0)
-    env.step(np.array([31, 32, 31]))
+    with pytest.warns(UserWarning, match=illegal_warning(ENV_0_KEEPS_ALL)):  # at the first only
+        env.step(np.array([31, 32, 31]))
     obs, rewards, terminated, truncated, info = env.step(np.array([31, 33, 31]))
     assert truncated.tolist() == [True, False, True] and not terminated.any()
     assert rewards[[0, 2]].tolist() == [-5.0, -5.0]
@@ -542,7 +565,8 @@ def test_enum_autoreset_mode_accepted():
 def test_same_step_final_obs_is_a_batch_with_its_mask():
     env = YachtVectorEnv(4, autoreset_mode="same_step", max_illegal_actions=1)
     env.reset(seed=0)
-    obs, _, _, truncated, info = env.step(np.array([31, 32, 31, 32]))
+    with pytest.warns(UserWarning, match=illegal_warning(ENV_0_KEEPS_ALL)):
+        obs, _, _, truncated, info = env.step(np.array([31, 32, 31, 32]))
     assert truncated.tolist() == [True, False, True, False]
     assert info["final_obs"].shape == (4, 64) and info["final_obs"].dtype == np.float32
     assert info["_final_obs"].tolist() == info["_final_total"].tolist() == truncated.tolist()
@@ -556,7 +580,8 @@ def test_action_masks_is_a_copy():
     before = masks.copy()
     masks[:] = True
     np.testing.assert_array_equal(env.action_masks(), before)
-    _, _, _, _, info = env.step(np.array([31, 31, 31]))  # still illegal: the env's masks did not change
+    with pytest.warns(UserWarning, match=illegal_warning(ENV_0_KEEPS_ALL)):
+        _, _, _, _, info = env.step(np.array([31, 31, 31]))  # still illegal: the env's masks did not change
     assert info["illegal_action"].all()
 
 
@@ -564,7 +589,8 @@ def test_writing_to_the_info_mask_does_not_change_legality():
     env = YachtVectorEnv(2)
     _, info = env.reset(seed=0)
     info["action_mask"][:] = 1
-    _, _, _, _, info = env.step(np.array([31, 31]))  # 31 keeps everything: never legal
+    with pytest.warns(UserWarning, match=illegal_warning(ENV_0_KEEPS_ALL)):
+        _, _, _, _, info = env.step(np.array([31, 31]))  # 31 keeps everything: never legal
     assert info["illegal_action"].all() and (info["rolls_left"] == 2).all()
 
 
@@ -716,7 +742,8 @@ def test_vector_masks_cannot_change_the_env():
     _, info = env.reset(seed=0)
     env.step(np.array([32, 32]))
     env.action_masks()[:] = True
-    _, _, _, _, info = env.step(np.array([32, 32]))
+    with pytest.warns(UserWarning, match=illegal_warning("env 0, action 32 scores 'ones', which is already filled")):
+        _, _, _, _, info = env.step(np.array([32, 32]))
     assert info["illegal_action"].all()
 
 

@@ -9,9 +9,14 @@ place models are loaded (by :class:`PPOAgent` and by ``yacht_lab``'s resume): it
 
 from __future__ import annotations
 
+import ast
+import base64
+import io
 import json
 import os
+import pickletools
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +74,8 @@ def resolve_model(model: str | os.PathLike) -> Path:
     path = Path(model)
     if not path.is_file():
         reason = "it is a directory" if path.is_dir() else "file not found"
+        if path.exists() and not path.is_dir():  # /dev/null, a FIFO, a socket: there, but not a file
+            reason = "it is not a regular file (a device, FIFO or socket)"
         raise ValueError(f"cannot load PPO model '{text}': {reason}")
     return path
 
@@ -77,12 +84,340 @@ def saved_policy_module(path: str | os.PathLike) -> str | None:
     """The module a saved model's ``policy_class`` names (read from the zip's ``data`` JSON, nothing
     unpickled), or ``None`` if the file does not say (not an SB3 zip: loading it will tell)."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            data = json.loads(archive.read("data"))
+        with _open_archive(path) as archive:
+            data = json.loads(_read_member(archive, "data"))
         module = data["policy_class"]["__module__"]
-    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
+    except (OSError, KeyError, TypeError, ValueError, RecursionError, zipfile.BadZipFile):
         return None
     return module if isinstance(module, str) else None
+
+
+# --------------------------------------------------------------------------------------------------
+# Loading a model without running it
+# --------------------------------------------------------------------------------------------------
+#: The most a model file may expand to: the declared uncompressed sizes of all its members together (checked
+#: before anything is read, so that a zip bomb is refused at once). The recipe's 256x256 models take 2.3 MB.
+MAX_MODEL_BYTES = 256 * 2**20
+#: The most members a model file may have (an SB3 zip has six).
+MAX_MODEL_MEMBERS = 16
+#: Bounds of the network a model file may ask for: those of ``yacht_lab``'s config (``policy.net_arch``), an
+#: observation and an action count far above any preset's (at most 183 values and 44 actions).
+MAX_LAYERS, MAX_LAYER_WIDTH, MAX_OBSERVATION_SIZE, MAX_ACTIONS = 16, 8192, 4096, 4096
+
+#: The policy classes a model file may name (``(module, class)``), as the class built for it. The safe loader
+#: builds nothing else: ``OddsPolicy`` (also under its pre-0.2 module, :data:`LEGACY_POLICY_MODULES`) and
+#: sb3-contrib's ``MaskableActorCriticPolicy`` (``"MlpPolicy"``).
+POLICY_CLASSES = {
+    ("yacht_agents.policy", "OddsPolicy"): "OddsPolicy",
+    **{(module, "OddsPolicy"): "OddsPolicy" for module in LEGACY_POLICY_MODULES},
+    ("sb3_contrib.common.maskable.policies", "MaskableActorCriticPolicy"): "MaskableActorCriticPolicy",
+}
+#: The activations a model file may name, as SB3 writes them, by ``torch.nn`` class name.
+ACTIVATIONS = {f"<class 'torch.nn.modules.activation.{name}'>": name for name in ("ReLU", "Tanh")}
+_ODDS_KWARGS = ("rules", "chase_inputs", "keep_head")
+
+
+class _Refused(ValueError):
+    """Why a model file is not loaded (the reason alone: the caller names the file)."""
+
+
+def _open_archive(path: str | os.PathLike) -> zipfile.ZipFile:
+    """The model's zip, once its central directory says it expands to at most :data:`MAX_MODEL_BYTES` in at most
+    :data:`MAX_MODEL_MEMBERS` members (nothing is decompressed to find out)."""
+    archive = zipfile.ZipFile(path)
+    try:
+        members = archive.infolist()
+        total = sum(member.file_size for member in members)
+        if len(members) > MAX_MODEL_MEMBERS:
+            raise _Refused(f"it has {len(members)} members (a model has at most {MAX_MODEL_MEMBERS})")
+        if total > MAX_MODEL_BYTES:
+            raise _Refused(
+                f"it expands to {total} bytes, more than a model may ({MAX_MODEL_BYTES} bytes, MAX_MODEL_BYTES)"
+            )
+    except BaseException:
+        archive.close()
+        raise
+    return archive
+
+
+def _read_member(archive: zipfile.ZipFile, name: str) -> bytes:
+    """A member's bytes, never more than its declared size (which :func:`_open_archive` bounded)."""
+    try:
+        info = archive.getinfo(name)
+    except KeyError:
+        raise _Refused(f"it has no {name!r} (not an SB3 model file)") from None
+    with archive.open(info) as member:
+        content = member.read(info.file_size + 1)
+    if len(content) != info.file_size:
+        raise _Refused(f"its {name!r} is not the size the zip declares")
+    return content
+
+
+def _literal(value: Any, what: str, limit: int = 10_000) -> Any:
+    """A readable field of SB3's ``data``: JSON as is, or the ``repr`` SB3 wrote (read as a Python literal)."""
+    if not isinstance(value, str):
+        return value
+    if len(value) > limit:
+        raise _Refused(f"its {what} is too long")
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise _Refused(f"its {what} {value[:80]!r} is not a literal") from None
+
+
+def _is_int(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _class_reference(entry: Any) -> tuple[str, str]:
+    """``(module, name)`` of the class that SB3 pickled for ``policy_class``, read by disassembling the pickle
+    (:mod:`pickletools`, which executes nothing): it must be a bare reference to a global, nothing more."""
+    serialized = entry.get(":serialized:") if isinstance(entry, dict) else None
+    if not isinstance(serialized, str) or len(serialized) > 1000:
+        raise _Refused("its policy_class is not a class reference")
+    try:
+        ops = list(pickletools.genops(base64.b64decode(serialized, validate=True)))
+    except Exception:  # noqa: BLE001 - any malformed pickle: not a class reference
+        raise _Refused("its policy_class is not a class reference") from None
+    names = [op.name for op, _, _ in ops]
+    strings = [arg for op, arg, _ in ops if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE")]
+    allowed = {"PROTO", "FRAME", "MEMOIZE", "SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "STACK_GLOBAL", "STOP"}
+    if set(names) <= allowed and names.count("STACK_GLOBAL") == 1 and len(strings) == 2 and names[-1] == "STOP":
+        return strings[0], strings[1]
+    if set(names) <= {"PROTO", "FRAME", "MEMOIZE", "GLOBAL", "BINPUT", "PUT", "STOP"} and names.count("GLOBAL") == 1:
+        module, _, name = next(arg for op, arg, _ in ops if op.name == "GLOBAL").partition(" ")
+        return module, name
+    raise _Refused("its policy_class is not a bare class reference (the pickle does more than name a class)")
+
+
+def _net_arch(value: Any) -> dict[str, list[int]]:
+    arch = _literal(value, "policy_kwargs net_arch")
+    if isinstance(arch, list):
+        arch = {"pi": arch, "vf": arch}
+    if not isinstance(arch, dict) or set(arch) != {"pi", "vf"}:
+        raise _Refused(f"its net_arch {arch!r} is not a list of layer widths or {{'pi': [...], 'vf': [...]}}")
+    for layers in arch.values():
+        ok = isinstance(layers, list) and 1 <= len(layers) <= MAX_LAYERS
+        if not ok or not all(_is_int(width, 1, MAX_LAYER_WIDTH) for width in layers):
+            raise _Refused(f"its net_arch {arch!r} is not {MAX_LAYERS} layers at most of 1..{MAX_LAYER_WIDTH} units")
+    return {"pi": list(arch["pi"]), "vf": list(arch["vf"])}
+
+
+@dataclass(frozen=True)
+class SavedModel:
+    """What a model file says about its network, read from the readable fields of its ``data`` JSON and
+    validated (:func:`read_model`); the pickled entries beside them are never read."""
+
+    policy: str  # "OddsPolicy" or "MaskableActorCriticPolicy"
+    net_arch: dict[str, list[int]] | None  # None: SB3's default (64, 64)
+    activation: str | None  # "ReLU" or "Tanh"; None: SB3's default (Tanh)
+    odds: dict[str, Any]  # OddsPolicy's rules (a preset name), chase_inputs, keep_head
+    observation_size: int
+    num_actions: int
+    num_timesteps: int
+    seed: int | None
+
+    def policy_class(self):
+        if self.policy == "OddsPolicy":
+            from yacht_agents.policy import OddsPolicy
+
+            return OddsPolicy
+        from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+        return MaskableActorCriticPolicy
+
+    def policy_kwargs(self) -> dict[str, Any]:
+        import torch
+
+        kwargs: dict[str, Any] = dict(self.odds)
+        if self.net_arch is not None:
+            kwargs["net_arch"] = {"pi": list(self.net_arch["pi"]), "vf": list(self.net_arch["vf"])}
+        if self.activation is not None:
+            kwargs["activation_fn"] = getattr(torch.nn, self.activation)
+        return kwargs
+
+    def spaces(self):
+        from gymnasium import spaces
+
+        return spaces.Box(0.0, 1.0, (self.observation_size,), np.float32), spaces.Discrete(self.num_actions)
+
+
+def _read_saved_model(archive: zipfile.ZipFile) -> SavedModel:
+    try:
+        data = json.loads(_read_member(archive, "data"))
+    except (ValueError, RecursionError):
+        raise _Refused("its 'data' is not JSON (not an SB3 model file)") from None
+    if not isinstance(data, dict) or "policy_class" not in data:
+        raise _Refused("its 'data' names no policy_class (not an SB3 model file)")
+    reference = _class_reference(data["policy_class"])
+    readable_module = data["policy_class"].get("__module__")
+    if reference not in POLICY_CLASSES or readable_module not in (None, reference[0]):
+        raise _Refused(
+            f"its policy class {'.'.join(reference)} is not one this loader builds "
+            f"({', '.join(sorted({name for name in POLICY_CLASSES.values()}))}); "
+            "a file you trust loads with load_model(path, trust=True)"
+        )
+    policy = POLICY_CLASSES[reference]
+
+    kwargs = data.get("policy_kwargs", {})
+    if isinstance(kwargs, dict) and ":type:" in kwargs:
+        if kwargs[":type:"] != "<class 'dict'>":
+            raise _Refused("its policy_kwargs is not a dict")
+        kwargs = {key: value for key, value in kwargs.items() if key not in (":type:", ":serialized:")}
+    if not isinstance(kwargs, dict):
+        raise _Refused("its policy_kwargs is not a dict")
+    allowed = {"net_arch", "activation_fn", *(_ODDS_KWARGS if policy == "OddsPolicy" else ())}
+    unknown = sorted(set(kwargs) - allowed)
+    if unknown:
+        raise _Refused(
+            f"its policy_kwargs has {', '.join(unknown)} (this loader takes only {', '.join(sorted(allowed))})"
+        )
+    net_arch = _net_arch(kwargs["net_arch"]) if "net_arch" in kwargs else None
+    activation = None
+    if "activation_fn" in kwargs:
+        activation = ACTIVATIONS.get(kwargs["activation_fn"]) if isinstance(kwargs["activation_fn"], str) else None
+        if activation is None:
+            raise _Refused(
+                f"its activation {str(kwargs['activation_fn'])[:80]!r} is not one this loader builds "
+                f"({', '.join(ACTIVATIONS.values())})"
+            )
+    odds: dict[str, Any] = {}
+    if policy == "OddsPolicy":
+        rules = kwargs.get("rules", "standard")
+        if not isinstance(rules, str) or rules not in R.PRESETS:
+            raise _Refused(f"its rules {str(rules)[:80]!r} are not a preset ({', '.join(R.PRESETS)})")
+        odds["rules"] = rules
+        for key in ("chase_inputs", "keep_head"):
+            value = _literal(kwargs.get(key, True), f"policy_kwargs {key}")
+            if not isinstance(value, bool):
+                raise _Refused(f"its {key} {value!r} is not True or False")
+            odds[key] = value
+
+    obs, actions = data.get("observation_space"), data.get("action_space")
+    if not isinstance(obs, dict) or obs.get(":type:") != "<class 'gymnasium.spaces.box.Box'>":
+        raise _Refused("its observation space is not a Box")
+    shape = _literal(obs.get("_shape"), "observation shape")
+    if not (isinstance(shape, (list, tuple)) and len(shape) == 1 and _is_int(shape[0], 1, MAX_OBSERVATION_SIZE)):
+        raise _Refused(f"its observation shape {shape!r} is not one size of 1..{MAX_OBSERVATION_SIZE}")
+    if obs.get("dtype") != "float32":
+        raise _Refused(f"its observations are {str(obs.get('dtype'))[:40]!r}, not float32")
+    if not isinstance(actions, dict) or actions.get(":type:") != "<class 'gymnasium.spaces.discrete.Discrete'>":
+        raise _Refused("its action space is not Discrete")
+    n, start = _literal(actions.get("n"), "action count"), _literal(actions.get("start", 0), "action start")
+    if not _is_int(n, 1, MAX_ACTIONS) or start != 0:
+        raise _Refused(f"its action space is not Discrete(n) for n in 1..{MAX_ACTIONS}")
+    steps, seed = data.get("num_timesteps", 0), data.get("seed")
+    if not _is_int(steps, 0, 2**62) or not (seed is None or _is_int(seed, -(2**63), 2**64)):
+        raise _Refused("its num_timesteps or seed is not an integer")
+
+    saved = SavedModel(policy, net_arch, activation, odds, shape[0], n, steps, seed)
+    # What the network will take, before it is built (the file's size bound says what it may hold).
+    arch = net_arch or {"pi": [64, 64], "vf": [64, 64]}
+    inputs = shape[0] + 64  # OddsPolicy adds a value per category
+    size = sum(
+        sum((n_in + 1) * n_out for n_in, n_out in zip([inputs, *layers], [*layers, outputs], strict=True))
+        for layers, outputs in ((arch["pi"], n + 64), (arch["vf"], 1))
+    )
+    if 4 * size > MAX_MODEL_BYTES:
+        raise _Refused(f"its network of about {size} parameters is larger than a model may be (MAX_MODEL_BYTES)")
+    return saved
+
+
+def _state_dict(archive: zipfile.ZipFile, name: str, device: Any) -> dict:
+    """A member saved with ``torch.save``, loaded with ``weights_only`` (tensors and plain containers only)."""
+    import torch
+
+    content = _read_member(archive, name)
+    try:
+        state = torch.load(io.BytesIO(content), map_location=device, weights_only=True)
+    except Exception as error:  # noqa: BLE001 - anything torch's restricted unpickler refuses, or corrupt data
+        detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise _Refused(f"its {name!r} is not plain tensors ({detail[:200]})") from None
+    if not isinstance(state, dict):
+        raise _Refused(f"its {name!r} is not a state dict")
+    return state
+
+
+def read_model(path: str | os.PathLike) -> SavedModel:
+    """The validated description of a model file (:class:`SavedModel`), nothing unpickled.
+
+    Raises:
+        ValueError: ``cannot load PPO model '<path>': <why>``: not an SB3 zip, larger than
+            :data:`MAX_MODEL_BYTES`, another policy class (:data:`POLICY_CLASSES`), activation
+            (:data:`ACTIVATIONS`) or policy setting, or a network out of bounds.
+    """
+    return _safely(path, lambda archive: _read_saved_model(archive))
+
+
+def _safely(path: str | os.PathLike, read, label: str | None = None):
+    """``read(archive)`` on the bounded zip, every failure one ``ValueError`` line naming the file."""
+    label = os.fspath(path) if label is None else label
+    try:
+        with _open_archive(path) as archive:
+            return read(archive)
+    except _Refused as error:
+        raise ValueError(f"cannot load PPO model '{label}': {error}") from None
+    except (OSError, EOFError, zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError) as error:
+        detail = " ".join(str(error).split()) or type(error).__name__
+        raise ValueError(f"cannot load PPO model '{label}': not a MaskablePPO model ({detail[:200]})") from None
+
+
+def build_model(
+    path: str | os.PathLike,
+    env=None,
+    *,
+    optimizer: bool = False,
+    device: Any = "auto",
+    label: str | None = None,
+    **algorithm_kwargs: Any,
+):
+    """A ``MaskablePPO`` rebuilt from a model file without unpickling anything: the network that the file's
+    validated description (:func:`read_model`) names, of a known class, with the parameters of its
+    ``policy.pth`` (and of ``policy.optimizer.pth`` with ``optimizer``), read with ``torch.load(...,
+    weights_only=True)``, and its ``num_timesteps``. ``algorithm_kwargs`` (``n_steps``, ``learning_rate``,
+    ``tensorboard_log``, ...) go to ``MaskablePPO``; the file's other settings, pickled, are not read.
+
+    Raises:
+        ValueError: see :func:`read_model`; also parameters that do not fit the network, or an ``env`` of other
+            spaces.
+    """
+    from sb3_contrib import MaskablePPO
+
+    def build(archive: zipfile.ZipFile):
+        saved = _read_saved_model(archive)
+        observation_space, action_space = saved.spaces()
+        if env is not None:
+            shape, n = env.observation_space.shape, getattr(env.action_space, "n", None)
+            if tuple(shape or ()) != (saved.observation_size,) or n != saved.num_actions:
+                raise _Refused(
+                    f"it was trained on observation space {observation_space} and action space {action_space}, "
+                    f"the env has {env.observation_space} and {env.action_space}"
+                )
+        params = _state_dict(archive, "policy.pth", device if device != "auto" else None)
+        optimizer_state = _state_dict(archive, "policy.optimizer.pth", None) if optimizer else None
+        kwargs = {"seed": saved.seed, **algorithm_kwargs}
+        model = MaskablePPO(
+            saved.policy_class(),
+            env,
+            policy_kwargs=saved.policy_kwargs(),
+            device=device,
+            _init_setup_model=False,
+            **kwargs,
+        )
+        if env is None:
+            model.observation_space, model.action_space, model.n_envs = observation_space, action_space, 1
+        model._setup_model()
+        try:
+            model.policy.load_state_dict(params, strict=True)
+            if optimizer_state is not None:
+                model.policy.optimizer.load_state_dict(optimizer_state)
+        except (RuntimeError, ValueError, KeyError, TypeError) as error:
+            detail = " ".join(str(error).split())
+            raise _Refused(f"its parameters do not fit the network it names ({detail[:200]})") from None
+        model.num_timesteps = saved.num_timesteps
+        return model
+
+    return _safely(path, build, label)
 
 
 def _no_learning(progress_remaining: float) -> float:
@@ -90,20 +425,46 @@ def _no_learning(progress_remaining: float) -> float:
     return 0.0
 
 
-def load_model(path: str | os.PathLike, *, inference: bool = True, **kwargs: Any):
-    """``MaskablePPO.load(path, **kwargs)`` that also loads models saved before 0.2.
+def load_model(
+    path: str | os.PathLike, *, inference: bool = True, trust: bool = False, label: str | None = None, **kwargs: Any
+):
+    """A saved ``MaskablePPO`` model, loaded without running anything in the file (unless ``trust``).
 
-    A model whose ``policy_class`` was saved as ``agents.policy`` (:data:`LEGACY_POLICY_MODULES`) gets
-    :class:`yacht_agents.policy.OddsPolicy` instead, whatever ``agents`` is in this process. With
-    ``inference`` (acting only) the saved learning-rate schedules, closures pickled by value, are not
-    unpickled at all; to continue training leave it off and set the run's schedules after loading (as
-    ``yacht_lab``'s resume does).
+    By default the model is rebuilt by :func:`build_model`: only the known policy classes
+    (:data:`POLICY_CLASSES`) with a validated configuration, the parameters read with torch's ``weights_only``;
+    any other file is refused with one line. This loads the package's own models, ``yacht_lab``'s runs and
+    plain ``MlpPolicy`` models of sb3-contrib. ``kwargs`` may be ``device``; ``label`` names the file in
+    errors (default: the path). Acting only (``inference``), the model never learns (learning rate 0).
+
+    ``trust=True`` is SB3's full loader, ``MaskablePPO.load(path, **kwargs)``: it unpickles the file's
+    entries, which can run any code the file's author chose. Use it only on files you made or trust, e.g. a
+    model of another policy class, or to get the file's whole training state. It too loads models saved
+    before 0.2 (a ``policy_class`` of ``agents.policy``, :data:`LEGACY_POLICY_MODULES`, gets
+    :class:`yacht_agents.policy.OddsPolicy`); with ``inference`` the saved learning-rate schedules, closures
+    pickled by value, are not unpickled; to continue training leave it off and set the run's schedules after
+    loading (``yacht_lab``'s resume needs neither: it rebuilds the model from the run's config, see
+    ``yacht_lab.training.load_checkpoint``).
+
+    Both refuse a file that expands to more than :data:`MAX_MODEL_BYTES` before reading it.
 
     Raises:
-        whatever ``MaskablePPO.load`` raises for a file that is not a model; ``ImportError`` without sb3-contrib.
+        ValueError: ``cannot load PPO model '<path>': ...``; with ``trust``, whatever ``MaskablePPO.load``
+            raises for a file that is not a model. ``ImportError`` without sb3-contrib.
     """
+    if not trust:
+        if not inference:
+            raise ValueError(
+                f"cannot load PPO model '{label or os.fspath(path)}' to train: the safe loader loads models to act; "
+                "rebuild the model and load its parameters (build_model), or pass trust=True for SB3's loader"
+            )
+        unknown = sorted(set(kwargs) - {"device"})
+        if unknown:
+            raise TypeError(f"load_model() without trust takes only device, not {', '.join(unknown)}")
+        return build_model(path, learning_rate=0.0, label=label, **kwargs)
+
     from sb3_contrib import MaskablePPO
 
+    _safely(path, lambda archive: None, label)  # the size bound: a zip bomb is refused before SB3 reads it
     custom_objects = dict(kwargs.pop("custom_objects", None) or {})
     if saved_policy_module(path) in LEGACY_POLICY_MODULES:
         from yacht_agents.policy import OddsPolicy
@@ -138,11 +499,7 @@ class PPOAgent(Agent):
             extra = "pip install 'yacht-rl[train]'"
             raise ValueError(f"cannot load PPO model '{path}': the ppo agent needs the train extra ({extra})") from None
 
-        try:
-            self.model = load_model(self.path, device="cpu")
-        except Exception as error:  # a corrupt or foreign file fails in many ways (zip, pickle, torch)
-            detail = str(error).splitlines()[0] if str(error) else type(error).__name__
-            raise ValueError(f"cannot load PPO model '{path}': not a MaskablePPO model ({detail})") from None
+        self.model = load_model(self.path, device="cpu", label=str(path))  # nothing in the file runs
         self._read_spaces(f"PPO model '{path}'")
 
     def _read_spaces(self, what: str) -> None:

@@ -65,7 +65,6 @@ def make_model(config: TrainConfig, env, tensorboard_dir: str | None):
     import torch
     from sb3_contrib import MaskablePPO
 
-    p = config.ppo
     activation = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[config.policy.activation]
     policy_kwargs = {
         "net_arch": {"pi": list(config.policy.net_arch), "vf": list(config.policy.net_arch)},
@@ -80,24 +79,28 @@ def make_model(config: TrainConfig, env, tensorboard_dir: str | None):
             rules=config.rules, chase_inputs=config.policy.chase_inputs, keep_head=config.policy.keep_head
         )
     return MaskablePPO(
-        policy,
-        env,
-        learning_rate=linear_schedule(p.learning_rate, p.learning_rate_final),
-        n_steps=p.n_steps,
-        batch_size=p.batch_size,
-        n_epochs=p.n_epochs,
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        clip_range=p.clip_range,
-        ent_coef=p.ent_coef,
-        vf_coef=p.vf_coef,
-        max_grad_norm=p.max_grad_norm,
-        policy_kwargs=policy_kwargs,
-        tensorboard_log=tensorboard_dir,
-        seed=config.seed,
-        device=config.device,
-        verbose=0,
+        policy, env, policy_kwargs=policy_kwargs, device=config.device, **_ppo_kwargs(config, tensorboard_dir)
     )
+
+
+def _ppo_kwargs(config: TrainConfig, tensorboard_dir: str | None) -> dict[str, Any]:
+    """The config's ``MaskablePPO`` settings, but the policy's and the device."""
+    p = config.ppo
+    return {
+        "learning_rate": linear_schedule(p.learning_rate, p.learning_rate_final),
+        "n_steps": p.n_steps,
+        "batch_size": p.batch_size,
+        "n_epochs": p.n_epochs,
+        "gamma": p.gamma,
+        "gae_lambda": p.gae_lambda,
+        "clip_range": p.clip_range,
+        "ent_coef": p.ent_coef,
+        "vf_coef": p.vf_coef,
+        "max_grad_norm": p.max_grad_norm,
+        "tensorboard_log": tensorboard_dir,
+        "seed": config.seed,
+        "verbose": 0,
+    }
 
 
 def resume_config(checkpoint: str | os.PathLike, overrides: dict[str, Any] | None = None) -> TrainConfig:
@@ -124,14 +127,18 @@ def resume_config(checkpoint: str | os.PathLike, overrides: dict[str, Any] | Non
 def load_checkpoint(checkpoint: Path, env, config: TrainConfig, tensorboard_dir: str | None):
     """A checkpoint loaded to continue its run: the run's learning-rate schedule, a reproducible seed.
 
+    Nothing in the file is unpickled: the model is rebuilt with the run's (validated) config and the network
+    the checkpoint names (one of the known policy classes, :func:`yacht_agents.ppo.build_model`), then gets the
+    checkpoint's parameters and optimizer state (read with torch's ``weights_only``) and ``num_timesteps``.
+
     Raises:
         ValueError: not a ``MaskablePPO`` checkpoint (corrupt, or something else).
     """
-    from yacht_agents.ppo import load_model  # also a checkpoint saved before 0.2 (policy class agents.policy)
+    from yacht_agents.ppo import build_model  # also a checkpoint saved before 0.2 (policy class agents.policy)
 
     try:
-        model = load_model(
-            str(checkpoint), inference=False, env=env, device=config.device, tensorboard_log=tensorboard_dir
+        model = build_model(
+            checkpoint, env, optimizer=True, device=config.device, **_ppo_kwargs(config, tensorboard_dir)
         )
     except Exception as error:  # noqa: BLE001 - a corrupt file fails in many ways; one clear error
         detail = " ".join(str(error).split()) or type(error).__name__

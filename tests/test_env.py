@@ -625,6 +625,7 @@ def test_step_after_termination_or_before_reset_raises():
         ),
         ({"observation_type": "x"}, "observation_type must be one of ('flat', 'dict', 'masked'), got 'x'"),
         ({"observation_type": ["flat"]}, "observation_type must be one of ('flat', 'dict', 'masked'), got ['flat']"),
+        ({"observation_type": None}, "observation_type must be one of ('flat', 'dict', 'masked'), got None"),
         ({"action_mask_dtype": "float32"}, "action_mask_dtype must be one of ('int8', 'bool'), got 'float32'"),
         ({"canonical_keeps": "no"}, "canonical_keeps must be True or False, got 'no'"),
         ({"canonical_keeps": 1}, "canonical_keeps must be True or False, got 1"),

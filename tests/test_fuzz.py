@@ -2,21 +2,29 @@
 independent model of the game written here (``tests/reference.py`` scores; nothing from ``yacht_env``), and
 arbitrary bad input that must end in one ``ValueError``, never another exception.
 
+The tables (the versus envs, the PettingZoo env, head to head) are fuzzed with adversarial agents too: agents
+that write into the masks and observations they are handed, play illegal actions, or play other rules.
+
 Sized for CI (a few hundred thousand steps in all); ``YACHT_FUZZ_SCALE=20`` runs twenty times as many.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from itertools import product
 
 import numpy as np
 import pytest
 from reference import EXPECTED_CATEGORIES, kept_dice, reference_score
 
+from yacht_agents.base import Agent
 from yacht_env import YachtEnv
+from yacht_env import rules as R
 from yacht_env.game import game_streams
+from yacht_env.multiplayer import raw_env
 from yacht_env.vector import YachtVectorEnv
+from yacht_env.versus import YachtVersusEnv, YachtVersusVectorEnv
 
 SCALE = int(os.environ.get("YACHT_FUZZ_SCALE", "1"))
 # Illegal actions are the point here: the env's one warning about them (at an env's first) is required.
@@ -172,3 +180,262 @@ def test_reset_garbage_options_are_one_value_error(options):
         YachtEnv().reset(options=options)
     with pytest.raises(ValueError):
         YachtVectorEnv(2).reset(options=options)
+
+
+# --------------------------------------------------------------------------------------------------
+# Adversarial agents at the tables: mask writers, illegal actors, agents of other rules
+# --------------------------------------------------------------------------------------------------
+AGENT_ILLEGAL = r"^agent '(?P<name>[^']+)' chose illegal action (?P<action>\d+) at table (?P<table>\d+)$"
+
+
+class Adversary(Agent):
+    """Writes into everything it is handed (``action_masks[:] = True``, the observations zeroed), then plays
+    an action legal by the masks as handed or, with probability ``illegal``, one illegal by them. Its draws
+    do not depend on ``write``, so a writer and a non-writer with one seed make the same choices."""
+
+    def __init__(self, name: str, seed: int, illegal: float = 0.0, write: bool = True, rules: str = "standard"):
+        super().__init__(name, rules)
+        self.rng, self.illegal, self.write = np.random.default_rng(seed), illegal, write
+        self.attempts = self.calls = 0
+
+    def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        if self.calls > 20_000:  # on the old code a mask writer's game never ended: fail, never hang
+            raise RuntimeError(f"{self.name} was asked to act {self.calls} times: the game does not end")
+        legal = action_masks.copy()
+        if self.write and action_masks.flags.writeable:
+            action_masks[:] = True
+        if self.write and observations.flags.writeable:
+            observations[:] = 0.0
+        draws = self.rng.random(legal.shape)
+        cheat = self.rng.random(len(legal)) < self.illegal
+        self.attempts += int(cheat.sum())
+        return np.where(np.where(cheat[:, None], ~legal, legal), draws, -1.0).argmax(axis=1)
+
+
+def attempts(agents) -> dict[str, int]:
+    return {agent.name: agent.attempts for agent in agents}
+
+
+def refused_or_done(agents, call, *args, **kwargs):
+    """``call(*args, **kwargs)``: if it raises, the error names an adversary that tried an illegal action
+    during the call; if it returns, no adversary tried one (every attempt is refused). Returns the result, or
+    None if refused."""
+    before = attempts(agents)
+    try:
+        result = call(*args, **kwargs)
+    except ValueError as error:
+        match = re.match(AGENT_ILLEGAL, str(error))
+        assert match, str(error)
+        assert attempts(agents)[match["name"]] > before[match["name"]], str(error)
+        return None
+    assert attempts(agents) == before, "an illegal action was played"
+    return result
+
+
+def check_sheets(scores: np.ndarray, totals: np.ndarray, before: np.ndarray | None = None) -> None:
+    """Sheets ``(..., P, 12)`` (-1 open) of tables played in seat order from seat 0: totals are the sum of the
+    boxes, each seat has as many boxes filled as the seats after it or one more, and (against ``before``,
+    the same games earlier) a filled box never changes: no category is scored twice."""
+    assert (np.where(scores >= 0, scores, 0).sum(axis=-1) == totals).all()
+    filled = (scores >= 0).sum(axis=-1)
+    assert (np.diff(filled, axis=-1) <= 0).all() and (filled[..., 0] - filled[..., -1] <= 1).all()
+    if before is not None:
+        changed = scores != before
+        assert (before[changed] == -1).all(), "a filled category was scored again"
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_versus_vector_env_with_adversarial_opponents(players):
+    n = 16
+    rng = np.random.default_rng(players)
+    writers = [Adversary(f"adversary {i}", seed=i, illegal=0.001) for i in range(players - 1)]
+    readers = [Adversary(f"adversary {i}", seed=i, illegal=0.001, write=False) for i in range(players - 1)]
+    env = YachtVersusVectorEnv(n, opponents=writers, illegal_action_penalty=PENALTY)
+    twin = YachtVersusVectorEnv(n, opponents=readers, illegal_action_penalty=PENALTY)  # its opponents never write
+    refused = finished = 0
+    info = None
+    with pytest.warns(UserWarning, match=ILLEGAL_WARNING):
+        for _ in range(250 * SCALE):
+            if info is None:  # a new batch of games (after an opponent's illegal action was refused)
+                seed = int(rng.integers(2**31))
+                out = refused_or_done(writers, env.reset, seed=seed)
+                twin_out = refused_or_done(readers, twin.reset, seed=seed)
+                assert (out is None) == (twin_out is None)
+                refused += out is None
+                if out is None:
+                    continue
+                (obs, info), done = out, np.zeros(n, dtype=bool)
+                np.testing.assert_array_equal(obs, twin_out[0])
+                check_sheets(info["scores"], info["totals"])
+            actions = fuzz_actions(rng, env.action_masks(), arbitrary=0.1)
+            out = refused_or_done(writers, env.step, actions)
+            twin_out = refused_or_done(readers, twin.step, actions)
+            assert (out is None) == (twin_out is None)
+            if out is None:
+                refused += 1
+                info = None
+                continue
+            before = np.where(done[:, None, None], -1, info["scores"])  # games that ended start again in this step
+            obs, rewards, terminated, truncated, info = out
+            for mine, theirs in zip((obs, rewards, terminated, truncated), twin_out[:4], strict=True):
+                np.testing.assert_array_equal(mine, theirs)  # writing into what it is handed changes nothing
+            check_sheets(info["scores"], info["totals"], before)
+            done = terminated | truncated
+            finished += int(terminated.sum())
+    assert refused > 0 and finished > 0
+
+
+def test_versus_env_with_adversarial_opponents():
+    rng = np.random.default_rng(0)
+    opponents = [Adversary("writer", seed=1), Adversary("cheat", seed=2, illegal=0.02)]
+    env = YachtVersusEnv(opponents=opponents, illegal_action_penalty=PENALTY, max_illegal_actions=None)
+    refused = finished = 0
+    with pytest.warns(UserWarning, match=ILLEGAL_WARNING):
+        for game in range(30 * SCALE):
+            out = refused_or_done(opponents, env.reset, seed=game)
+            if out is None:
+                refused += 1
+                continue
+            _, info = out
+            while True:
+                check_sheets(info["scores"], info["totals"])
+                before = info["scores"]
+                action = int(fuzz_actions(rng, env.action_masks(), arbitrary=0.1))
+                out = refused_or_done(opponents, env.step, action)
+                if out is None:
+                    refused += 1
+                    break
+                *_, terminated, truncated, info = out
+                check_sheets(info["scores"], info["totals"], before)
+                if terminated or truncated:
+                    finished += terminated
+                    assert not terminated or (info["scores"] >= 0).all()
+                    break
+    assert refused > 0 and finished > 0
+
+
+@pytest.mark.parametrize("make", [YachtVersusEnv, lambda opponents: YachtVersusVectorEnv(2, opponents)])
+def test_versus_envs_refuse_agents_of_other_rules(make):
+    class Named:  # not an Agent: only its rules attribute says which game it plays
+        name, rules = "stranger", "classic"
+
+        def act(self, observations, action_masks):
+            return np.flatnonzero(action_masks[0])[:1].repeat(len(action_masks))
+
+    for opponents, name, rules in (
+        ([Adversary("classic one", seed=0, rules="classic")], "classic one", "classic"),
+        ([Adversary("ok", seed=0), Named()], "stranger", "classic"),
+        ([Adversary("knizia one", seed=0, rules=R.get_rules("knizia"))], "knizia one", "knizia"),
+    ):
+        index = len(opponents) - 1
+        message = f"^opponent {index} \\('{name}'\\) plays the '{rules}' rules, not 'standard'"
+        with pytest.raises(ValueError, match=message):
+            make(opponents=opponents)
+    make(opponents=[Adversary("standard one", seed=0)])  # the same rules: accepted
+
+
+@pytest.mark.parametrize("illegal_action", ["ignore", "raise"])
+def test_multiplayer_env_with_adversarial_players(illegal_action):
+    rng = np.random.default_rng(len(illegal_action))
+    table = raw_env(
+        num_players=3, illegal_action=illegal_action, illegal_action_penalty=PENALTY, max_illegal_actions=None
+    )
+    attempts = 0
+    for game in range(6 * SCALE):
+        table.reset(seed=game)
+        before = None
+        for agent in table.agent_iter():
+            observation, reward, terminated, truncated, info = table.last()
+            check_sheets(info["scores"], info["totals"], before)
+            before = info["scores"]
+            if terminated or truncated:
+                table.step(None)
+                continue
+            legal = observation["action_mask"].astype(bool)
+            observation["action_mask"][:] = 1  # writes into what it was handed
+            observation["observation"][:] = 0.0
+            np.testing.assert_array_equal(table.observe(agent)["action_mask"], legal)
+            if rng.random() < 0.2:
+                attempts += 1
+                bad = int(rng.choice(np.flatnonzero(~legal)))
+                state = snapshot(table)
+                if illegal_action == "raise":
+                    with pytest.raises(ValueError, match=f"^{agent}: action {bad} "):
+                        table.step(bad)
+                    assert snapshot(table) == state  # a rejected step changes nothing
+                else:
+                    table.step(bad)
+                    assert table.infos[agent]["illegal_action"] and table.last()[1] == PENALTY
+                    assert snapshot(table)[3:] == state[3:]  # only the rewards changed
+                continue
+            table.step(int(rng.choice(np.flatnonzero(legal))))
+        assert (table.infos == {}) and (before >= 0).all()
+    assert attempts > 0
+
+
+def snapshot(table) -> tuple:
+    info = table.infos[table.agent_selection]
+    return (
+        dict(table.rewards),
+        dict(table._cumulative_rewards),
+        table.infos[table.agent_selection]["illegal_action"],
+        table.agent_selection,
+        {agent: table.observe(agent)["observation"].tolist() for agent in table.possible_agents},
+        table.observe(table.agent_selection)["action_mask"].tolist(),
+        info["scores"].tolist(),
+        info["totals"].tolist(),
+        info["dice"].tolist(),
+        info["rolls_left"],
+        dict(table.terminations),
+        dict(table.truncations),
+    )
+
+
+def test_head_to_head_with_adversarial_agents():
+    head_to_head = pytest.importorskip("yacht_lab.head_to_head").head_to_head
+
+    def play(*agents):
+        return head_to_head(list(agents), 2, games=3, seed=4, calibration=False).to_dict()
+
+    # Writing into the masks and observations it is handed changes nothing: the same games as without.
+    writers = play(Adversary("a", seed=0), Adversary("b", seed=1))
+    assert writers == play(Adversary("a", seed=0, write=False), Adversary("b", seed=1, write=False))
+    assert all(0 < agent["mean_score"] <= 297 for agent in writers["agents"].values())
+    # An illegal action is refused, naming the agent (on the old code the game never ended).
+    for seed in range(3):
+        with pytest.raises(ValueError, match=r"^agent 'cheat' chose illegal action \d+ at table \d+$"):
+            play(Adversary("honest", seed=seed), Adversary("cheat", seed=seed, illegal=0.05))
+    with pytest.raises(ValueError, match="^agent 'classic' plays the 'classic' rules, not 'standard'"):
+        play(Adversary("standard", seed=0), Adversary("classic", seed=1, rules="classic"))
+
+
+def test_an_agent_writing_into_its_masks_cannot_cheat_the_solo_evaluation_or_the_terminal_table():
+    """The solo benchmark and the terminal table check an agent's action against the game's own mask, not the
+    array the agent was handed (which it may write into)."""
+    import io
+
+    from yacht_agents import make_agent
+    from yacht_lab.evaluation import evaluate
+    from yacht_lab.screen import PlainScreen
+    from yacht_lab.table import TableGame
+
+    class Cheat:
+        name, rules, table_players = "cheat", R.get_rules("standard"), None
+
+        def act(self, observations, action_masks):
+            action_masks[...] = True  # every action "legal": pick a filled category
+            return np.full(len(observations), R.PICK_OFFSET, dtype=np.intp) if observations.ndim == 2 else R.PICK_OFFSET
+
+    with pytest.raises(ValueError, match=r"^agent 'cheat' chose illegal action 32"):
+        evaluate([Cheat()], 3, 0, "standard")
+    game = TableGame(
+        [Cheat(), make_agent("greedy")],
+        names=["cheat", "greedy"],
+        rules=R.get_rules("standard"),
+        seed=0,
+        screen=PlainScreen(io.StringIO()),
+        read=input,
+    )
+    with pytest.raises(RuntimeError, match=r"^agent 'cheat' chose illegal action 32"):
+        game.play()

@@ -183,6 +183,39 @@ def test_illegal_actions_follow_yacht_v0s_policy():
         strict.step(True)
 
 
+def test_a_rejected_step_changes_nothing_not_even_the_pending_reward():
+    table = raw_env(num_players=1, illegal_action="raise")
+    table.reset(seed=0)
+    table.step(32 + R.get_rules("standard").categories.index("choice"))  # always scores: 5..30 points
+    observation, reward, *_ = table.last()
+    assert reward > 0
+    before = (dict(table.rewards), dict(table._cumulative_rewards), table.agent_selection, table.infos["player_0"])
+    with pytest.raises(ValueError, match="^player_0: action 31 keeps all five dice"):
+        table.step(31)
+    after = (dict(table.rewards), dict(table._cumulative_rewards), table.agent_selection, table.infos["player_0"])
+    assert after == before and table.last()[1] == reward
+    np.testing.assert_array_equal(table.observe("player_0")["observation"], observation["observation"])
+
+
+def test_the_raw_env_before_reset_and_after_the_game_is_one_clear_error():
+    table = raw_env(num_players=1)
+    for call, args in (("step", (32,)), ("last", ()), ("observe", ("player_0",))):
+        with pytest.raises(ValueError, match=r"^call reset\(\) before"):
+            getattr(table, call)(*args)
+    table.reset(seed=0)
+    with pytest.raises(ValueError, match="^unknown agent 'player_7'"):
+        table.observe("player_7")
+    for _ in table.agent_iter():
+        observation, _, terminated, truncated, _ = table.last()
+        table.step(None if terminated or truncated else int(np.flatnonzero(observation["action_mask"])[-1]))
+    assert table.agents == []
+    for call in ("step", "last"):
+        with pytest.raises(ValueError, match="^the game is over and every agent has left it; call reset"):
+            getattr(table, call)(*((32,) if call == "step" else ()))
+    table.reset(seed=0)  # and a new game starts
+    assert table.agents == ["player_0"] and table.last()[1] == 0.0
+
+
 # --------------------------------------------------------------------------------------------------
 # Versus envs
 # --------------------------------------------------------------------------------------------------

@@ -190,3 +190,13 @@ def test_sb3_adapter_takes_actions_by_the_vector_envs_rules(actions):
     env.reset()
     with pytest.raises(ValueError, match=r"^actions must be an int array of shape \(3,\)"):
         env.step(np.array(actions))
+
+
+@pytest.mark.parametrize("opponents", [None, ["greedy"]])
+@pytest.mark.parametrize("actions", [[True, 32, 32], [32, 33, np.bool_(True)]])
+def test_sb3_adapter_refuses_a_bool_among_listed_actions(opponents, actions):
+    """As ``Yacht-v0`` refuses a bool action: numpy alone would read ``[True, 32, 32]`` as ``[1, 32, 32]``."""
+    env = YachtSB3VecEnv(3, opponents=opponents)
+    env.reset()
+    with pytest.raises(ValueError, match=r"^actions must be ints, not bools"):
+        env.step(actions)

@@ -624,6 +624,7 @@ def test_bad_num_envs_raises(num_envs):
         ({"autoreset_mode": "never"}, "autoreset_mode"),
         ({"autoreset_mode": []}, "autoreset_mode must be 'next_step', 'same_step' or 'disabled', got \\[\\]"),
         ({"observation_type": "image"}, "observation_type"),
+        ({"observation_type": None}, "observation_type must be one of"),
         ({"illegal_action": "warn"}, "illegal_action"),
         ({"illegal_action_penalty": float("nan")}, "illegal_action_penalty"),
         ({"max_illegal_actions": 0}, "max_illegal_actions"),
@@ -650,6 +651,9 @@ def test_bad_constructor_args_raise(kwargs, message):
         np.array([32, 44, 32]),  # out of range
         np.array([-1, 32, 32]),
         np.array([32, 32, 2**40]),
+        [True, 32, 32],  # a list: numpy alone would read the bool as the int 1
+        [32, np.bool_(False), 32],
+        (32, 32, True),
     ],
     ids=lambda a: f"{np.asarray(a).dtype}{np.asarray(a).shape}{np.asarray(a).ravel()[:3].tolist()}",
 )

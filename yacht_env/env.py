@@ -49,20 +49,21 @@ def configure(
     illegal_action: str = "ignore",
     illegal_action_penalty: float = 0.0,
     max_illegal_actions: int | None = 100,
-    observation_type: str | None = None,
+    observation_type: str = "flat",
     action_mask_dtype: str = "int8",
-    observation_types: tuple[str, ...] = OBSERVATION_TYPES,
+    observation_types: tuple[str, ...] | None = OBSERVATION_TYPES,
 ) -> None:
     """Validates the options every Yacht env shares and sets them on ``env`` (the one place that checks them).
 
     The batched envs take these options as keyword arguments and pass them here; the defaults are
     ``Yacht-v0``'s. ``observation_type`` (one of ``observation_types``) and ``action_mask_dtype`` are checked
-    and set unless ``observation_type`` is ``None`` (the PettingZoo env has one observation type).
+    and set unless ``observation_types`` is ``None`` (the PettingZoo env has one observation type); any
+    other ``observation_type``, ``None`` included, is a ``ValueError``.
 
     Raises:
         ValueError: a bad option, named with what is accepted.
     """
-    if observation_type is not None:
+    if observation_types is not None:
         if not isinstance(observation_type, str) or observation_type not in observation_types:
             raise ValueError(f"observation_type must be one of {observation_types}, got {observation_type!r}")
         if not isinstance(action_mask_dtype, str) or action_mask_dtype not in ACTION_MASK_DTYPES:

@@ -87,8 +87,12 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     with the highest total).
 
     ## Illegal actions and episode end
-    ``Yacht-v0``'s policy: ignored (nothing changes; ``illegal_action="raise"`` raises ``ValueError``), and
-    the table is truncated for everyone at the ``max_illegal_actions``-th illegal action of a game.
+    ``Yacht-v0``'s policy: ignored (nothing changes; ``illegal_action="raise"`` raises ``ValueError``, naming
+    the agent, and the rejected step changes nothing, the actor's pending reward included), and the table is
+    truncated for everyone at the ``max_illegal_actions``-th illegal action of a game. Once the game is over each agent
+    leaves with a ``None`` step (PettingZoo's ``_was_dead_step``). The raw env's ``step``, ``last`` and
+    ``observe`` before the first ``reset``, and its ``step`` and ``last`` once every agent has left, raise
+    ``ValueError`` (``env()``'s ``OrderEnforcingWrapper`` answers those calls first, as PettingZoo documents).
 
     ## Seeding
     ``reset(seed=s)`` reproduces a game: each player's ``(12, 3, 5)`` dice stream is drawn from the env's
@@ -130,7 +134,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
             raise ValueError(f"reward must be one of {REWARD_MODES}, got {reward!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             gymnasium.logger.warn(f"render_mode={render_mode!r} is not one of {self.metadata['render_modes']}")
-        configure(self, rules, canonical_keeps, illegal_action, illegal_action_penalty, max_illegal_actions)
+        options = (rules, canonical_keeps, illegal_action, illegal_action_penalty, max_illegal_actions)
+        configure(self, *options, observation_types=None)  # one observation type: no observation_type option
         self.num_players = int(num_players)
         self.reward_mode = reward
         self.render_mode = render_mode
@@ -179,6 +184,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
             self.render()
 
     def step(self, action) -> None:
+        self._check_playing("step()")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
@@ -189,13 +195,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
             raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
         action = int(action)
         table = self._table
-        self._cumulative_rewards[agent] = 0.0
-        self.rewards = dict.fromkeys(self.agents, 0.0)
         player = table.on_turn
         legal = bool(player.mask[action])
+        if not legal and self.illegal_action == "raise":  # before anything changes: a rejected step changes nothing
+            reason = R.describe_illegal(action, player.roll, player.rolls_left, self.rules.categories)
+            raise ValueError(f"{agent}: {reason}")
+        self._cumulative_rewards[agent] = 0.0
+        self.rewards = dict.fromkeys(self.agents, 0.0)
         if not legal:
-            if self.illegal_action == "raise":
-                raise ValueError(R.describe_illegal(action, player.roll, player.rolls_left, self.rules.categories))
             self._illegal_count += 1
             self.rewards[agent] = self.illegal_action_penalty
             if self.max_illegal_actions is not None and self._illegal_count >= self.max_illegal_actions:
@@ -217,7 +224,15 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         if self.render_mode == "human":
             self.render()
 
+    def last(self, observe: bool = True):
+        self._check_playing("last()")
+        return super().last(observe)
+
     def observe(self, agent: str) -> dict[str, np.ndarray]:
+        if not hasattr(self, "agent_selection"):
+            raise ValueError("call reset() before observe()")
+        if agent not in self._seat:
+            raise ValueError(f"unknown agent {agent!r}; the agents are {self.possible_agents}")
         if not self._over and agent == self.agent_selection:
             mask = self._table.mask.astype(np.int8)
         else:
@@ -238,6 +253,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         pass
 
     # ---------------------------------------------------------------------------------------------
+    def _check_playing(self, call: str) -> None:
+        """One clear error for ``call`` before the first reset or once every agent has left the finished game
+        (PettingZoo's ``OrderEnforcingWrapper``, which ``env()`` adds, answers those calls first)."""
+        if not hasattr(self, "agent_selection"):
+            raise ValueError(f"call reset() before {call}")
+        if not self.agents:
+            raise ValueError(f"the game is over and every agent has left it; call reset() before {call}")
+
     def _set_infos(self, illegal: bool) -> None:
         table = self._table
         on_turn = table.on_turn

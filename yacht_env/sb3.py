@@ -44,7 +44,8 @@ class YachtSB3VecEnv(VecEnv):
     bool array.
 
     ## Actions
-    ``Discrete(44)`` per game, ``Yacht-v0``'s encoding.
+    ``Discrete(44)`` per game, ``Yacht-v0``'s encoding, checked by the vector env: floats, bools (as
+    ``Yacht-v0`` refuses a bool action) and wrong shapes are one ``ValueError``.
 
     ## Rewards
     As ``Yacht-v0`` (or ``YachtVersus-v0`` with ``opponents``), per game.

@@ -280,12 +280,24 @@ def cache_path(rules: str | R.Rules = "standard", cache_dir: str | os.PathLike |
     """The cache file of a rules preset: ``<cache_dir>/<name>-<key prefix>.npz``.
 
     ``cache_dir`` defaults to ``$YACHT_RL_CACHE_DIR``, else ``~/.cache/yacht-rl``.
+
+    Raises:
+        ValueError: unknown rules, or a folder whose ``~`` or ``~user`` cannot be expanded (no such user, no home).
     """
     rules = R.get_rules(rules)
+    source = ""
     if cache_dir is None:
+        source = f" (from ${CACHE_DIR_ENV})" if os.environ.get(CACHE_DIR_ENV) else ""
         cache_dir = os.environ.get(CACHE_DIR_ENV) or DEFAULT_CACHE_DIR
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", rules.name)[:40]
-    return Path(cache_dir).expanduser() / f"{name}-{cache_key(rules)[:16]}.npz"
+    try:
+        folder = Path(cache_dir).expanduser()
+    except RuntimeError:  # "~nosuchuser/x", or "~" without a home directory
+        home = os.fspath(cache_dir).split("/", 1)[0]
+        raise ValueError(
+            f"cannot use the cache folder '{os.fspath(cache_dir)}'{source}: '{home}' names no user's home directory"
+        ) from None
+    return folder / f"{name}-{cache_key(rules)[:16]}.npz"
 
 
 def _save(path: Path, solution: Solution) -> None:
@@ -323,10 +335,11 @@ def solve(
         cache_dir: The cache folder; defaults to ``$YACHT_RL_CACHE_DIR``, else ``~/.cache/yacht-rl``.
 
     Raises:
-        ValueError: unknown rules.
+        ValueError: unknown rules, or a cache folder whose ``~user`` cannot be expanded (see :func:`cache_path`).
 
     A cache file that is missing, damaged, of another rules or solver version, or fails its checksum is
-    rebuilt and overwritten; a cache folder that cannot be written only warns.
+    rebuilt and overwritten; a cache folder that cannot be written, or a directory, FIFO, device or read-only
+    file at the cache file's path, only warns.
     """
     rules = R.get_rules(rules)
     if not cache:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import stat
 import time
@@ -19,6 +20,9 @@ from pathlib import Path
 import numpy as np
 
 TEMP_SUFFIX = ".tmp"
+#: The exact names :func:`_temp_name` gives: ``.<name>.<pid>-<8 hex digits>.tmp``. :func:`remove_stale_temps`
+#: removes only these, never another program's ``.notes.123.tmp`` or ``results.npz.bak.tmp`` in a shared folder.
+TEMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>[1-9][0-9]{0,9})-[0-9a-f]{8}" + re.escape(TEMP_SUFFIX))
 
 
 def _temp_name(path: Path) -> Path:
@@ -36,15 +40,25 @@ def _default_mode() -> int:
 def writable_target(path: str | os.PathLike) -> Path:
     """The file a write to ``path`` lands in: ``path`` itself, or the regular file a symlink points to.
 
+    A read-only file (no write permission for this user, or no write bit at all, which root would otherwise
+    ignore) is refused rather than replaced: an atomic write renames a new file over it, which its mode
+    cannot stop, so the mode is honoured here.
+
     Raises:
-        ValueError: ``path`` names a directory or a special file (FIFO, device, socket).
+        ValueError: ``path`` names a directory, a special file (FIFO, device, socket) or a read-only file, or
+            cannot be looked at (a name too long, a loop of symlinks, no permission to search its folder).
     """
-    target = Path(os.path.realpath(path))
-    # The path itself too: /dev/stdout on a pipe resolves to a name that does not exist, "pipe:[...]".
-    for candidate in (Path(path), target):
-        if candidate.exists() and not candidate.is_file():
-            kind = "a directory" if candidate.is_dir() else "not a regular file"
-            raise ValueError(f"cannot write '{path}': it is {kind}")
+    try:
+        target = Path(os.path.realpath(path))
+        # The path itself too: /dev/stdout on a pipe resolves to a name that does not exist, "pipe:[...]".
+        for candidate in (Path(path), target):
+            if candidate.exists() and not candidate.is_file():
+                kind = "a directory" if candidate.is_dir() else "not a regular file"
+                raise ValueError(f"cannot write '{path}': it is {kind}")
+        if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
+            raise ValueError(f"cannot write '{path}': it is read-only (make it writable or remove it first)")
+    except OSError as error:
+        raise ValueError(f"cannot write '{path}': {error.strerror or error}") from None
     return target
 
 
@@ -108,6 +122,9 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
 def remove_stale_temps(folder: str | os.PathLike, legacy: Iterable[str] = (), legacy_age: float = 3600.0) -> list[Path]:
     """Removes temporary files of :func:`atomic_output` in ``folder`` whose writing process is gone.
 
+    Only names of the exact form :data:`TEMP_NAME` (``.<name>.<pid>-<8 hex>.tmp``) are touched: other programs'
+    files in a shared folder (``.notes.123.tmp``, ``results.npz.bak.tmp``) are left alone.
+
     A process killed with ``kill -9`` cannot clean up after itself; the next run calls this. Files of a
     process still alive (another run writing now) are left alone. A missing folder has nothing to clean.
 
@@ -130,10 +147,10 @@ def remove_stale_temps(folder: str | os.PathLike, legacy: Iterable[str] = (), le
                     temp.unlink()
                     removed.append(temp)
     for temp in folder.glob(f".*{TEMP_SUFFIX}"):
-        try:
-            pid = int(temp.name.rsplit(".", 2)[-2].split("-")[0])
-        except (ValueError, IndexError):
-            continue  # not one of ours
+        match = TEMP_NAME.fullmatch(temp.name)
+        if match is None:
+            continue  # not one of ours: only the exact names of _temp_name are removed
+        pid = int(match["pid"])
         if pid == os.getpid() or _alive(pid):
             continue
         with contextlib.suppress(OSError):
@@ -163,6 +180,11 @@ def _crc(key: str, arrays: dict) -> int:
     return checksum
 
 
+#: Temporary names of the caches of old versions: mkstemp's ``<name>-<16 hex>.npz<8 random>.tmp`` beside the cache
+#: files ``<name>-<16 hex>.npz`` (``<name>-dist-<16 hex>.npz``), exactly: no other ``*.npz*.tmp`` is touched.
+LEGACY_CACHE_TEMPS = ("*-" + "[0-9a-f]" * 16 + ".npz" + "[a-z0-9_]" * 8 + TEMP_SUFFIX,)
+
+
 def save_arrays(path: Path, key: str, arrays: dict) -> None:
     """Writes ``arrays`` (name -> numpy array) to an ``.npz`` at ``path`` with ``key`` and a checksum, atomically.
 
@@ -170,7 +192,7 @@ def save_arrays(path: Path, key: str, arrays: dict) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(OSError):
-        remove_stale_temps(path.parent, legacy=["*.npz*.tmp"])  # mkstemp's "<name><random>.tmp" of old versions
+        remove_stale_temps(path.parent, legacy=LEGACY_CACHE_TEMPS)
     with atomic_output(path) as temp, open(temp, "wb") as file:  # a file object: np.savez adds no ".npz"
         np.savez(file, key=np.array(key), checksum=np.array(_crc(key, arrays), dtype=np.int64), **arrays)
 
@@ -184,7 +206,7 @@ def load_arrays(path: Path, key: str, specs: dict) -> dict | None:
         specs: name -> ``(shape, dtype)`` of every array expected; all must be finite.
     """
     with contextlib.suppress(OSError):
-        remove_stale_temps(path.parent, legacy=["*.npz*.tmp"])
+        remove_stale_temps(path.parent, legacy=LEGACY_CACHE_TEMPS)
     if not path.is_file():
         return None
     try:
@@ -204,7 +226,8 @@ def load_arrays(path: Path, key: str, specs: dict) -> dict | None:
 
 def memoised_cache(memo: dict, what: str, key, path: Path, load, compute, save):
     """The memo's ``key`` entry, else ``load(path)`` (``None`` when missing or damaged), else ``compute()``
-    saved with ``save(path, result)``; a cache folder that cannot be written only warns (naming ``what``)."""
+    saved with ``save(path, result)``; a cache folder that cannot be written, or a directory, FIFO, device or
+    read-only file at ``path``, only warns (naming ``what``)."""
     if key in memo:
         return memo[key]
     result = load(path)
@@ -212,7 +235,7 @@ def memoised_cache(memo: dict, what: str, key, path: Path, load, compute, save):
         result = compute()
         try:
             save(path, result)
-        except OSError as error:
+        except (OSError, ValueError) as error:  # ValueError: a directory, FIFO or device at the path (writable_target)
             warnings.warn(f"could not write the {what} {path}: {error}", RuntimeWarning, stacklevel=3)
     memo[key] = result
     return result

@@ -145,6 +145,10 @@ class BatchedEnv(VectorEnv):
         self._illegal_count[games] = 0
 
     def _check_actions(self, actions) -> np.ndarray:
+        if isinstance(actions, (list, tuple)) and any(
+            isinstance(a, (bool, np.bool_)) or getattr(a, "dtype", None) == np.bool_ for a in actions
+        ):  # numpy would read [True, 32] as ints; a bool is no action, as in Yacht-v0 (an array is checked below)
+            raise ValueError(f"actions must be ints, not bools; got {actions!r}"[:200])
         array = np.asarray(actions)
         if array.shape != (self.num_envs,) or not np.issubdtype(array.dtype, np.integer):
             raise ValueError(
@@ -246,7 +250,9 @@ class YachtVectorEnv(BatchedEnv):
     action is ignored.
 
     ## Actions
-    ``MultiDiscrete([44] * N)``: one ``Yacht-v0`` action per game.
+    ``MultiDiscrete([44] * N)``: one ``Yacht-v0`` action per game, an int array of shape ``(N,)`` (or a
+    list of ints). Anything else is one ``ValueError``: floats, a wrong shape, values outside ``0..43``, and
+    bools (a bool array, or a bool in a list such as ``[True, 32]``), as ``Yacht-v0`` refuses a bool action.
 
     ## Rewards
     As ``Yacht-v0``, per game: the points of a pick, 0 for a keep, ``illegal_action_penalty`` for an

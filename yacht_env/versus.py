@@ -65,7 +65,8 @@ def resolve_opponents(
     seed=i)`` (default: :func:`agent_resolver`, which is :func:`yacht_agents.make_agent`).
 
     Raises:
-        ValueError: no opponent, more than 9, an unknown spec, or an object without ``act``.
+        ValueError: no opponent, more than 9, an unknown spec, an object without ``act``, or an agent whose
+            ``rules`` attribute (where it has one) names other rules than ``rules``.
     """
     if isinstance(opponents, str) or not isinstance(opponents, Sequence) or not 1 <= len(opponents) <= 9:
         raise ValueError(f"opponents must be a list of 1..9 agents or agent specs, got {opponents!r}")
@@ -76,8 +77,30 @@ def resolve_opponents(
             opponent = resolver(opponent, rules, seed=i)
         if not callable(getattr(opponent, "act", None)):
             raise ValueError(f"opponent {i} must be an agent with act(observations, action_masks), got {opponent!r}")
+        check_rules(opponent, rules, f"opponent {i}")
         resolved.append(opponent)
     return resolved
+
+
+def check_rules(agent: Any, rules: R.Rules, who: str = "agent") -> None:
+    """Refuses an agent built for other rules: one whose ``rules`` attribute (a preset name or
+    :class:`~yacht_env.rules.Rules`; an agent without one is taken as it is) is not ``rules``.
+
+    Raises:
+        ValueError: naming the agent, its rules and ``rules``.
+    """
+    theirs = getattr(agent, "rules", None)
+    if theirs is None:
+        return
+    try:
+        same = R.get_rules(theirs) == rules
+    except (TypeError, ValueError):
+        same = False
+    if not same:
+        name = getattr(theirs, "name", theirs)
+        raise ValueError(
+            f"{who} ({getattr(agent, 'name', agent)!r}) plays the {name!r} rules, not {rules.name!r} (the env's)"
+        )
 
 
 def act_at_tables(
@@ -91,7 +114,8 @@ def act_at_tables(
     """One decision of the player on turn at each of ``tables``, played by ``agents[who[j]]``: one batched
     ``act`` call per agent, on the observation it asks for (its own game as ``Yacht-v0`` shows it, or the
     table from its seat when its ``table_players`` is set). The versus envs and the head-to-head benchmark
-    seat agents through this.
+    seat agents through this. Each agent gets its own copy of its masks (and new observation arrays): what it
+    writes into them changes nothing, and its actions are checked against the table's own masks.
 
     Args:
         agents: The agents.
@@ -123,7 +147,9 @@ def act_at_tables(
             views = view.observe(table, table.current) if views is None else views
             observations = views[tables[at]]
         name = getattr(agent, "name", agent)
-        chosen = np.asarray(agent.act(observations, masks)).reshape(-1)
+        # The agent gets its own copy: one writing into it (``action_masks[:] = True``) cannot make an illegal
+        # action pass the check below, which reads ``masks``. The observations are new arrays each call.
+        chosen = np.asarray(agent.act(observations, masks.copy())).reshape(-1)
         if chosen.shape != (at.size,) or not np.issubdtype(chosen.dtype, np.integer):
             raise ValueError(f"agent {name!r} returned {chosen.dtype} {chosen.shape}, not {at.size} int actions")
         legal = (chosen >= 0) & (chosen < num_actions)
@@ -149,7 +175,9 @@ class YachtVersusVectorEnv(BatchedEnv):
         observation_type: ``"flat"`` (:class:`~yacht_env.encoding.MultiplayerEncoder`'s layout from the
             learner's seat) or ``"masked"`` (``{"observation": ..., "action_mask": ...}``).
         action_mask_dtype, canonical_keeps, illegal_action, illegal_action_penalty, max_illegal_actions:
-            As ``Yacht-v0``; they apply to the learner. An opponent's illegal action raises ``ValueError``.
+            As ``Yacht-v0``; they apply to the learner. An opponent's illegal action raises ``ValueError``
+            naming it; opponents get their own copies of the masks and observations (writing into them
+            changes nothing), and one whose ``rules`` attribute names other rules is refused (``ValueError``).
         autoreset_mode: ``"next_step"`` or ``"same_step"``, as :class:`yacht_env.vector.YachtVectorEnv`.
         resolver: Builds an opponent from a spec string, ``resolver(spec, rules, seed=i)``; default: the one
             installed packages declare (:func:`agent_resolver`, yacht-rl's :func:`yacht_agents.make_agent`).
@@ -308,7 +336,9 @@ class YachtVersusEnv(gym.Env):
     it. The arguments, observations, rewards and info of this env are the vector env's for one table
     (without the batch axis). An opponent sees its own game as ``Yacht-v0`` shows it; an agent whose
     ``table_players`` is the table's size (a PPO model trained in ``YachtVersus-v0``) sees the table from
-    its seat, as the learner does. Spec strings are resolved when the env is built.
+    its seat, as the learner does. Spec strings are resolved when the env is built; an opponent whose
+    ``rules`` attribute names other rules than the env's is refused with ``ValueError``. Each opponent gets
+    its own copy of its masks and observations: writing into them changes nothing.
 
     ## Observation
     ``observation_type="flat"`` (default): ``Box(0, 1, (S,), float32)``, the table from the learner's
@@ -323,7 +353,8 @@ class YachtVersusEnv(gym.Env):
     same as int8.
 
     ## Actions
-    ``Discrete(44)``, ``Yacht-v0``'s encoding, for the learner's decisions. A learner step is one decision
+    ``Discrete(44)``, ``Yacht-v0``'s encoding, for the learner's decisions (a bool is no action:
+    ``ValueError``, as in ``Yacht-v0``; so is one among the vector env's actions). A learner step is one decision
     of the learner; after its pick the opponents after it play their whole turns inside the step, up to
     the learner's next turn (or the end of the game). Opponents seated before the learner play their
     first turns at reset.
@@ -336,7 +367,8 @@ class YachtVersusEnv(gym.Env):
     ## Episode End
     The episode is the learner's game, terminated when the table's game is over; truncated as
     ``Yacht-v0`` at the ``max_illegal_actions``-th illegal action of the learner. Stepping a finished
-    episode raises ``ValueError``. An opponent's illegal action raises ``ValueError``.
+    episode raises ``ValueError``. An opponent's illegal action raises ``ValueError`` naming the opponent
+    (checked against the env's own mask, not the copy the opponent was given).
 
     ## Information
     ``"dice"`` int8 (5,) the learner's dice, ``"rolls_left"``, ``"scores"`` int16 (P, 12), ``"totals"``

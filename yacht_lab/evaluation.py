@@ -35,6 +35,11 @@ from yacht_env.vector import YachtVectorEnv
 from yacht_lab.report import _rounded, _short, figure_bytes, mean_ci, progress_bar, pyplot_for, sample_std
 
 DEFAULT_BATCH_SIZE = 10_000
+#: At most this many games stepped together: a batch holds some 4-6 KB per game (env arrays, observations, masks,
+#: the solver's Q-values; measured with the random, greedy and optimal agents) and up to ~27 KB with the win agent
+#: at a table, so the largest batch stays well under 1 GB (about 0.1 GB, at worst 0.55 GB); larger batches are no
+#: faster.
+MAX_BATCH_SIZE = 20_000
 #: At most this many games per agent: each game keeps 224 bytes of results per agent (2.2 GB per agent
 #: here) and plays in about 0.1 ms, so 10 million games take some 20 minutes per agent on two cores.
 MAX_GAMES = 10_000_000
@@ -161,7 +166,8 @@ def play_games(
             index = np.flatnonzero(playing)
             all_masks = env.action_masks()
             masks = all_masks[index]
-            chosen = np.asarray(agent.act(obs[index], masks), dtype=np.intp)
+            # The agent gets its own copy: what it writes there cannot change what its action is checked against.
+            chosen = np.asarray(agent.act(obs[index], masks.copy()), dtype=np.intp)
             if not masks[np.arange(len(index)), chosen].all():
                 bad = int(np.flatnonzero(~masks[np.arange(len(index)), chosen])[0])
                 raise ValueError(
@@ -210,8 +216,9 @@ def evaluate(
         progress: Show a tqdm progress bar on stderr (only on a terminal).
 
     Raises:
-        ValueError: bad games (more than :data:`MAX_GAMES` too), seed, batch size, duplicate names, an
-            agent for other rules, or an agent choosing an illegal action.
+        ValueError: bad games (more than :data:`MAX_GAMES` too), seed, batch size (more than
+            :data:`MAX_BATCH_SIZE` too), duplicate names, an
+            agent for other rules or for a table of players (``win``), or an agent choosing an illegal action.
     """
     rules = R.get_rules(rules)
     for name, value, low in (("games", games, 1), ("seed", seed, 0), ("batch_size", batch_size, 1)):
@@ -219,7 +226,16 @@ def evaluate(
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     if games > MAX_GAMES:  # refused before anything is allocated, not a MemoryError later
         raise ValueError(f"games must be an int >= 1 and <= {MAX_GAMES:,}, got {games!r}")
+    if batch_size > MAX_BATCH_SIZE:
+        raise ValueError(f"batch_size must be an int >= 1 and <= {MAX_BATCH_SIZE:,}, got {batch_size!r}")
     check_agents(agents, rules)
+    for agent in agents:
+        table = getattr(agent, "table_players", None)
+        if table is not None:  # it reads a table's view: alone it would fail on its first observation
+            raise ValueError(
+                f"agent {agent.name!r} plays at a table of {table} players, and evaluating plays each agent alone: "
+                f"seat it in a head to head of {table} players (evaluate.py --players {table})"
+            )
     solution = solve(rules)
     evaluation = Evaluation(rules, int(games), int(seed), solution.expected_score)
     bar = progress_bar(games * len(agents)) if progress else None

@@ -306,7 +306,7 @@ class TableGame:
             observation = self.solo.flat(game.roll, game.rolls_left, game.open_mask)
         else:
             observation = self.view.observe(table, seat)
-        action = int(agent.act(observation, table.mask))
+        action = int(agent.act(observation, table.mask.copy()))  # a copy: the game's own mask stays the game's
         if not 0 <= action < self.rules.num_actions or not table.mask[action]:
             raise RuntimeError(f"agent {agent.name!r} chose illegal action {action}")
         if game.rolls_left == R.MAX_ROLLS_LEFT:  # its first decision of the turn: show the roll

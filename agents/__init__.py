@@ -38,7 +38,9 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
         return spec, None
     if isinstance(spec, str) and spec.startswith("win:"):
         size = spec[len("win:") :]
-        if not size.isdigit():
+        # ASCII digits only: isdigit alone accepts "²", which int() cannot read; and a few of them (int() refuses
+        # 4,300), the table size is checked by the agent
+        if not (size.isascii() and size.isdigit() and len(size) <= 6):
             raise ValueError(f"unknown agent {spec!r}; the win agent is 'win' or 'win:P' with P in 2..10 players")
         return "win", size
     if isinstance(spec, str) and spec.startswith("ppo:") and len(spec) > len("ppo:"):

@@ -215,6 +215,27 @@ def test_unknown_spec_is_a_value_error(bad):
         make_agent(bad)
 
 
+@pytest.mark.parametrize("bad", ["win:²", "win:²³", "win:٣", "win:" + "9" * 5000, "win:-2", "win:"])
+def test_a_win_spec_takes_ascii_digits_only(bad):
+    # str.isdigit accepts superscripts (a key of AZERTY keyboards) and other scripts' digits that int() cannot read
+    from yacht_agents import parse_spec
+
+    expected = r"^unknown agent .*; the win agent is 'win' or 'win:P' with P in 2..10 players$"
+    with pytest.raises(ValueError, match=expected):
+        parse_spec(bad)
+    with pytest.raises(ValueError, match=expected):
+        make_agent(bad)
+
+
+def test_a_model_path_that_is_not_a_regular_file(tmp_path):
+    link = tmp_path / "model.zip"
+    link.symlink_to("/dev/null")
+    for path in ("/dev/null", str(link)):
+        message = f"^cannot load PPO model '{re.escape(path)}': it is not a regular file"
+        with pytest.raises(ValueError, match=message):
+            make_agent(f"ppo:{path}")
+
+
 def test_unknown_rules_is_a_value_error():
     with pytest.raises(ValueError, match="unknown rules 'nope'"):
         make_agent("greedy", rules="nope")

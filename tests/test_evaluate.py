@@ -151,6 +151,8 @@ def test_optimal_first_game_replays_in_the_single_env():
         ({"games": 10**15}, "games must be an int >= 1 and <= 10,000,000"),
         ({"seed": -1}, "seed must be an int >= 0"),
         ({"batch_size": 0}, "batch_size must be an int >= 1"),
+        ({"batch_size": 20_001}, "batch_size must be an int >= 1 and <= 20,000, got 20001"),
+        ({"batch_size": 10_000_000}, "batch_size must be an int >= 1 and <= 20,000"),
         ({"rules": "classic"}, "plays the 'standard' rules, not 'classic'"),
     ],
 )
@@ -168,6 +170,13 @@ def test_an_illegal_action_is_a_value_error_naming_the_agent_and_game():
 
     with pytest.raises(ValueError, match="^agent 'keep-nothing' chose illegal action 0 in game 0$"):
         evaluate([KeepNothing("keep-nothing")], 3)
+
+
+def test_evaluate_refuses_an_agent_of_a_table_naming_the_head_to_head():
+    for spec, players in (("win", 2), ("win:3", 3)):
+        message = f"agent '{spec}' plays at a table of {players} players, and evaluating plays each agent alone"
+        with pytest.raises(ValueError, match=message):
+            evaluate([make_agent("greedy"), make_agent(spec)], 5)
 
 
 def test_evaluate_rejects_duplicate_names():
@@ -272,6 +281,12 @@ BAD_INPUTS = {
     "plot a symlink to the json": lambda tmp: ["--plot", str(tmp / "link_to_out_json.png")],
     "plot in an unknown format": lambda tmp: ["--plot", str(tmp / "s.jpg")],
     "plot without an extension": lambda tmp: ["--plot", str(tmp / "scores")],
+    "batch size over the limit": lambda tmp: ["--batch-size", "20001"],
+    "json name too long": lambda tmp: ["--json", str(tmp / ("a" * 300 + ".json"))],
+    "json is read-only": lambda tmp: ["--json", str(tmp / "read_only.json")],
+    "win agent alone": lambda tmp: ["--players", "1", "--agents", "greedy", "win"],
+    "win agent of a superscript size": lambda tmp: ["--agents", "win:²"],
+    "model is /dev/null": lambda tmp: ["--agents", "ppo:/dev/null"],
 }
 
 
@@ -279,6 +294,8 @@ BAD_INPUTS = {
 def test_bad_input_is_one_error_line_exit_2_and_no_output_file(tmp_path, case):
     (tmp_path / "corrupt.zip").write_bytes(b"\x00garbage bytes, not a model" * 8)
     (tmp_path / "a_file.txt").write_text("not a folder")
+    (tmp_path / "read_only.json").write_text("{}")
+    (tmp_path / "read_only.json").chmod(0o444)
     os.mkfifo(tmp_path / "a_fifo")
     (tmp_path / "link_to_fifo.json").symlink_to(tmp_path / "a_fifo")
     (tmp_path / "link_to_out_json.png").symlink_to(tmp_path / "out.json")  # dangling until out.json is written
@@ -295,6 +312,47 @@ def test_bad_input_is_one_error_line_exit_2_and_no_output_file(tmp_path, case):
     assert sorted(tmp_path.rglob("*")) == before  # no output, not even a temporary file
     assert stat.S_ISFIFO((tmp_path / "a_fifo").stat().st_mode)
     assert (tmp_path / "link_to_out_json.png").is_symlink()
+    assert (tmp_path / "read_only.json").read_text() == "{}"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--batch-size", "10000000"],  # with --games 10000000: a MemoryError traceback under a 3 GB cap
+            "argument --batch-size: expected an integer >= 1 and <= 20,000, got '10000000'",
+        ),
+        (
+            ["--players", "1", "--agents", "win"],
+            "agent 'win' plays at a table of 2 players, and evaluating plays each agent alone: "
+            "seat it in a head to head of 2 players (evaluate.py --players 2)",
+        ),
+        (
+            ["--agents", "win:²"],
+            "unknown agent 'win:²'; the win agent is 'win' or 'win:P' with P in 2..10 players",
+        ),
+        (
+            ["--agents", "ppo:/dev/null"],
+            "cannot load PPO model '/dev/null': it is not a regular file (a device, FIFO or socket)",
+        ),
+        (
+            ["--json", "TMP/" + "a" * 300 + ".json"],
+            "argument --json: cannot write 'TMP/" + "a" * 300 + ".json': File name too long",
+        ),
+        (
+            ["--json", "TMP/read_only.json"],
+            "argument --json: cannot write 'TMP/read_only.json': it is read-only (make it writable or remove it first)",
+        ),
+    ],
+)
+def test_bad_input_says_what_is_wrong(tmp_path, args, message):
+    (tmp_path / "read_only.json").write_text("{}")
+    (tmp_path / "read_only.json").chmod(0o444)
+    done = run_script("--games", "5", "--no-progress", *(arg.replace("TMP", str(tmp_path)) for arg in args))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"evaluate.py: error: {message.replace('TMP', str(tmp_path))}\n"
+    assert (tmp_path / "read_only.json").read_text() == "{}"
+    assert [p.name for p in tmp_path.iterdir()] == ["read_only.json"]
 
 
 @pytest.mark.parametrize("fmt", ["pdf", "svg"])

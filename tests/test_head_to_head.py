@@ -218,6 +218,13 @@ def test_bad_agents_raise_naming_the_agent():
             head_to_head([make_agent("greedy"), make_agent("optimal")], 2, games)
 
 
+def test_the_batch_size_is_bounded():
+    agents = [make_agent("greedy"), make_agent("optimal")]
+    for batch_size in (20_001, 10_000_000):  # refused before anything is allocated
+        with pytest.raises(ValueError, match="batch_size must be an int >= 1 and <= 20,000, got"):
+            head_to_head(agents, 2, 10, batch_size=batch_size)
+
+
 # --------------------------------------------------------------------------------------------------
 # evaluate.py --players
 # --------------------------------------------------------------------------------------------------

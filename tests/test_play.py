@@ -6,6 +6,7 @@ one-line argument errors."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -200,6 +201,19 @@ def test_commands(text, expected):
         ("xyzzy", "unknown command 'xyzzy': type help for the commands"),
         ("help me", "unknown command 'help me': type help for the commands"),
         ("4 4 6", "unknown command '4 4 6': type help for the commands"),
+        # str.isdigit accepts superscripts (² is a key of AZERTY keyboards) that int() cannot read
+        ("s ²", "unknown category '²': type its number in the sheet or its name (help lists them)"),
+        ("k ²³", "k takes faces (keep 4 4 6) or positions (k 245), got '²³'"),
+        ("keep 4 ²", "keep takes faces (keep 4 4 6) or positions (k 245), got '4 ²'"),
+        # int() refuses more than 4,300 digits; a long number is shown cut short
+        ("s " + "9" * 5000, "there is no category 99999999999999999999...: the sheet numbers them 1..12"),
+        ("keep 4 " + "7" * 5000, "77777777777777777777... is not a face of a die (1..6)"),
+        (
+            "k " + "7" * 5000,
+            "k 77777777777777777777...: positions are 1..5, each once (to keep by faces, separate them: "
+            "k 7 7 7 7 7 7 7 7 7 7 ...)",
+        ),
+        ("s 0000000000013", "there is no category 13: the sheet numbers them 1..12"),
     ],
 )
 def test_bad_commands(text, message):
@@ -436,6 +450,37 @@ def test_every_bad_input_is_one_line_and_the_game_goes_on():
     assert sum(line.startswith("? ") for line in out) == len(bad) + 2
     assert sum(d.seat == 0 for d in game.decisions) == 12 + 2  # the person's 12 picks and 2 re-rolls
     assert totals[1] == solo_optimal_total(streams[1])
+
+
+def test_superscripts_and_huge_numbers_at_the_table_are_one_line_each():
+    bad = ["s ²", "k ²³", "s " + "9" * 5000, "k 1 " + "2" * 5000, "k " + "3" * 5000]
+    game, transcript = new_game(["human"], [*bad, "quit"], seed=3)
+    with pytest.raises(Quit):
+        game.play()
+    out = transcript.out.getvalue().splitlines()
+    for typed in bad:
+        at = out.index(f"You> {typed}")
+        assert out[at + 1].startswith("? ") and len(out[at + 1]) < 200
+        assert out[at + 2].startswith("You> ")
+
+
+def test_undecodable_bytes_on_a_strict_utf8_stdin_are_a_bad_command_and_the_game_goes_on():
+    stdin = b"s \xff\xfe\n\x80\x81\nk \xb2\xb3\ns 1\nquit\n"  # Latin-1 "k ²³", binary: not UTF-8
+    done = subprocess.run(
+        [sys.executable, str(REPO / "play.py"), "--players", "human", "--seed", "1", "--delay", "0"],
+        cwd=REPO,
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"},
+    )
+    out = done.stdout.decode()
+    assert (done.returncode, done.stderr.decode()) == (0, "")
+    assert "? unknown category '\ufffd\ufffd': type its number in the sheet or its name (help lists them)" in out
+    assert "? unknown command '\ufffd\ufffd': type help for the commands" in out
+    assert "? k takes faces (keep 4 4 6) or positions (k 245), got '\ufffd\ufffd'" in out
+    assert out.count("You: score ") == 1
+    assert out.endswith("\nbye\n")
 
 
 def test_quit_and_end_of_input_stop_the_game():

@@ -358,6 +358,34 @@ def test_an_unwritable_cache_dir_only_warns(tmp_path, fresh_memo):
     assert solution.expected_score == pytest.approx(166.96, abs=0.01)
 
 
+@pytest.mark.parametrize("what", ["directory", "fifo", "link to /dev/null", "read-only file"])
+def test_a_non_file_at_the_cache_path_only_warns(tmp_path, fresh_memo, what):
+    path = solver.cache_path("standard", tmp_path)
+    if what == "directory":
+        path.mkdir()
+    elif what == "fifo":
+        os.mkfifo(path)
+    elif what == "link to /dev/null":
+        path.symlink_to("/dev/null")
+    else:
+        path.write_bytes(b"not a cache")
+        path.chmod(0o444)
+    with pytest.warns(RuntimeWarning, match="could not write the solver cache .*: cannot write"):
+        solution = solve("standard", cache_dir=tmp_path)
+    assert solution.source == "solved"
+    assert solution.expected_score == pytest.approx(166.96, abs=0.01)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # left as it was, no temporary file either
+
+
+def test_a_cache_dir_of_an_unknown_user_is_a_value_error(fresh_memo, monkeypatch):
+    monkeypatch.setenv(solver.CACHE_DIR_ENV, "~nosuchuser_yacht/x")
+    message = "cache folder '~nosuchuser_yacht/x' \\(from \\$YACHT_RL_CACHE_DIR\\): '~nosuchuser_yacht' names no user"
+    with pytest.raises(ValueError, match=message):
+        solver.cache_path("standard")
+    with pytest.raises(ValueError, match=message):
+        solve("standard")
+
+
 def test_cache_false_always_solves(fresh_memo, monkeypatch, tmp_path):
     monkeypatch.setenv(solver.CACHE_DIR_ENV, str(tmp_path))
     first, second = solve("standard", cache=False), solve("standard", cache=False)

@@ -577,6 +577,7 @@ def check_clean_error(result: subprocess.CompletedProcess, output_dir: Path, fra
 CONFIG_ERRORS = {
     "missing file": (None, "cannot read config"),
     "invalid YAML": ("rules: [standard\n", "is not valid YAML"),
+    "binary file": (b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary", "is not a YAML text file: byte 0 is not UTF-8"),
     "not a mapping": ("- 1\n- 2\n", "must be a mapping"),
     "unknown key": ("n_env: 8\n", "unknown config key n_env;"),
     "unknown nested key": ("ppo:\n  n_stepz: 128\n", "unknown config key ppo.n_stepz;"),
@@ -598,6 +599,8 @@ def test_a_bad_config_is_one_clear_error(tmp_path, case):
     path = tmp_path / "c.yaml"
     if isinstance(content, str):
         path.write_text(content)
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
     elif isinstance(content, dict):
         write_config(path, **content)
     result = run_train("--config", str(path), "--output-dir", str(tmp_path / "runs"))

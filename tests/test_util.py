@@ -131,6 +131,54 @@ def test_stale_temps_are_removed_but_a_live_writers_are_kept(tmp_path):
     assert remove_stale_temps(tmp_path / "missing") == []
 
 
+def test_only_this_projects_temp_names_are_removed_from_a_shared_folder(tmp_path):
+    # A shared cache folder: other programs' hidden or .tmp files are theirs, even with a dead pid in the name
+    # and an hour old; only the exact names of _temp_name (and of old versions' caches) are removed.
+    dead = dead_pid()
+    cache = tmp_path / "standard-0123456789abcdef.npz"
+    ours = [temp_of(cache, dead), cache.with_name(f"{cache.name}k2j4h1x_.tmp")]  # today's, mkstemp's of old
+    others = [
+        f".notes.{dead}.tmp",
+        f".notes.{dead}-draft.tmp",
+        f".notes.{dead}-0123ABCD.tmp",
+        f".x.{dead}-0123abcd.tmp.bak",
+        "results.npz.bak.tmp",
+        "standard.npz.old.tmp",
+        f"standard-0123456789abcdef.npz.{dead}.tmp",
+    ]
+    an_hour_ago = time.time() - 3601
+    for path in [*ours, *(tmp_path / name for name in others)]:
+        path.write_bytes(b"x")
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    assert util.load_arrays(cache, "key", {}) is None  # what the caches call on every read
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(others)
+    assert remove_stale_temps(tmp_path) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(others)
+
+
+def test_a_read_only_target_is_refused_not_replaced(tmp_path):
+    # An atomic write renames a new file over the old one, which the old file's mode cannot stop: it is refused.
+    path = tmp_path / "report.json"
+    path.write_text("keep me")
+    path.chmod(0o444)
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    for target in (path, link):
+        for check in (writable_target, check_writable, lambda p: atomic_write(p, "new")):
+            with pytest.raises(ValueError, match=f"^cannot write '{target}': it is read-only"):
+                check(target)
+    assert path.read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "report.json"]
+
+
+def test_a_name_too_long_is_a_value_error(tmp_path):
+    path = tmp_path / ("a" * 300 + ".json")
+    for check in (writable_target, check_writable, lambda p: atomic_write(p, "x")):
+        with pytest.raises(ValueError, match="^cannot write '.*': File name too long$"):
+            check(path)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_legacy_temps_are_removed_only_once_old(tmp_path):
     old, new = tmp_path / "step_5.tmp.zip", tmp_path / "step_6.tmp.zip"
     old.write_bytes(b"")

@@ -52,6 +52,28 @@ def display_name(category: str) -> str:
     return " ".join(w if i and w in _SMALL_WORDS else w.capitalize() for i, w in enumerate(words))
 
 
+#: Numbers a person types are read only up to this many digits: longer ones are out of every range here (and
+#: ``int`` refuses more than 4,300 digits).
+_MAX_DIGITS = 6
+
+
+def _is_number(word: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also accepts superscripts (``²``, a key of AZERTY keyboards) that
+    ``int`` cannot read."""
+    return word.isascii() and word.isdigit()
+
+
+def _small_int(word: str) -> int | None:
+    """The value of ASCII digits ``word`` (leading zeros allowed), or ``None`` past :data:`_MAX_DIGITS` digits."""
+    digits = word.lstrip("0") or "0"
+    return int(digits) if len(digits) <= _MAX_DIGITS else None
+
+
+def _shown(text: str, limit: int = 20) -> str:
+    """``text`` as a message shows it: cut to ``limit`` characters (a 5,000-digit number is not echoed whole)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _key(text: str) -> str:
     return re.sub(r"[\s_\-]+", "", text.lower())
 
@@ -66,11 +88,12 @@ def match_category(text: str, categories: Sequence[str] = R.CATEGORIES) -> int:
     text = text.strip()
     if not text:
         raise CommandError("score which category? e.g. s fh, s 7, score full house")
-    if text.isdigit():
-        number = int(text)
-        if 1 <= number <= len(categories):
+    if _is_number(text):
+        number = _small_int(text)
+        if number is not None and 1 <= number <= len(categories):
             return number - 1
-        raise CommandError(f"there is no category {number}: the sheet numbers them 1..{len(categories)}")
+        shown = number if number is not None else _shown(text)
+        raise CommandError(f"there is no category {shown}: the sheet numbers them 1..{len(categories)}")
     key = _key(text)
     names = [
         {_key(name), _key(display_name(name)), *(_key(alias) for alias in ALIASES.get(name, ()))} for name in categories
@@ -82,7 +105,9 @@ def match_category(text: str, categories: Sequence[str] = R.CATEGORIES) -> int:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise CommandError(f"unknown category {text!r}: type its number in the sheet or its name (help lists them)")
+        raise CommandError(
+            f"unknown category {_shown(text, 40)!r}: type its number in the sheet or its name (help lists them)"
+        )
     listed = [display_name(categories[k]) for k in found]
     raise CommandError(f"{text!r} could be {', '.join(listed[:-1])} or {listed[-1]}: type more of the name")
 
@@ -153,26 +178,28 @@ def parse_command(text: str, categories: Sequence[str] = R.CATEGORIES) -> Comman
         return Command("score", category=match_category(" ".join(rest), categories))
     if head in _KEEP_WORDS:
         return _parse_keep(head, rest)
-    raise CommandError(f"unknown command {text.strip()!r}: type help for the commands")
+    raise CommandError(f"unknown command {_shown(text.strip(), 40)!r}: type help for the commands")
 
 
 def _parse_keep(head: str, rest: list[str]) -> Command:
     if not rest:
         raise CommandError("keep which dice? e.g. keep 4 4 6 (faces) or k 245 (positions); roll re-rolls all five")
-    if len(rest) == 1 and len(rest[0]) > 1 and rest[0].isdigit():
+    if len(rest) == 1 and len(rest[0]) > 1 and _is_number(rest[0]):
         positions = tuple(int(c) for c in rest[0])
         if any(not 1 <= p <= R.NUM_DICE for p in positions) or len(set(positions)) != len(positions):
             spaced = " ".join(rest[0])
             raise CommandError(
-                f"{head} {rest[0]}: positions are 1..5, each once (to keep by faces, separate them: {head} {spaced})"
+                f"{head} {_shown(rest[0])}: positions are 1..5, each once "
+                f"(to keep by faces, separate them: {head} {_shown(spaced)})"
             )
         return Command("keep", positions=tuple(sorted(positions)))
-    if not all(w.isdigit() for w in rest):
-        raise CommandError(f"{head} takes faces (keep 4 4 6) or positions (k 245), got {' '.join(rest)!r}")
-    faces = tuple(int(w) for w in rest)
-    bad = [f for f in faces if not 1 <= f <= R.NUM_FACES]
+    if not all(_is_number(w) for w in rest):
+        raise CommandError(f"{head} takes faces (keep 4 4 6) or positions (k 245), got {_shown(' '.join(rest), 40)!r}")
+    bad = [w for w in rest if _small_int(w) is None or not 1 <= _small_int(w) <= R.NUM_FACES]
     if bad:
-        raise CommandError(f"{bad[0]} is not a face of a die (1..6)")
+        shown = _small_int(bad[0]) if _small_int(bad[0]) is not None else _shown(bad[0])
+        raise CommandError(f"{shown} is not a face of a die (1..6)")
+    faces = tuple(int(w) for w in rest)
     if len(faces) > R.NUM_DICE:
         raise CommandError(f"there are only five dice; got {len(faces)} faces to keep")
     return Command("keep", faces=tuple(sorted(faces)))

@@ -310,12 +310,16 @@ def read_yaml(path: str | os.PathLike, what: str = "config") -> Any:
     """The contents of a YAML file (``what`` names it in errors: ``config``, ``sweep``).
 
     Raises:
-        ValueError: missing or unreadable file, bad YAML (one line).
+        ValueError: missing or unreadable file, not UTF-8 text (a binary file), bad YAML (one line).
     """
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise ValueError(f"cannot read {what} {str(path)!r}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{what} {str(path)!r} is not a YAML text file: byte {error.start} is not UTF-8 (a binary file?)"
+        ) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as error:

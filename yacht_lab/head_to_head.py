@@ -48,7 +48,7 @@ from yacht_env.game import TableState, game_streams
 from yacht_env.rules import is_int
 from yacht_env.versus import act_at_tables
 from yacht_lab.calibration import Calibration, predict_round_starts
-from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES
+from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MAX_GAMES
 from yacht_lab.report import Z_95, _rounded, progress_bar
 
 MAX_PLAYERS = 10
@@ -281,7 +281,8 @@ def head_to_head(
             the outcomes (:class:`~yacht_lab.calibration.Calibration`; loads the rules' score distributions).
 
     Raises:
-        ValueError: bad players, deals, seed or batch size; too few agents, or not ``num_players`` of them for
+        ValueError: bad players, deals, seed or batch size (more than
+            :data:`~yacht_lab.evaluation.MAX_BATCH_SIZE` too); too few agents, or not ``num_players`` of them for
             more than two players; duplicate names; an agent for other rules or for another table size; an
             agent choosing an illegal action.
     """
@@ -293,6 +294,8 @@ def head_to_head(
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     if games > MAX_GAMES:
         raise ValueError(f"games must be an int >= 1 and <= {MAX_GAMES:,}, got {games!r}")
+    if batch_size > MAX_BATCH_SIZE:
+        raise ValueError(f"batch_size must be an int >= 1 and <= {MAX_BATCH_SIZE:,}, got {batch_size!r}")
     p, agents = int(num_players), list(agents)
     if p == 2 and len(agents) < 2:
         raise ValueError(f"a 2-player head to head needs at least 2 agents, got {len(agents)}")

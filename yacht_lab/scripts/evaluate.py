@@ -13,7 +13,8 @@ Agent specs: ``random``, ``greedy``, ``optimal``, ``win``, ``win:P``, ``ppo:NAME
 ``standard``, ``classic``) or ``ppo:PATH`` (see :func:`yacht_agents.make_agent`). Without ``--agents``: random,
 greedy, optimal and, with the train extra installed, the shipped model of the rules (``ppo:standard``). Game ``g`` rolls
 the dice of ``game_streams(seed, [g])`` for every agent, so same arguments give the same JSON byte for byte.
-``--plot`` writes the format its extension names: ``.png``, ``.pdf`` or ``.svg``. At most 10,000,000 games.
+``--plot`` writes the format its extension names: ``.png``, ``.pdf`` or ``.svg``. At most 10,000,000 games, and
+``--batch-size`` at most 20,000 games stepped together (a batch holds some 5-30 KB per game).
 
 ``--players P`` (2..10) plays the agents against each other instead (:mod:`yacht_lab.head_to_head`): with 2 every
 pair of them, with more exactly ``P`` agents at one table. ``--games`` is then the number of deals, each
@@ -45,7 +46,7 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     from yacht_agents.ppo import shipped_models
     from yacht_env.rules import PRESETS
     from yacht_lab.cli import OneLineParser, number
-    from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_GAMES
+    from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MAX_GAMES
     from yacht_lab.head_to_head import MAX_PLAYERS
     from yacht_lab.report import PLOT_FORMATS
 
@@ -84,9 +85,10 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     )
     parser.add_argument(
         "--batch-size",
-        type=number(int, 1),
+        type=number(int, 1, high=MAX_BATCH_SIZE),
         default=DEFAULT_BATCH_SIZE,
-        help="games stepped together (default: %(default)s)",
+        help=f"games stepped together, at most {MAX_BATCH_SIZE:,} (a batch holds some 5-30 KB per game; "
+        "default: %(default)s)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)

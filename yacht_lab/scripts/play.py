@@ -11,8 +11,10 @@ Seats (1..5): ``human`` or an agent spec (``random``, ``greedy``, ``optimal``, `
 ``ppo:NAME`` (a shipped model: ``standard``, ``classic``) or ``ppo:PATH``). Seat ``p`` rolls the dice of
 ``game_streams(seed, range(P))[p]``, so with ``--seed`` the same inputs give the same transcript.
 A person types ``keep 4 4 6`` (faces), ``k 245`` (positions under the dice), ``roll``, ``score full house`` /
-``s fh`` / ``s 7`` (the number in the sheet), ``help``, ``quit``. ``--hints``: the solver's best move and expected
-final score before each of your decisions, what your move gave away after it, and a review at the end.
+``s fh`` / ``s 7`` (the number in the sheet), ``help``, ``quit``; anything else (superscript digits such as ``²``,
+a 5,000-digit number, bytes that are not text) is answered with one line and the game goes on. ``--hints``: the
+solver's best move and expected final score before each of your decisions, what your move gave away after it, and
+a review at the end.
 Colour with ``rich`` on a terminal (unless ``NO_COLOR`` is set); plain text otherwise. Bad arguments print one
 ``yacht-play: error: ...`` line (named as the program was started) and exit with status 2; ``quit`` and end of
 input print ``bye`` and exit with 0, Ctrl-C with 130.
@@ -99,7 +101,14 @@ def choose_screen():
 
 def make_reader():
     """``read(prompt)``: ``input`` on a terminal; from a pipe, the prompt and the line read are both written, so a
-    scripted game's transcript shows what was typed."""
+    scripted game's transcript shows what was typed.
+
+    Bytes that are not text in the input's encoding (a strict UTF-8 stdin given Latin-1 or binary) are read as
+    U+FFFD, so such a line is an unknown command (one line, the game goes on), not a ``UnicodeDecodeError``."""
+    try:
+        sys.stdin.reconfigure(errors="replace")
+    except (AttributeError, ValueError, OSError):  # not a text stream of its own (a test's stand-in), or closed
+        pass
     if sys.stdin.isatty():
         return input
 

@@ -107,15 +107,20 @@ def test_a_payload_in_a_model_never_runs_and_the_model_plays_as_the_clean_one(cl
     assert not marker.exists()
 
 
-def test_evaluate_script_never_runs_a_payload(clean, tmp_path, marker):
-    evil = with_payload(clean, tmp_path / "evil.zip", marker)
-    done = subprocess.run(
-        [sys.executable, str(REPO / "evaluate.py"), "--agents", f"ppo:{evil}", "--games", "20", "--no-progress"],
-        cwd=tmp_path,
+def evaluate_script(model, cwd):
+    """``evaluate.py --agents ppo:<model>`` on 20 games, in a subprocess."""
+    return subprocess.run(
+        [sys.executable, str(REPO / "evaluate.py"), "--agents", f"ppo:{model}", "--games", "20", "--no-progress"],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def test_evaluate_script_never_runs_a_payload(clean, tmp_path, marker):
+    evil = with_payload(clean, tmp_path / "evil.zip", marker)
+    done = evaluate_script(evil, tmp_path)
     assert done.returncode == 0, done.stderr
     assert not marker.exists()
 
@@ -129,13 +134,7 @@ def test_a_policy_class_that_is_a_payload_is_refused_in_one_line(clean, tmp_path
         make_agent(f"ppo:{evil}")
     one_line_refusal(error, evil, "policy_class is not a bare class reference")
     assert not marker.exists()
-    done = subprocess.run(
-        [sys.executable, str(REPO / "evaluate.py"), "--agents", f"ppo:{evil}", "--games", "20", "--no-progress"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = evaluate_script(evil, tmp_path)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "cannot load PPO model" in done.stderr

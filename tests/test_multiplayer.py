@@ -156,7 +156,7 @@ def test_dice_follow_the_player_whatever_the_seat():
         ({"num_players": 11}, "num_players must be an int in 1..10"),
         ({"num_players": True}, "num_players must be an int in 1..10"),
         ({"reward": "points"}, "reward must be one of"),
-        ({"rules": "yahtzee"}, "unknown rules"),
+        ({"rules": "kniffel"}, "unknown rules"),
         ({"illegal_action": "warn"}, "illegal_action must be one of"),
     ],
 )

@@ -591,10 +591,10 @@ def test_ctrl_c_leaves_cleanly():
             "expected human or random, greedy, optimal, win, win:P, ppo:PATH",
         ),
         (  # argparse quotes the choices from Python 3.12.8 / 3.13.1 on
-            ["--rules", "yahtzee"],
+            ["--rules", "kniffel"],
             (
-                "argument --rules: invalid choice: 'yahtzee' (choose from classic, knizia, standard)",
-                "argument --rules: invalid choice: 'yahtzee' (choose from 'classic', 'knizia', 'standard')",
+                "argument --rules: invalid choice: 'kniffel' (choose from classic, knizia, standard, yahtzee, yahtzee_forced_joker, yahtzee_no_bonus, yahtzee_no_joker, yatzy)",
+                "argument --rules: invalid choice: 'kniffel' (choose from 'classic', 'knizia', 'standard', 'yahtzee', 'yahtzee_forced_joker', 'yahtzee_no_bonus', 'yahtzee_no_joker', 'yatzy')",
             ),
         ),
         (["--names", "Ann"], "argument --names: give one name per seat: 2 seats, got 1"),

@@ -24,6 +24,7 @@ from yacht_env import rules as R
 
 RULES_PATH = Path(R.__file__)
 PRESET_NAMES = ("standard", "classic")
+FAMILY = ("yahtzee", "yahtzee_forced_joker", "yahtzee_no_joker", "yahtzee_no_bonus", "yatzy")
 
 #: Every ordered roll of five dice.
 ALL_ORDERED_ROLLS = list(itertools.product(range(1, 7), repeat=5))
@@ -164,7 +165,8 @@ def test_custom_rules_object_sets_fixed_scores():
 
 
 def test_presets():
-    assert set(R.PRESETS) == {"standard", "classic", "knizia"}
+    assert set(R.PRESETS) == {"standard", "classic", "knizia", *FAMILY}
+    assert R.YACHT_PRESETS == ("standard", "classic", "knizia")
     assert R.PRESETS["standard"].four_of_a_kind == "four_dice"
     assert R.PRESETS["classic"].four_of_a_kind == "all_dice"
     assert R.PRESETS["knizia"].four_of_a_kind == "all_dice" and R.PRESETS["knizia"].yacht_is_full_house
@@ -172,6 +174,18 @@ def test_presets():
     for name, rules in R.PRESETS.items():
         assert rules.name == name
         assert (rules.little_straight, rules.big_straight, rules.yacht) == (30, 30, 50)
+        assert rules.has_bonuses == (name in FAMILY)
+    for name in R.YACHT_PRESETS:  # Yacht's presets keep their fields, so their cache keys and run configs
+        assert R.PRESETS[name].categories == R.CATEGORIES and R.PRESETS[name].bonus_shape == (1, 1)
+        assert set(R.PRESETS[name].as_dict()) == {
+            "name",
+            "four_of_a_kind",
+            "little_straight",
+            "big_straight",
+            "yacht",
+            "yacht_is_full_house",
+            "categories",
+        }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -239,7 +253,8 @@ def test_unknown_category_raises(category):
 
 @pytest.mark.parametrize("rules", ["nope", "Standard", None, 0])
 def test_unknown_rules_raise(rules):
-    message = f"unknown rules {rules!r}; expected one of ['classic', 'knizia', 'standard'] or a Rules object"
+    names = "['classic', 'knizia', 'standard', 'yahtzee', 'yahtzee_forced_joker', 'yahtzee_no_bonus', 'yahtzee_no_joker', 'yatzy']"
+    message = f"unknown rules {rules!r}; expected one of {names} or a Rules object"
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         yacht_env.score([1, 2, 3, 4, 5], "ones", rules=rules)
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):

@@ -442,7 +442,7 @@ def test_batched_queries_reject_bad_states(solutions, roll, rolls_left, open_mas
             query(roll, rolls_left, open_mask)
 
 
-@pytest.mark.parametrize("rules", ["yahtzee", 3, None])
+@pytest.mark.parametrize("rules", ["kniffel", 3, None])
 def test_unknown_rules(rules):
     with pytest.raises(ValueError, match="unknown rules"):
         solve(rules, cache=False)

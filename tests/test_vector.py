@@ -628,7 +628,7 @@ def test_bad_num_envs_raises(num_envs):
         ({"illegal_action": "warn"}, "illegal_action"),
         ({"illegal_action_penalty": float("nan")}, "illegal_action_penalty"),
         ({"max_illegal_actions": 0}, "max_illegal_actions"),
-        ({"rules": "yahtzee"}, "rules"),
+        ({"rules": "kniffel"}, "rules"),
         ({"canonical_keeps": "no"}, "canonical_keeps"),
         ({"action_mask_dtype": "uint8"}, "action_mask_dtype"),
     ],

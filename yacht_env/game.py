@@ -43,7 +43,11 @@ class GameState:
         open_mask: Bit ``k`` set while category ``k`` is open (0: the game is finished).
         turn: Turns completed, 0..``num_turns - 1``.
         sheet: int16 ``(..., num_categories)``: points of each filled category, ``-1`` while open.
-        total: Points scored so far.
+        total: Points scored so far, bonuses included.
+        upper: The family's rules with an upper bonus: the upper section's subtotal, capped at the bonus
+            threshold (so the bonus is earned iff ``upper == threshold``); always 0 otherwise.
+        armed: Rules with a Yahtzee bonus: whether the five-of-a-kind box holds its points, so another five of a
+            kind earns the bonus (0 or 1); always 0 otherwise.
         stream: int32 ``(..., stream_rows, 6)``: the game's dice stream as prefix codes.
         mask: bool ``(..., num_actions)``: the legal actions, recomputed wherever the state changes; all True
             once a game is finished (so no mask row is ever empty).
@@ -58,14 +62,17 @@ class GameState:
         self.sheet = np.full((*batch, self.rules.num_categories), -1, dtype=np.int16)
         self.stream = np.zeros((*batch, self.rules.stream_rows, R.NUM_DICE + 1), dtype=np.int32)
         self.mask = np.zeros((*batch, self.rules.num_actions), dtype=bool)
+        self._bonuses = self.rules.has_bonuses
         if num_games is None:
-            self.roll = self.rolls_left = self.open_mask = self.turn = self.total = 0
+            self.roll = self.rolls_left = self.open_mask = self.turn = self.total = self.upper = self.armed = 0
         else:
             self.roll = np.zeros(num_games, dtype=np.intp)
             self.rolls_left = np.zeros(num_games, dtype=np.intp)
             self.open_mask = np.zeros(num_games, dtype=np.intp)
             self.turn = np.zeros(num_games, dtype=np.intp)
             self.total = np.zeros(num_games, dtype=np.int32)
+            self.upper = np.zeros(num_games, dtype=np.intp)
+            self.armed = np.zeros(num_games, dtype=np.intp)
             self._index = np.arange(num_games)
 
     def start(self, stream: np.ndarray, games: np.ndarray | None = None) -> None:
@@ -80,6 +87,7 @@ class GameState:
             self.stream = stream
             self.roll = R.roll_from_code(stream[0, R.NUM_DICE])
             self.rolls_left, self.open_mask, self.turn, self.total = R.MAX_ROLLS_LEFT, self.rules.all_open, 0, 0
+            self.upper = self.armed = 0
             self.sheet[:] = -1
             self._update_mask()
             return
@@ -91,9 +99,9 @@ class GameState:
         self.turn[games] = 0
         self.sheet[games] = -1
         self.total[games] = 0
-        self.mask[games] = R.legal_action_mask(
-            self.roll[games], R.MAX_ROLLS_LEFT, self.open_mask[games], self.canonical_keeps, self.rules.num_categories
-        )
+        self.upper[games] = 0
+        self.armed[games] = 0
+        self.mask[games] = self._legal(self.roll[games], R.MAX_ROLLS_LEFT, self.open_mask[games])
 
     def play(self, actions, legal: np.ndarray | None = None, games: np.ndarray | None = None):
         """Applies one action per game: the game's one transition.
@@ -119,8 +127,13 @@ class GameState:
                 self.rolls_left -= 1
             else:
                 category = action - R.PICK_OFFSET
-                points = int(self._score[self.roll, category])
-                self.sheet[category] = points
+                if self._bonuses:
+                    points, self.sheet[category], self.upper, self.armed = R.pick_outcome(
+                        self.rules, self.roll, category, self.open_mask, self.upper, self.armed
+                    )
+                else:
+                    points = int(self._score[self.roll, category])
+                    self.sheet[category] = points
                 self.total += points
                 self.open_mask &= ~(1 << category)
                 finished = self.open_mask == 0
@@ -130,9 +143,7 @@ class GameState:
                     self.turn += 1
                     self.roll = R.roll_from_code(self.stream[self.turn * R.ROLLS_PER_TURN, R.NUM_DICE])
                     self.rolls_left = R.MAX_ROLLS_LEFT
-            self.mask = R.legal_action_mask(
-                self.roll, self.rolls_left, self.open_mask, self.canonical_keeps, self.rules.num_categories
-            )
+            self.mask = self._legal(self.roll, self.rolls_left, self.open_mask)
             if finished:
                 self.mask[:] = True  # as _update_mask: a finished game allows every action
             return points, finished
@@ -158,7 +169,17 @@ class GameState:
         rerolled = R.reroll(roll, actions & R.KEEP_ALL, self.stream[index, row])
         # Picks: score, close the category, deal the next turn's first roll.
         category = np.maximum(actions - R.PICK_OFFSET, 0)
-        points = self._score[roll, category] * pick
+        if self._bonuses:
+            upper, armed = (self.upper, self.armed) if games is None else (self.upper[games], self.armed[games])
+            points, box, new_upper, new_armed = R.pick_outcome(self.rules, roll, category, open_mask, upper, armed)
+            points, box = points * pick, box * pick
+            upper, armed = np.where(pick, new_upper, upper), np.where(pick, new_armed, armed)
+            if games is None:
+                self.upper, self.armed = upper, armed
+            else:
+                self.upper[games], self.armed[games] = upper, armed
+        else:
+            points = box = self._score[roll, category] * pick
         open_mask = open_mask & ~(pick.astype(np.intp) << category)
         finished = pick & (open_mask == 0)
         next_turn = pick & ~finished
@@ -168,7 +189,7 @@ class GameState:
         roll = np.where(keep, rerolled, np.where(next_turn, first_roll, roll))
         rolls_left = np.where(next_turn, R.MAX_ROLLS_LEFT, rolls_left - keep) * ~finished
         picked = np.flatnonzero(pick)
-        self.sheet.reshape(-1)[index[picked] * self.rules.num_categories + category[picked]] = points[picked]
+        self.sheet.reshape(-1)[index[picked] * self.rules.num_categories + category[picked]] = box[picked]
         if games is None:
             self.roll, self.rolls_left, self.open_mask, self.turn = roll, rolls_left, open_mask, turn
             self.total += points
@@ -181,16 +202,16 @@ class GameState:
                 turn,
             )
             self.total[games] += points
-            self.mask[games] = (
-                R.legal_action_mask(roll, rolls_left, open_mask, self.canonical_keeps, self.rules.num_categories)
-                | (open_mask == 0)[:, None]
-            )
+            self.mask[games] = self._legal(roll, rolls_left, open_mask) | (open_mask == 0)[:, None]
         return points, finished
 
+    def _legal(self, roll, rolls_left, open_mask) -> np.ndarray:
+        """The legal actions (:func:`yacht_env.rules.legal_action_mask` with the joker's placement rule)."""
+        picks = R.legal_picks(self.rules, roll, open_mask) if self._bonuses else open_mask
+        return R.legal_action_mask(roll, rolls_left, picks, self.canonical_keeps, self.rules.num_categories)
+
     def _update_mask(self) -> None:
-        self.mask = R.legal_action_mask(
-            self.roll, self.rolls_left, self.open_mask, self.canonical_keeps, self.rules.num_categories
-        )
+        self.mask = self._legal(self.roll, self.rolls_left, self.open_mask)
         # A finished game allows every action (pgx's convention): a masked policy never meets an empty row,
         # and the envs never step a finished game.
         if self.num_games is None:

@@ -30,7 +30,7 @@ import functools
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -109,7 +109,9 @@ def _total(counts: np.ndarray) -> int:
 
 def _full_house(counts: np.ndarray, rules: Rules) -> int:
     groups = sorted(int(c) for c in counts if c)
-    return _total(counts) if groups == [2, 3] or (groups == [NUM_DICE] and rules.yacht_is_full_house) else 0
+    if groups == [2, 3] or (groups == [NUM_DICE] and rules.yacht_is_full_house):
+        return _total(counts) if rules.full_house is None else rules.full_house
+    return 0
 
 
 def _four_of_a_kind(counts: np.ndarray, rules: Rules) -> int:
@@ -119,7 +121,43 @@ def _four_of_a_kind(counts: np.ndarray, rules: Rules) -> int:
 
 
 def _three_of_a_kind(counts: np.ndarray, rules: Rules) -> int:
-    return _total(counts) if counts.max() >= 3 else 0
+    if counts.max() < 3:
+        return 0
+    return 3 * int(_FACES[counts.argmax()]) if rules.three_of_a_kind == "three_dice" else _total(counts)
+
+
+def _one_pair(counts: np.ndarray, rules: Rules) -> int:
+    pairs = np.flatnonzero(counts >= 2)
+    return 2 * int(_FACES[pairs[-1]]) if len(pairs) else 0
+
+
+def _two_pairs(counts: np.ndarray, rules: Rules) -> int:
+    pairs = np.flatnonzero(counts >= 2)  # two different faces; five of a kind is one face, so not two pairs
+    return 2 * int(_FACES[pairs].sum()) if len(pairs) == 2 else 0
+
+
+def _longest_run(counts: np.ndarray) -> int:
+    run = best = 0
+    for c in counts:
+        run = run + 1 if c else 0
+        best = max(best, run)
+    return best
+
+
+def _small_straight(counts: np.ndarray, rules: Rules) -> int:
+    if rules.straights == "exact":
+        return rules.small_straight if list(counts) == [1, 1, 1, 1, 1, 0] else 0
+    return rules.small_straight if _longest_run(counts) >= 4 else 0
+
+
+def _large_straight(counts: np.ndarray, rules: Rules) -> int:
+    if rules.straights == "exact":
+        return rules.large_straight if list(counts) == [0, 1, 1, 1, 1, 1] else 0
+    return rules.large_straight if _longest_run(counts) == NUM_DICE else 0
+
+
+def _five_of_a_kind(counts: np.ndarray, rules: Rules) -> int:
+    return rules.yacht if counts.max() == NUM_DICE else 0
 
 
 CATEGORY_SCORERS: dict[str, Callable[[np.ndarray, Rules], int]] = {
@@ -134,11 +172,37 @@ CATEGORY_SCORERS: dict[str, Callable[[np.ndarray, Rules], int]] = {
     "little_straight": lambda counts, rules: rules.little_straight if list(counts) == [1, 1, 1, 1, 1, 0] else 0,
     "big_straight": lambda counts, rules: rules.big_straight if list(counts) == [0, 1, 1, 1, 1, 1] else 0,
     "choice": lambda counts, rules: _total(counts),
-    "yacht": lambda counts, rules: rules.yacht if counts.max() == NUM_DICE else 0,
-    # Not on Yacht's sheet; for custom presets (Yahtzee's lower section has it): all five dice if three match.
+    "yacht": _five_of_a_kind,
+    # The rest of the family's sheets (Yahtzee, Scandinavian Yatzy); see the presets below.
     "three_of_a_kind": _three_of_a_kind,
+    "one_pair": _one_pair,
+    "two_pairs": _two_pairs,
+    "small_straight": _small_straight,
+    "large_straight": _large_straight,
+    "chance": lambda counts, rules: _total(counts),
+    "yahtzee": _five_of_a_kind,
+    "yatzy": _five_of_a_kind,
 }
 """Every category a preset's sheet may list, by name: ``scorer(face_counts, rules) -> points``."""
+
+#: The upper section: category name -> the face it counts.
+UPPER_CATEGORIES: dict[str, int] = {"ones": 1, "twos": 2, "threes": 3, "fours": 4, "fives": 5, "sixes": 6}
+#: The names the five-of-a-kind box goes by on the family's sheets (at most one per sheet).
+FIVE_OF_A_KIND_CATEGORIES = ("yacht", "yahtzee", "yatzy")
+#: Boxes a joker scores in full (an extra five of a kind counts as a full house and as every straight).
+JOKER_CATEGORIES = ("full_house", "little_straight", "big_straight", "small_straight", "large_straight")
+#: The family's fields of :class:`Rules` (not in Yacht's presets) with their defaults, which are Yacht's rules.
+FAMILY_DEFAULTS: dict[str, object] = {
+    "three_of_a_kind": "all_dice",
+    "full_house": None,
+    "small_straight": 30,
+    "large_straight": 40,
+    "straights": "run",
+    "upper_bonus": 0,
+    "upper_bonus_threshold": 63,
+    "yahtzee_bonus": 0,
+    "joker": "none",
+}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -160,8 +224,27 @@ class Rules:
         categories: The rows of the score sheet, in order (names from :data:`CATEGORY_SCORERS`); a game
             has one turn per category. Defaults to Yacht's 12 (:data:`CATEGORIES`).
 
+    The family's fields (Yahtzee, Scandinavian Yatzy; their defaults are Yacht's rules, :data:`FAMILY_DEFAULTS`):
+
+    Attributes:
+        three_of_a_kind: ``"all_dice"`` (Yahtzee: the sum of all five dice) or ``"three_dice"`` (Yatzy: 3 x the
+            face); ``four_of_a_kind`` likewise.
+        full_house: Fixed points for a full house (Yahtzee: 25); ``None`` scores the sum of the dice.
+        small_straight: Points of the ``small_straight`` box; large_straight: of ``large_straight``.
+        straights: ``"run"`` (Yahtzee: any four / five faces in sequence) or ``"exact"`` (Yatzy: 1-2-3-4-5 and
+            2-3-4-5-6), for the ``small_straight`` and ``large_straight`` boxes.
+        upper_bonus: Points once Ones..Sixes total at least ``upper_bonus_threshold`` (0: no upper bonus).
+        yahtzee_bonus: Points for every five of a kind rolled while the five-of-a-kind box already holds its
+            points, wherever it is scored (0: none).
+        joker: When the five-of-a-kind box is filled (with its points or 0), an extra five of a kind scores in
+            full in the full house and straight boxes: ``"free"`` once the face's upper box is filled too, and
+            any open box may take it (Verhoeff's rules); ``"forced"``: always, but it must go in the face's
+            upper box if open, else in an open box outside the upper section, else in an open upper box
+            (the official placement); ``"none"``: no joker.
+
     Every size the envs, the encoder and the solver use comes from here (:attr:`num_categories`,
-    :attr:`num_actions`, :attr:`stream_shape`, ...), so a variant is a new preset, not edits elsewhere.
+    :attr:`num_actions`, :attr:`stream_shape`, :attr:`bonus_shape`, ...), so a variant is a new preset, not
+    edits elsewhere.
     """
 
     name: str
@@ -171,14 +254,41 @@ class Rules:
     yacht: int = 50
     yacht_is_full_house: bool = False
     categories: tuple[str, ...] = CATEGORIES
+    three_of_a_kind: Literal["three_dice", "all_dice"] = "all_dice"
+    full_house: int | None = None
+    small_straight: int = 30
+    large_straight: int = 40
+    straights: Literal["run", "exact"] = "run"
+    upper_bonus: int = 0
+    upper_bonus_threshold: int = 63
+    yahtzee_bonus: int = 0
+    joker: Literal["none", "free", "forced"] = "none"
 
     def __post_init__(self) -> None:
-        if self.four_of_a_kind not in ("four_dice", "all_dice"):
-            raise ValueError(f"four_of_a_kind must be 'four_dice' or 'all_dice', got {self.four_of_a_kind!r}")
-        for name in ("little_straight", "big_straight", "yacht"):
+        choices = {
+            "four_of_a_kind": ("four_dice", "all_dice"),
+            "three_of_a_kind": ("three_dice", "all_dice"),
+            "straights": ("run", "exact"),
+            "joker": ("none", "free", "forced"),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                listed = " or ".join((", ".join(map(repr, allowed[:-1])), repr(allowed[-1])))
+                raise ValueError(f"{name} must be {listed}, got {getattr(self, name)!r}")
+        points = ("little_straight", "big_straight", "yacht", "small_straight", "large_straight", "upper_bonus")
+        for name in (*points, "yahtzee_bonus"):
             value = getattr(self, name)
             if not is_int(value) or not 0 <= value <= 1000:
                 raise ValueError(f"{name} must be an int in 0..1000, got {value!r}")
+        if self.full_house is not None and (not is_int(self.full_house) or not 0 <= self.full_house <= 1000):
+            raise ValueError(
+                f"full_house must be None (the sum of the dice) or an int in 0..1000, got {self.full_house!r}"
+            )
+        if not is_int(self.upper_bonus_threshold) or not 1 <= self.upper_bonus_threshold <= 105:
+            raise ValueError(
+                f"upper_bonus_threshold must be an int in 1..105 (Ones..Sixes total at most 105), "
+                f"got {self.upper_bonus_threshold!r}"
+            )
         if not isinstance(self.yacht_is_full_house, bool):
             raise ValueError(f"yacht_is_full_house must be True or False, got {self.yacht_is_full_house!r}")
         categories = self.categories
@@ -191,6 +301,19 @@ class Rules:
             raise ValueError(
                 f"categories must be a tuple of 1..{MAX_CATEGORIES} distinct names from {sorted(CATEGORY_SCORERS)}, "
                 f"got {categories!r}"
+            )
+        if sum(c in FIVE_OF_A_KIND_CATEGORIES for c in categories) > 1:
+            raise ValueError(f"categories may list at most one of {FIVE_OF_A_KIND_CATEGORIES}, got {categories!r}")
+        if (self.yahtzee_bonus or self.joker != "none") and self.five_of_a_kind_category is None:
+            raise ValueError(
+                f"a yahtzee_bonus or a joker needs a five-of-a-kind box ({' / '.join(FIVE_OF_A_KIND_CATEGORIES)}) "
+                f"among the categories, got {categories!r}"
+            )
+        if self.joker != "none" and not set(UPPER_CATEGORIES) <= set(categories):
+            raise ValueError(f"a joker needs the six upper boxes {tuple(UPPER_CATEGORIES)} among the categories")
+        if self.upper_bonus and not set(UPPER_CATEGORIES) & set(categories):
+            raise ValueError(
+                f"an upper_bonus needs at least one upper box {tuple(UPPER_CATEGORIES)} among the categories"
             )
 
     @property
@@ -228,17 +351,93 @@ class Rules:
         """Rows of five dice in a game's dice stream: row ``3 * turn + j`` is roll ``j`` of the turn."""
         return len(self.categories) * ROLLS_PER_TURN
 
-    def as_dict(self) -> dict[str, object]:
-        """The preset's fields, e.g. to key a cache or write a run's config."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    @property
+    def five_of_a_kind_category(self) -> int | None:
+        """The index of the five-of-a-kind box (``yacht``, ``yahtzee`` or ``yatzy``), ``None`` if the sheet has none."""
+        for k, name in enumerate(self.categories):
+            if name in FIVE_OF_A_KIND_CATEGORIES:
+                return k
+        return None
 
+    @property
+    def has_bonuses(self) -> bool:
+        """Whether a pick's points can depend on more than the dice and the category (an upper bonus, a
+        Yahtzee bonus or a joker): the family's rules, never Yacht's presets."""
+        return bool(self.upper_bonus or self.yahtzee_bonus or self.joker != "none")
+
+    @property
+    def bonus_shape(self) -> tuple[int, int]:
+        """How many values the state's ``upper`` and ``armed`` take: ``(threshold + 1, 2)`` for Yahtzee, ``(64,
+        1)`` for Yatzy, ``(1, 1)`` for Yacht (which tracks neither)."""
+        return (self.upper_bonus_threshold + 1 if self.upper_bonus else 1, 2 if self.yahtzee_bonus else 1)
+
+    @property
+    def max_pick_points(self) -> int:
+        """The most one pick can earn, bonuses included (50 for Yacht; 185 for Yahtzee: 50 ... plus both bonuses)."""
+        return int(score_table(self).max()) + self.upper_bonus + self.yahtzee_bonus
+
+    def as_dict(self) -> dict[str, object]:
+        """The preset's fields, e.g. to key a cache or write a run's config.
+
+        The family's fields (:data:`FAMILY_DEFAULTS`) are listed only where they differ from their defaults, so
+        Yacht's presets keep the keys (and cache files) they always had.
+        """
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in FAMILY_DEFAULTS or getattr(self, f.name) != FAMILY_DEFAULTS[f.name]
+        }
+
+
+#: Yahtzee's sheet, in the order of the official score card.
+YAHTZEE_CATEGORIES = (
+    *UPPER_CATEGORIES,
+    "three_of_a_kind",
+    "four_of_a_kind",
+    "full_house",
+    "small_straight",
+    "large_straight",
+    "yahtzee",
+    "chance",
+)
+#: Scandinavian Yatzy's sheet, in the order of its score card.
+YATZY_CATEGORIES = (
+    *UPPER_CATEGORIES,
+    "one_pair",
+    "two_pairs",
+    "three_of_a_kind",
+    "four_of_a_kind",
+    "small_straight",
+    "large_straight",
+    "full_house",
+    "chance",
+    "yatzy",
+)
+_YAHTZEE = {"categories": YAHTZEE_CATEGORIES, "four_of_a_kind": "all_dice", "full_house": 25, "upper_bonus": 35}
 
 PRESETS: dict[str, Rules] = {
     "standard": Rules("standard", four_of_a_kind="four_dice"),
     "classic": Rules("classic", four_of_a_kind="all_dice"),
     # Reiner Knizia's description, as OpenSpiel's `yacht` game plays it (the cross-check's preset).
     "knizia": Rules("knizia", four_of_a_kind="all_dice", yacht_is_full_house=True),
+    # The family (RULES in the README; yatzy-solver's `american`, `american+forced-joker`, `american+no-joker`,
+    # `american+no-bonus` and `yatzy-scandinavian`).
+    "yahtzee": Rules("yahtzee", **_YAHTZEE, yahtzee_bonus=100, joker="free"),
+    "yahtzee_forced_joker": Rules("yahtzee_forced_joker", **_YAHTZEE, yahtzee_bonus=100, joker="forced"),
+    "yahtzee_no_joker": Rules("yahtzee_no_joker", **_YAHTZEE, yahtzee_bonus=100),
+    "yahtzee_no_bonus": Rules("yahtzee_no_bonus", **_YAHTZEE),
+    "yatzy": Rules(
+        "yatzy",
+        categories=YATZY_CATEGORIES,
+        three_of_a_kind="three_dice",
+        small_straight=15,
+        large_straight=20,
+        straights="exact",
+        upper_bonus=50,
+    ),
 }
+#: Yacht's own presets (12 categories, no bonus): the ones the shipped models and OpenSpiel's game play.
+YACHT_PRESETS = ("standard", "classic", "knizia")
 
 
 def get_rules(rules: str | Rules = "standard") -> Rules:
@@ -458,6 +657,137 @@ def score(dice: Sequence[int], category: int | str | Category, rules: str | Rule
     values = validate_dice(dice)
     rules = get_rules(rules)
     return int(score_table(rules)[roll_index(values), category_index(category, rules)])
+
+
+# --------------------------------------------------------------------------------------------------
+# The family's picks: bonuses and jokers (Yacht's presets score from the score table alone)
+# --------------------------------------------------------------------------------------------------
+#: ``FIVE_OF_A_KIND_FACE[r]``: the face (1..6) of roll ``r`` if all five dice show it, else 0.
+FIVE_OF_A_KIND_FACE = np.where(ROLL_COUNTS.max(axis=1) == NUM_DICE, ROLL_COUNTS.argmax(axis=1) + 1, 0).astype(np.intp)
+FIVE_OF_A_KIND_FACE.flags.writeable = False
+#: The six five-of-a-kind rolls, face 1 first.
+FIVE_OF_A_KIND_ROLLS = np.flatnonzero(FIVE_OF_A_KIND_FACE)
+FIVE_OF_A_KIND_ROLLS.flags.writeable = False
+
+
+class PickTables(NamedTuple):
+    """What a pick needs beyond the score table, per preset (read-only arrays; :func:`pick_tables`).
+
+    Attributes:
+        score: :func:`score_table` as ``intp``.
+        joker_score: ``(C,)``: what an extra five of a kind scores in each box when it is a joker (the full house
+            and straight boxes score in full; the others as usual, taken from ``score``).
+        upper_face: ``(C,)``: the face an upper box counts (1..6), 0 for the other boxes.
+        upper_box: ``(7,)``: ``upper_box[f]`` is the index of face ``f``'s upper box (-1: not on the sheet).
+        five_box: The five-of-a-kind box's index (-1: not on the sheet).
+        upper_bits: The open-mask bits of the upper boxes.
+        forced: ``(7, 2 ** C)`` int64 (forced joker only, else empty): the legal picks of a five of a kind of face
+            ``f`` (row ``f``; row 0 unused) at open mask ``o`` when the joker is in force.
+    """
+
+    score: np.ndarray
+    joker_score: np.ndarray
+    upper_face: np.ndarray
+    upper_box: np.ndarray
+    five_box: int
+    upper_bits: int
+    forced: np.ndarray
+
+
+@functools.cache
+def pick_tables(rules: str | Rules = "standard") -> PickTables:
+    """The :class:`PickTables` of a preset, built once."""
+    rules = get_rules(rules)
+    names = rules.categories
+    full = {
+        "full_house": rules.full_house,
+        "little_straight": rules.little_straight,
+        "big_straight": rules.big_straight,
+        "small_straight": rules.small_straight,
+        "large_straight": rules.large_straight,
+    }
+    joker_score = np.array([full.get(name) or 0 for name in names], dtype=np.intp)
+    upper_face = np.array([UPPER_CATEGORIES.get(name, 0) for name in names], dtype=np.intp)
+    upper_box = np.full(NUM_FACES + 1, -1, dtype=np.intp)
+    for k, face in enumerate(upper_face):
+        if face:
+            upper_box[face] = k
+    upper_bits = int(sum(1 << k for k in np.flatnonzero(upper_face)))
+    five_box = -1 if rules.five_of_a_kind_category is None else rules.five_of_a_kind_category
+    forced = np.zeros((0, 0), dtype=np.int64)
+    if rules.joker == "forced":
+        masks = np.arange(rules.num_open_masks, dtype=np.int64)
+        forced = np.zeros((NUM_FACES + 1, len(masks)), dtype=np.int64)
+        lower = masks & ~upper_bits
+        for face in range(1, NUM_FACES + 1):
+            own = np.int64(1) << int(upper_box[face])
+            forced[face] = np.where(masks & own, own, np.where(lower != 0, lower, masks))
+        boxed = (masks >> five_box & 1).astype(bool)  # the box still open: no joker, every open box is legal
+        forced[:, boxed] = masks[boxed]
+    tables = PickTables(
+        score_table(rules).astype(np.intp), joker_score, upper_face, upper_box, five_box, upper_bits, forced
+    )
+    for array in (tables.score, tables.joker_score, tables.upper_face, tables.upper_box, tables.forced):
+        array.flags.writeable = False
+    return tables
+
+
+def legal_picks(rules: Rules, roll, open_mask):
+    """The categories a pick may take, as an open-mask-like word: ``open_mask`` itself, except under the forced
+    joker, where an extra five of a kind must go where the official placement says. Scalar or batched."""
+    if rules.joker != "forced":
+        return open_mask
+    tables = pick_tables(rules)
+    face = FIVE_OF_A_KIND_FACE[roll]
+    if type(roll) is int:
+        return int(tables.forced[face, open_mask]) if face else open_mask
+    return np.where(face != 0, tables.forced[face, open_mask], open_mask)
+
+
+def pick_outcome(rules: Rules, roll, category, open_mask, upper=0, armed=0):
+    """What picking ``category`` with ``roll`` showing earns and leaves: the one place bonuses and jokers are scored.
+
+    Args:
+        rules: The preset.
+        roll, category: The sorted roll and the (open, legal) category picked.
+        open_mask: The open categories before the pick.
+        upper: The upper section's subtotal before the pick, capped at ``rules.upper_bonus_threshold`` (always 0
+            without an upper bonus).
+        armed: Whether the five-of-a-kind box holds its points, so that another five of a kind earns the
+            Yahtzee bonus (always 0 without one).
+
+    Returns:
+        ``(points, box, upper, armed)``: the points the pick earns (the box's points and any bonus it earns
+        now), what the box itself holds (the sheet's entry), and the state's ``upper`` and ``armed`` after it.
+        Python ints for scalar inputs, else broadcast arrays.
+    """
+    tables = pick_tables(rules)
+    box = tables.score[roll, category]
+    face = FIVE_OF_A_KIND_FACE[roll]
+    if rules.joker != "none":
+        joker = (face != 0) & ((open_mask >> tables.five_box & 1) == 0)
+        if rules.joker == "free":
+            joker = joker & ((open_mask >> np.maximum(tables.upper_box[face], 0) & 1) == 0)
+        box = np.where(joker, np.maximum(box, tables.joker_score[category]), box)
+    points = box
+    if rules.yahtzee_bonus:
+        points = points + rules.yahtzee_bonus * ((face != 0) & (armed != 0))
+        armed = (armed != 0) | ((category == tables.five_box) & (box == rules.yacht) & (rules.yacht > 0))
+    if rules.upper_bonus:
+        threshold = rules.upper_bonus_threshold
+        is_upper = tables.upper_face[category] != 0
+        raised = np.where(is_upper, np.minimum(upper + box, threshold), upper)
+        points = points + rules.upper_bonus * ((upper < threshold) & (raised >= threshold))
+        upper = raised
+    if np.ndim(points) == 0:
+        return int(points), int(box), int(upper), int(armed)
+    shape = np.shape(points)
+    return (
+        np.asarray(points),
+        np.broadcast_to(box, shape).copy(),
+        np.broadcast_to(upper, shape).astype(np.intp),
+        np.broadcast_to(armed, shape).astype(np.intp),
+    )
 
 
 # --------------------------------------------------------------------------------------------------

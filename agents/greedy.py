@@ -146,4 +146,4 @@ class GreedyAgent(Agent):
         self._score = R.score_table(self.rules)
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        return greedy_actions(self._score, *self.encoder.decode(observations))
+        return greedy_actions(self._score, *self.encoder.decode(observations)[:3])

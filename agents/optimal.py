@@ -20,4 +20,7 @@ class OptimalAgent(Agent):
         self.solution = solve(self.rules)
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        return np.asarray(self.solution.best_action(*self.encoder.decode(observations)))
+        state = self.encoder.decode(observations)
+        if not self.rules.has_bonuses:  # Yacht's state is (roll, rolls_left, open_mask)
+            state = state[:3]
+        return np.asarray(self.solution.best_action(*state))

@@ -214,7 +214,7 @@ class WinAgent(Agent):
         """
         view, c, p = self.view, self.rules.num_categories, self.table_players
         solo = view.solo.size
-        roll, rolls_left, open_mask = self.encoder.decode(observations[:, :solo])
+        roll, rolls_left, open_mask = self.encoder.decode(observations[:, :solo])[:3]
         parts = observations[:, solo : solo + (p - 1) * view.opponent_size].reshape(len(observations), p - 1, -1)
         opponent_open = (parts[..., :c] > 0.5) @ self._bits
         opponent_total = np.rint(parts[..., c] * view.max_total).astype(np.intp)

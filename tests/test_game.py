@@ -170,7 +170,7 @@ def test_decode_inverts_flat_on_every_roll_and_rolls_left(rules):
     np.testing.assert_array_equal(decoded.roll, roll)
     np.testing.assert_array_equal(decoded.rolls_left, rolls_left)
     np.testing.assert_array_equal(decoded.open_mask, open_mask)
-    assert encoder.decode(encoder.flat(5, 1, 7)) == (5, 1, 7)  # one observation: ints
+    assert encoder.decode(encoder.flat(5, 1, 7)) == (5, 1, 7, 0, 0)  # one observation: ints (no upper, armed)
 
 
 def test_decode_inverts_flat_on_every_open_mask():

@@ -253,7 +253,10 @@ def test_unknown_category_raises(category):
 
 @pytest.mark.parametrize("rules", ["nope", "Standard", None, 0])
 def test_unknown_rules_raise(rules):
-    names = "['classic', 'knizia', 'standard', 'yahtzee', 'yahtzee_forced_joker', 'yahtzee_no_bonus', 'yahtzee_no_joker', 'yatzy']"
+    names = (
+        "['classic', 'knizia', 'standard', 'yahtzee', 'yahtzee_forced_joker', 'yahtzee_no_bonus', "
+        "'yahtzee_no_joker', 'yatzy']"
+    )
     message = f"unknown rules {rules!r}; expected one of {names} or a Rules object"
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         yacht_env.score([1, 2, 3, 4, 5], "ones", rules=rules)

@@ -19,8 +19,25 @@ index      size   meaning
 63         1      fraction of the 12 categories still open
 =========  =====  ==============================================================================
 
+The family's presets with bonuses (``Rules.has_bonuses``: Yahtzee, Yatzy) append what their state adds, after
+the fraction open (Yacht's presets have none of it, so their 64 values stay exactly as above):
+
+==================  =====  ====================================================================================
+part                size   meaning
+==================  =====  ====================================================================================
+``upper``           2      with an upper bonus: the upper subtotal / the threshold (capped at 1), and 1 once
+                           the bonus is earned
+``armed``           1      with a Yahtzee bonus: 1 while the five-of-a-kind box holds its points (so another
+                           five of a kind earns the bonus)
+==================  =====  ====================================================================================
+
+so Yahtzee's observation has ``40 + 2 * 13 + 3 = 69`` values and Yatzy's ``40 + 2 * 15 + 2 = 72``. For these
+presets "what each open category would score now" is what its box would hold, joker included (bonuses are not
+in it: the ``upper`` and ``armed`` parts and the dice tell them).
+
 Structured (``observation_type="dict"``): ``{"dice": int8 (5,) sorted values 1..6,
-"rolls_left": int in 0..2, "open_categories": int8 (C,) 0/1}``.
+"rolls_left": int in 0..2, "open_categories": int8 (C,) 0/1}``, plus ``"upper"`` (int, the capped subtotal)
+and ``"armed"`` (int 0/1) where the preset has them.
 
 :meth:`ObservationEncoder.decode` reads a flat observation back into its state; it is part of the
 encoder's contract (``decode(flat(s)) == s``), so the layout's indices are known only to this module.
@@ -38,20 +55,28 @@ from yacht_env import rules as R
 from yacht_env.game import GameState, TableState
 
 
-def flat_layout(num_categories: int = R.NUM_CATEGORIES) -> dict[str, slice]:
-    """Where each part of the flat observation lies, for a sheet of ``num_categories`` categories.
+def flat_layout(num_categories: int | R.Rules = R.NUM_CATEGORIES) -> dict[str, slice]:
+    """Where each part of the flat observation lies, for a sheet of ``num_categories`` categories (or for a
+    :class:`~yacht_env.rules.Rules`, whose bonuses add their parts).
 
-    Keys in order: ``dice``, ``counts``, ``rolls_left``, ``score_now``, ``open``, ``open_fraction``; the
-    last slice's stop is the observation's size (64 for Yacht's 12 categories).
+    Keys in order: ``dice``, ``counts``, ``rolls_left``, ``score_now``, ``open``, ``open_fraction``, then
+    ``upper`` and ``armed`` where the rules have an upper / a Yahtzee bonus; the last slice's stop is the
+    observation's size (64 for Yacht's 12 categories).
     """
+    rules = num_categories if isinstance(num_categories, R.Rules) else None
+    n = rules.num_categories if rules is not None else num_categories
     sizes = {
         "dice": R.NUM_DICE * R.NUM_FACES,
         "counts": R.NUM_FACES,
         "rolls_left": R.ROLLS_PER_TURN,
-        "score_now": num_categories,
-        "open": num_categories,
+        "score_now": n,
+        "open": n,
         "open_fraction": 1,
     }
+    if rules is not None and rules.upper_bonus:
+        sizes["upper"] = 2
+    if rules is not None and rules.yahtzee_bonus:
+        sizes["armed"] = 1
     layout, start = {}, 0
     for name, size in sizes.items():
         layout[name] = slice(start, start + size)
@@ -111,11 +136,14 @@ def _chase_tables(rules: R.Rules) -> tuple[np.ndarray, np.ndarray]:
 
 
 class State(NamedTuple):
-    """A decision state of the rules core: ``(roll, rolls_left, open_mask)``, ints or ``np.intp`` arrays."""
+    """A decision state of the rules core: ``(roll, rolls_left, open_mask, upper, armed)``, ints or ``np.intp``
+    arrays (``upper`` and ``armed`` are 0 unless the preset has an upper / a Yahtzee bonus)."""
 
     roll: Any
     rolls_left: Any
     open_mask: Any
+    upper: Any = 0
+    armed: Any = 0
 
 
 class ObservationEncoder:
@@ -135,8 +163,10 @@ class ObservationEncoder:
     def __init__(self, rules: str | R.Rules = "standard") -> None:
         self.rules = R.get_rules(rules)
         n = self.rules.num_categories
-        self.layout = flat_layout(n)
-        self.size = self.layout["open_fraction"].stop
+        self.layout = flat_layout(self.rules)
+        self.size = max(part.stop for part in self.layout.values())
+        self._bonuses = self.rules.has_bonuses
+        self._categories = np.arange(n)
         self._score_now = self.layout["score_now"]
         self._open = self.layout["open"]
         # Two tables cover the whole observation: one row per (roll, rolls_left) with the dice, counts,
@@ -153,7 +183,7 @@ class ObservationEncoder:
             axis=1,
         )
         # Scaled by the preset's largest category score (50, a Yacht, in both presets) so obs stay in [0, 1].
-        self.score_scale = float(max(R.score_table(self.rules).max(), 1))
+        self.score_scale = float(max(R.score_table(self.rules).max(), R.pick_tables(self.rules).joker_score.max(), 1))
         score_now = R.score_table(self.rules).astype(np.float32) / self.score_scale
         self._by_roll = np.concatenate(
             [
@@ -166,28 +196,50 @@ class ObservationEncoder:
         self._roll_part = self._by_roll.shape[1]
         open_bits = R.open_bits(n).astype(np.float32)
         self._by_open = np.concatenate([open_bits, open_bits.mean(axis=1, keepdims=True)], axis=1)
+        self._base_size = self._roll_part + self._by_open.shape[1]
         self.flat_space = spaces.Box(0.0, 1.0, shape=(self.size,), dtype=np.float32)
-        self.dict_space = spaces.Dict(
-            {
-                "dice": spaces.Box(1, R.NUM_FACES, shape=(R.NUM_DICE,), dtype=np.int8),
-                "rolls_left": spaces.Discrete(R.ROLLS_PER_TURN),
-                "open_categories": spaces.MultiBinary(n),
-            }
-        )
+        parts = {
+            "dice": spaces.Box(1, R.NUM_FACES, shape=(R.NUM_DICE,), dtype=np.int8),
+            "rolls_left": spaces.Discrete(R.ROLLS_PER_TURN),
+            "open_categories": spaces.MultiBinary(n),
+        }
+        upper_states, armed_states = self.rules.bonus_shape
+        if self.rules.upper_bonus:
+            parts["upper"] = spaces.Discrete(upper_states)
+        if self.rules.yahtzee_bonus:
+            parts["armed"] = spaces.Discrete(armed_states)
+        self.dict_space = spaces.Dict(parts)
 
-    def flat(self, roll, rolls_left, open_mask) -> np.ndarray:
-        """The flat ``float32`` observation, shape ``(..., size)``."""
-        if type(roll) is int:  # the single env's fast path: same tables, fewer numpy calls
-            out = np.concatenate((self._by_roll[roll * R.ROLLS_PER_TURN + rolls_left], self._by_open[open_mask]))
-            out[self._score_now] *= out[self._open]
+    def flat(self, roll, rolls_left, open_mask, upper=0, armed=0) -> np.ndarray:
+        """The flat ``float32`` observation, shape ``(..., size)`` (``upper`` and ``armed``: the family's state)."""
+        if not self._bonuses:
+            if type(roll) is int:  # the single env's fast path: same tables, fewer numpy calls
+                out = np.concatenate((self._by_roll[roll * R.ROLLS_PER_TURN + rolls_left], self._by_open[open_mask]))
+                out[self._score_now] *= out[self._open]
+                return out
+            roll = np.asarray(roll)
+            out = np.empty((*roll.shape, self.size), dtype=np.float32)
+            # Gathers straight into the output: much faster than concatenating gathered pieces.
+            cut = self._roll_part
+            np.take(self._by_roll, roll * R.ROLLS_PER_TURN + rolls_left, axis=0, out=out[..., :cut], mode="clip")
+            np.take(self._by_open, open_mask, axis=0, out=out[..., cut:], mode="clip")
+            out[..., self._score_now] *= out[..., self._open]
             return out
-        roll = np.asarray(roll)
+        roll, rolls_left, open_mask, upper, armed = np.broadcast_arrays(roll, rolls_left, open_mask, upper, armed)
         out = np.empty((*roll.shape, self.size), dtype=np.float32)
-        # Gathers straight into the output: much faster than concatenating gathered pieces.
-        cut = self._roll_part
-        np.take(self._by_roll, roll * R.ROLLS_PER_TURN + rolls_left, axis=0, out=out[..., :cut], mode="clip")
-        np.take(self._by_open, open_mask, axis=0, out=out[..., cut:], mode="clip")
-        out[..., self._score_now] *= out[..., self._open]
+        cut, base = self._roll_part, self._base_size
+        out[..., :cut] = self._by_roll[roll * R.ROLLS_PER_TURN + rolls_left]
+        out[..., cut:base] = self._by_open[open_mask]
+        # What each box would hold now, the joker included (its points depend on the sheet, not only the dice).
+        box = R.pick_outcome(self.rules, roll[..., None], self._categories, open_mask[..., None])[1]
+        out[..., self._score_now] = box / self.score_scale * out[..., self._open]
+        if self.rules.upper_bonus:
+            threshold = self.rules.upper_bonus_threshold
+            at = self.layout["upper"].start
+            out[..., at] = np.minimum(upper, threshold) / threshold
+            out[..., at + 1] = upper >= threshold
+        if self.rules.yahtzee_bonus:
+            out[..., self.layout["armed"].start] = armed != 0
         return out
 
     def decode(self, obs: np.ndarray) -> State:
@@ -211,9 +263,15 @@ class ObservationEncoder:
         rolls_left = obs[..., layout["rolls_left"]].argmax(axis=-1).astype(np.intp)
         bits = np.left_shift(1, np.arange(self.rules.num_categories), dtype=np.intp)
         open_mask = (obs[..., self._open] > 0.5) @ bits
+        upper = armed = np.zeros(obs.shape[:-1], dtype=np.intp)
+        if self.rules.upper_bonus:
+            threshold = self.rules.upper_bonus_threshold
+            upper = np.rint(obs[..., layout["upper"].start].astype(np.float64) * threshold).astype(np.intp)
+        if self.rules.yahtzee_bonus:
+            armed = (obs[..., layout["armed"].start] > 0.5).astype(np.intp)
         if obs.ndim == 1:
-            return State(int(roll), int(rolls_left), int(open_mask))
-        return State(roll, rolls_left, open_mask)
+            return State(int(roll), int(rolls_left), int(open_mask), int(upper), int(armed))
+        return State(roll, rolls_left, open_mask, upper, armed)
 
     def space(self, observation_type: str = "flat", action_mask_dtype: str = "int8") -> spaces.Space:
         """The observation space of one game: ``"flat"``, ``"dict"`` or ``"masked"`` (flat + action mask)."""
@@ -229,19 +287,29 @@ class ObservationEncoder:
 
         ``"masked"`` observations carry ``action_mask`` as given (the env's mask, in the dtype of its space).
         """
+        state = (game.roll, game.rolls_left, game.open_mask, game.upper, game.armed)
         if observation_type == "flat":
-            return self.flat(game.roll, game.rolls_left, game.open_mask)
+            return self.flat(*state)
         if observation_type == "dict":
-            return self.structured(game.roll, game.rolls_left, game.open_mask)
-        return {"observation": self.flat(game.roll, game.rolls_left, game.open_mask), "action_mask": action_mask}
+            return self.structured(*state)
+        return {"observation": self.flat(*state), "action_mask": action_mask}
 
-    def structured(self, roll, rolls_left, open_mask) -> dict[str, np.ndarray]:
+    def structured(self, roll, rolls_left, open_mask, upper=0, armed=0) -> dict[str, np.ndarray]:
         """The ``Dict`` observation; batched arrays gain a leading axis."""
-        return {
+
+        def as_int(value):
+            return np.int64(value) if np.ndim(value) == 0 else np.array(value, dtype=np.int64)
+
+        out = {
             "dice": R.ROLLS[roll].copy(),
-            "rolls_left": np.int64(rolls_left) if np.ndim(rolls_left) == 0 else np.array(rolls_left, dtype=np.int64),
+            "rolls_left": as_int(rolls_left),
             "open_categories": R.open_bits(self.rules.num_categories)[open_mask].astype(np.int8),
         }
+        if self.rules.upper_bonus:
+            out["upper"] = as_int(upper)
+        if self.rules.yahtzee_bonus:
+            out["armed"] = as_int(armed)
+        return out
 
 
 class MultiplayerEncoder:
@@ -262,8 +330,9 @@ class MultiplayerEncoder:
                                                 (2 max_total) + 1/2`` (0.5: level; 1/2 with no opponent)
     ===============================  =========  ==========================================================
 
-    ``max_total`` is the preset's largest possible total (the sum of each category's best score: 297 for
-    ``standard``). Turns left are the open fractions (own: index ``S - 1``; an opponent's: its open bits).
+    ``max_total`` is the preset's largest possible total (:attr:`~yacht_env.rules.Rules.max_total`: 297 for
+    ``standard``, 1575 for ``yahtzee``). Turns left are the open fractions (own: the ``open_fraction`` part;
+    an opponent's: its open bits).
 
     Attributes:
         size: The observation's length, ``S + (P - 1)(C + 1) + 2`` (79 for Yacht with 2 players).
@@ -274,7 +343,7 @@ class MultiplayerEncoder:
         self.num_players = num_players
         self.solo = ObservationEncoder(self.rules)
         n = self.rules.num_categories
-        self.max_total = float(R.score_table(self.rules).max(axis=0).sum())
+        self.max_total = float(self.rules.max_total)
         self.opponent_size = n + 1
         self.size = self.solo.size + (num_players - 1) * self.opponent_size + 2
         self.space = spaces.Box(0.0, 1.0, shape=(self.size,), dtype=np.float32)
@@ -294,7 +363,7 @@ class MultiplayerEncoder:
             games, scale = table.players, self.max_total
             own = games[seat]
             out = np.empty(self.size, dtype=np.float32)
-            out[: self.solo.size] = self.solo.flat(own.roll, own.rolls_left, own.open_mask)
+            out[: self.solo.size] = self.solo.flat(own.roll, own.rolls_left, own.open_mask, own.upper, own.armed)
             best = None
             for part, opponent in zip(self._parts, self._order[seat], strict=True):
                 game = games[opponent]
@@ -309,7 +378,13 @@ class MultiplayerEncoder:
         games = table.players
         rows = np.arange(table.num_tables) * p
         own_rows = rows + seat
-        solo = self.solo.flat(games.roll[own_rows], games.rolls_left[own_rows], games.open_mask[own_rows])
+        solo = self.solo.flat(
+            games.roll[own_rows],
+            games.rolls_left[own_rows],
+            games.open_mask[own_rows],
+            games.upper[own_rows],
+            games.armed[own_rows],
+        )
         totals = games.total.reshape(-1, p).astype(np.float32) / self.max_total
         open_masks = games.open_mask.reshape(-1, p)
         own_total = np.take_along_axis(totals, np.asarray(seat)[..., None], axis=-1)[..., 0]

@@ -12,7 +12,7 @@ from gymnasium import spaces
 
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
-from yacht_env.game import GameState, draw_stream, parse_dice_stream
+from yacht_env.game import GameState, bonus_info, draw_stream, parse_dice_stream
 from yacht_env.rules import is_int
 
 ILLEGAL_ACTION_POLICIES = ("ignore", "raise")
@@ -292,11 +292,13 @@ class YachtEnv(gym.Env):
             reward = float(points)
         else:
             if self.illegal_action == "raise":
-                raise ValueError(R.describe_illegal(action, game.roll, game.rolls_left, self.rules.categories))
+                raise ValueError(
+                    R.describe_illegal(action, game.roll, game.rolls_left, self.rules.categories, game.open_mask)
+                )
             self._illegal_count += 1
             if not self._warned_illegal:
                 self._warned_illegal = True
-                reason = R.describe_illegal(action, game.roll, game.rolls_left, self.rules.categories)
+                reason = R.describe_illegal(action, game.roll, game.rolls_left, self.rules.categories, game.open_mask)
                 gym.logger.warn(f"{ILLEGAL_ACTION_HINT} (the first: {reason})")
             reward = self.illegal_action_penalty
             truncated = self.max_illegal_actions is not None and self._illegal_count >= self.max_illegal_actions
@@ -334,7 +336,7 @@ class YachtEnv(gym.Env):
     def _get_obs(self):
         game = self._game
         if self.observation_type == "flat":  # the common case, straight to the encoder's one-game path
-            return self._encoder.flat(game.roll, game.rolls_left, game.open_mask)
+            return self._encoder.flat(game.roll, game.rolls_left, game.open_mask, game.upper, game.armed)
         if self.observation_type == "masked":
             mask = self.action_masks()
             return self._encoder.observe(
@@ -349,6 +351,7 @@ class YachtEnv(gym.Env):
             "rolls_left": game.rolls_left,
             "scores": game.sheet.copy(),
             "total": game.total,
+            **bonus_info(self.rules, game),
             "action_mask": self.action_masks().view(np.int8),
             "illegal_action": illegal,
             "illegal_actions": self._illegal_count,

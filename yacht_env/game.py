@@ -338,6 +338,19 @@ class TableState:
         return points, finished & (seat == self.num_players - 1)
 
 
+def bonus_info(rules: R.Rules, game: GameState) -> dict[str, Any]:
+    """The info keys of what the family's state adds (none for Yacht's presets): ``"upper"`` (the upper
+    subtotal, capped at the bonus threshold) with an upper bonus, ``"armed"`` (the five-of-a-kind box holds its
+    points) with a Yahtzee bonus; an int (bool) for one game, copies of the arrays for a batch."""
+    info: dict[str, Any] = {}
+    one = game.num_games is None
+    if rules.upper_bonus:
+        info["upper"] = game.upper if one else game.upper.copy()
+    if rules.yahtzee_bonus:
+        info["armed"] = bool(game.armed) if one else game.armed.astype(bool)
+    return info
+
+
 def win_rewards(totals: np.ndarray) -> np.ndarray:
     """Zero-sum rewards of finished games (the rules: the highest total wins, ties share): the players with the
     highest total share +1, the others share -1; all tied (a lone player too): 0.

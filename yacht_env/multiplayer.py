@@ -198,7 +198,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         player = table.on_turn
         legal = bool(player.mask[action])
         if not legal and self.illegal_action == "raise":  # before anything changes: a rejected step changes nothing
-            reason = R.describe_illegal(action, player.roll, player.rolls_left, self.rules.categories)
+            reason = R.describe_illegal(action, player.roll, player.rolls_left, self.rules.categories, player.open_mask)
             raise ValueError(f"{agent}: {reason}")
         self._cumulative_rewards[agent] = 0.0
         self.rewards = dict.fromkeys(self.agents, 0.0)

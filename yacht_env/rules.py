@@ -376,6 +376,15 @@ class Rules:
         """The most one pick can earn, bonuses included (50 for Yacht; 185 for Yahtzee: 50 ... plus both bonuses)."""
         return int(score_table(self).max()) + self.upper_bonus + self.yahtzee_bonus
 
+    @property
+    def max_total(self) -> int:
+        """A bound on the final score: each box's best score, the upper bonus, and a Yahtzee bonus on every turn
+        after the first; the largest possible total for Yacht's presets and Yahtzee's jokers (297 for
+        ``standard``, 1575 for ``yahtzee``)."""
+        best = score_table(self).max(axis=0).astype(int)
+        joker = pick_tables(self).joker_score
+        return int(np.maximum(best, joker).sum()) + self.upper_bonus + self.yahtzee_bonus * (self.num_categories - 1)
+
     def as_dict(self) -> dict[str, object]:
         """The preset's fields, e.g. to key a cache or write a run's config.
 
@@ -905,10 +914,19 @@ def reroll(roll, keep_mask, fresh_codes) -> np.ndarray | int:
     return roll_from_code(KEPT_CODE[roll, keep_mask] + fresh)
 
 
-def describe_illegal(action: int, roll: int, rolls_left: int, categories: Sequence[str] = CATEGORIES) -> str:
-    """Why ``action`` is illegal in a state (assumes it is, under the env's legality rules)."""
+def describe_illegal(
+    action: int, roll: int, rolls_left: int, categories: Sequence[str] = CATEGORIES, open_mask: int | None = None
+) -> str:
+    """Why ``action`` is illegal in a state (assumes it is, under the env's legality rules); give ``open_mask``
+    to tell an open box the forced joker's placement rules out from a filled one."""
     if action >= PICK_OFFSET:
-        return f"action {action} scores {categories[action - PICK_OFFSET]!r}, which is already filled"
+        name = categories[action - PICK_OFFSET]
+        if open_mask is not None and open_mask >> (action - PICK_OFFSET) & 1:
+            return (
+                f"action {action} scores {name!r}, which the joker's placement rules out: an extra five of a kind "
+                f"goes in its face's upper box if open, else in an open box outside the upper section"
+            )
+        return f"action {action} scores {name!r}, which is already filled"
     if rolls_left == 0:
         return f"action {action} is a keep-mask but no re-rolls are left this turn"
     if action == KEEP_ALL:

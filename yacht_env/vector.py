@@ -22,7 +22,7 @@ from gymnasium.vector.utils import batch_space
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
 from yacht_env.env import ILLEGAL_ACTION_HINT, checked_render_mode, configure_from
-from yacht_env.game import GameState, draw_stream, game_streams, parse_dice_stream
+from yacht_env.game import GameState, bonus_info, draw_stream, game_streams, parse_dice_stream
 from yacht_env.rules import is_int
 
 AUTORESET_MODES = {
@@ -363,8 +363,8 @@ class YachtVectorEnv(BatchedEnv):
     def _observe(self):
         game = self._game
         if self.observation_type == "dict":
-            return self._encoder.structured(game.roll, game.rolls_left, game.open_mask)
-        return self._encoder.flat(game.roll, game.rolls_left, game.open_mask)
+            return self._encoder.structured(game.roll, game.rolls_left, game.open_mask, game.upper, game.armed)
+        return self._encoder.flat(game.roll, game.rolls_left, game.open_mask, game.upper, game.armed)
 
     def _info(self) -> dict[str, np.ndarray]:
         game = self._game
@@ -373,6 +373,7 @@ class YachtVectorEnv(BatchedEnv):
             "rolls_left": game.rolls_left.copy(),
             "scores": game.sheet.copy(),
             "total": game.total.copy(),
+            **bonus_info(self.rules, game),
         }
 
     def _final_info(self) -> dict[str, np.ndarray]:
@@ -380,4 +381,6 @@ class YachtVectorEnv(BatchedEnv):
 
     def _describe_illegal(self, i: int, action: int) -> str:
         game = self._game
-        return R.describe_illegal(action, int(game.roll[i]), int(game.rolls_left[i]), self.rules.categories)
+        return R.describe_illegal(
+            action, int(game.roll[i]), int(game.rolls_left[i]), self.rules.categories, int(game.open_mask[i])
+        )

@@ -142,7 +142,9 @@ def act_at_tables(
         r = rows[at]
         masks = games.mask[r]
         if getattr(agent, "table_players", None) is None:
-            observations = solo.flat(games.roll[r], games.rolls_left[r], games.open_mask[r])
+            observations = solo.flat(
+                games.roll[r], games.rolls_left[r], games.open_mask[r], games.upper[r], games.armed[r]
+            )
         else:
             views = view.observe(table, table.current) if views is None else views
             observations = views[tables[at]]
@@ -308,7 +310,13 @@ class YachtVersusVectorEnv(BatchedEnv):
     def _describe_illegal(self, i: int, action: int) -> str:
         games = self._table.players
         row = self._table.on_turn[i]
-        return R.describe_illegal(action, int(games.roll[row]), int(games.rolls_left[row]), self.rules.categories)
+        return R.describe_illegal(
+            action,
+            int(games.roll[row]),
+            int(games.rolls_left[row]),
+            self.rules.categories,
+            int(games.open_mask[row]),
+        )
 
     # ---------------------------------------------------------------------------------------------
     def _play_opponents(self, tables: np.ndarray) -> None:

@@ -297,13 +297,15 @@ class TableGame:
                 self.screen.say(f"? {error}", "error")
                 continue
             if not self.table.mask[action]:  # cannot happen: resolve follows the env's legality
-                raise RuntimeError(f"{R.describe_illegal(action, game.roll, game.rolls_left, self.rules.categories)}")
+                raise RuntimeError(
+                    f"{R.describe_illegal(action, game.roll, game.rolls_left, self.rules.categories, game.open_mask)}"
+                )
             return action
 
     def _agent(self, seat: int, agent) -> int:
         table, game = self.table, self.table.on_turn
         if getattr(agent, "table_players", None) is None:
-            observation = self.solo.flat(game.roll, game.rolls_left, game.open_mask)
+            observation = self.solo.flat(game.roll, game.rolls_left, game.open_mask, game.upper, game.armed)
         else:
             observation = self.view.observe(table, seat)
         action = int(agent.act(observation, table.mask.copy()))  # a copy: the game's own mask stays the game's

@@ -67,29 +67,33 @@ def assert_same_obs(vector_row, single) -> None:
 
 def assert_same_info(info: dict, i: int, single_info: dict) -> None:
     """Game ``i`` of the vector env's batched info equals the single env's info: same keys, values and dtypes."""
-    assert set(single_info) == set(INFO_KEYS)
+    family = {key: single_info[key] for key in ("upper", "armed") if key in single_info}  # the family's state
+    assert set(single_info) == set(INFO_KEYS) | set(family)
     for key in ("dice", "scores", "action_mask"):
         assert info[key].dtype == single_info[key].dtype, key
         np.testing.assert_array_equal(info[key][i], single_info[key], err_msg=key)
+    for key, value in family.items():
+        assert info[key][i] == value and type(value) is (bool if key == "armed" else int), key
     assert info["rolls_left"][i] == single_info["rolls_left"]
     assert info["total"][i] == single_info["total"]
     assert bool(info["illegal_action"][i]) is single_info["illegal_action"]
     assert info["illegal_actions"][i] == single_info["illegal_actions"]
 
 
-def assert_fresh_game(obs, info: dict, i: int, canonical_keeps: bool = True) -> None:
+def assert_fresh_game(obs, info: dict, i: int, canonical_keeps: bool = True, rules: str = "standard") -> None:
     """Game ``i`` shows a new game's first roll: two re-rolls left, every category open, nothing scored."""
     assert info["rolls_left"][i] == R.MAX_ROLLS_LEFT
     assert info["total"][i] == 0
     assert (info["scores"][i] == -1).all()
     roll = R.roll_index(info["dice"][i])
-    expected_mask = R.legal_action_mask(roll, R.MAX_ROLLS_LEFT, R.ALL_OPEN, canonical_keeps)
+    all_open, n = R.get_rules(rules).all_open, R.get_rules(rules).num_categories
+    expected_mask = R.legal_action_mask(roll, R.MAX_ROLLS_LEFT, all_open, canonical_keeps, n)
     np.testing.assert_array_equal(info["action_mask"][i], expected_mask)
     if isinstance(obs, dict):
         assert obs["rolls_left"][i] == R.MAX_ROLLS_LEFT and obs["open_categories"][i].all()
     else:
-        decoded = ENCODER.decode(obs[i])
-        assert tuple(int(v) for v in decoded) == (roll, R.MAX_ROLLS_LEFT, R.ALL_OPEN)
+        decoded = (ENCODER if rules == "standard" else ObservationEncoder(rules)).decode(obs[i])
+        assert tuple(int(v) for v in decoded) == (roll, R.MAX_ROLLS_LEFT, all_open, 0, 0)
 
 
 def play_side_by_side(
@@ -107,7 +111,8 @@ def play_side_by_side(
         Counts of what happened (``terminated``, ``truncated``, ``illegal``, ``autoreset``), so callers can
         require that the scenario they test occurred.
     """
-    streams = game_streams(seed, range(num_envs))
+    rules = env_kwargs.get("rules", "standard")
+    streams = game_streams(seed, range(num_envs), rules)
     vector = YachtVectorEnv(num_envs, autoreset_mode=autoreset_mode, **env_kwargs)
     singles = [YachtEnv(**env_kwargs) for _ in range(num_envs)]
     canonical_keeps = env_kwargs.get("canonical_keeps", True)
@@ -126,13 +131,13 @@ def play_side_by_side(
         for _ in range(steps):
             actions = uniform_legal(rng, info["action_mask"])
             arbitrary = rng.random(num_envs) < arbitrary_rate
-            actions[arbitrary] = rng.integers(0, R.NUM_ACTIONS, size=int(arbitrary.sum()))
+            actions[arbitrary] = rng.integers(0, vector.rules.num_actions, size=int(arbitrary.sum()))
             obs, rewards, terminated, truncated, info = vector.step(actions)
             for i in np.flatnonzero(live | awaiting_reset):
                 if awaiting_reset[i]:  # next_step: the action is ignored and a new game starts
                     assert rewards[i] == 0.0 and not terminated[i] and not truncated[i]
                     assert not info["illegal_action"][i]
-                    assert_fresh_game(obs, info, i, canonical_keeps)
+                    assert_fresh_game(obs, info, i, canonical_keeps, rules)
                     awaiting_reset[i] = False
                     events["autoreset"] += 1
                     continue
@@ -150,7 +155,7 @@ def play_side_by_side(
                     assert_same_obs(obs_row(info["final_obs"], i), single_obs)
                     assert info["final_total"][i] == single_info["total"]
                     assert bool(info["illegal_action"][i]) is single_info["illegal_action"]  # the ending step's
-                    assert_fresh_game(obs, info, i, canonical_keeps)
+                    assert_fresh_game(obs, info, i, canonical_keeps, rules)
                     events["autoreset"] += 1
                 else:
                     assert_same_obs(obs_row(obs, i), single_obs)
@@ -237,6 +242,16 @@ def test_agrees_with_single_envs_step_by_step(autoreset_mode, preset, canonical_
         canonical_keeps=canonical_keeps,
     )
     assert events["terminated"] == 32 and events["illegal"] > 0 and events["autoreset"] == 32
+
+
+@pytest.mark.parametrize("preset", ["yahtzee_forced_joker", "yatzy"])
+@pytest.mark.parametrize("autoreset_mode", AUTORESET_MODES)
+def test_agrees_with_single_envs_step_by_step_on_the_family(autoreset_mode, preset):
+    # The family's state (the upper subtotal, the armed Yahtzee box) and its info keys go through both faces alike.
+    events = play_side_by_side(
+        24, 170, seed=11, arbitrary_rate=0.1, autoreset_mode=autoreset_mode, rules=preset, canonical_keeps=True
+    )
+    assert events["terminated"] == 24 and events["illegal"] > 0 and events["autoreset"] == 24
 
 
 @pytest.mark.parametrize("autoreset_mode", AUTORESET_MODES)

@@ -301,6 +301,41 @@ BAD_SWEEPS = {
         "search.random and search.samples go together",
     ),
     "a bad ASHA": (bad(early_stopping={"grace_timesteps": 0}), "grace_timesteps must be an int >= 1"),
+    # 8 keys x 10 values: 10**8 configurations, refused before one is built (it used 10 GB in a minute).
+    "an exploding grid": (
+        bad(
+            search={
+                "grid": {
+                    f"ppo.{key}": [0.1 * (i + 1) for i in range(10)]
+                    for key in (
+                        "learning_rate",
+                        "ent_coef",
+                        "gamma",
+                        "gae_lambda",
+                        "clip_range",
+                        "vf_coef",
+                        "max_grad_norm",
+                        "learning_rate_final",
+                    )
+                }
+            }
+        ),
+        "the search has 100,000,000 configurations (the grid's 10 x 10 x 10 x 10 x 10 x 10 x 10 x 10); at most",
+    ),
+    "a grid times samples past the bound": (
+        bad(
+            search={
+                "grid": {"ppo.n_epochs": list(range(1, 101))},
+                "random": {"ppo.learning_rate": {"uniform": [0.1, 0.2]}},
+                "samples": 101,
+            }
+        ),
+        "the search has 10,100 configurations (the grid's 100 x 101 samples); at most 10,000 trials",
+    ),
+    "an infinite bound": (
+        bad(search={"random": {"ppo.learning_rate": {"uniform": [0.1, float("inf")]}}, "samples": 2}),
+        "search.random.ppo.learning_rate: uniform needs finite bounds, got [0.1, inf]",
+    ),
     "a bad name": (bad(name="../x"), "name must be a folder name"),
 }
 
@@ -345,6 +380,44 @@ def test_bad_files_and_folders_are_one_error_line(args, message, capsys, monkeyp
     assert sweep_script.main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("sweep.py: error: ") and message in err, err
+
+
+@pytest.mark.parametrize(
+    "address, env, message",
+    [
+        # Nothing listens on port 1: Ray itself would wait many minutes; the sweep says so at once.
+        ("127.0.0.1:1", {}, "cannot reach Ray at 127.0.0.1:1: Connection refused within 10 s"),
+        ("nonsense", {}, "--address must be 'auto' or HOST:PORT (a port in 1..65535), got 'nonsense'"),
+        ("host:99999", {}, "--address must be 'auto' or HOST:PORT (a port in 1..65535), got 'host:99999'"),
+        # The local Ray listens on every interface: its token authentication must stay on.
+        (None, {"RAY_AUTH_MODE": "disabled"}, "RAY_AUTH_MODE=disabled: the local Ray listens on every network"),
+    ],
+)
+def test_where_ray_runs_is_checked_before_it_starts(address, env, message, tmp_path, capsys, monkeypatch):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    config = write_sweep(tmp_path, TINY)
+    storage = tmp_path / "sweeps"
+    args = ["--config", str(config), "--storage", str(storage)] + (["--address", address] if address else [])
+    assert sweep_script.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("sweep.py: error: ") and message in err, err
+    assert not storage.exists()
+
+
+def test_a_damaged_tune_state_is_one_error_line(tmp_path, capsys):
+    from yacht_lab.sweep import save_sweep
+    from yacht_lab.sweep_spec import parse_sweep
+
+    folder = tmp_path / "sweeps" / "tiny"
+    folder.mkdir(parents=True)
+    save_sweep(folder, parse_sweep(TINY), {"cpus_per_trial": 1, "max_concurrent": None})
+    (folder / "tuner.pkl").write_bytes(b"\x80\x05not a pickle")
+    assert sweep_script.main(["--resume", str(folder)]) == 2
+    err = capsys.readouterr().err  # Ray's own start-up notice may come first (token authentication is on)
+    last = err.splitlines()[-1]
+    assert "Traceback" not in err and err.count("sweep.py: error: ") == 1, err
+    assert last.startswith("sweep.py: error: cannot resume") and "cannot read its saved state (tuner.pkl)" in last
 
 
 def test_bad_yaml_is_one_error_line(tmp_path, capsys):

@@ -316,18 +316,25 @@ def run_sweep(
     settings = {"cpus_per_trial": cpus_per_trial, "max_concurrent": max_concurrent}
     params = _trial_params(sweep, folder, cpus_per_trial)
     trainable = tune.with_resources(run_trial, {"cpu": cpus_per_trial})
+    check_ray_address(address)
     try:
         if address is None:
             ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
-    except (ConnectionError, RuntimeError, ValueError) as error:
+    except Exception as error:  # Ray's start-up failures (connection, timeouts, its own errors): one line each
         where = f" at {address}" if address else ""
-        raise ValueError(f"cannot start Ray{where}: {' '.join(str(error).split())}") from None
+        raise ValueError(f"cannot start Ray{where}: {' '.join(str(error).split()) or type(error).__name__}") from None
     try:
         callback = _progress_callback(sweep.metric, sweep.total_timesteps, say)
         if resume is not None:
-            tuner = tune.Tuner.restore(str(folder), trainable, resume_unfinished=True, resume_errored=True)
+            try:
+                tuner = tune.Tuner.restore(str(folder), trainable, resume_unfinished=True, resume_errored=True)
+            except Exception as error:  # a damaged or foreign tuner.pkl: Ray's own pickles, see docs/security.md
+                raise ValueError(
+                    f"cannot resume '{folder}': Ray Tune cannot read its saved state (tuner.pkl): "
+                    f"{' '.join(str(error).split())[:300] or type(error).__name__}"
+                ) from None
         else:
             folder.mkdir(parents=True)
             save_sweep(folder, sweep, settings)
@@ -364,6 +371,47 @@ def run_sweep(
     finally:
         ray.shutdown()
     return collect(sweep, folder)
+
+
+#: How long ``--address HOST:PORT`` may take to answer before the sweep gives up (Ray itself waits minutes).
+ADDRESS_TIMEOUT_S = 10.0
+
+
+def check_ray_address(address: str | None, timeout: float = ADDRESS_TIMEOUT_S) -> None:
+    """Checks, before Ray is started, that a sweep can run where it is asked to.
+
+    * No address (a local Ray): Ray binds its services on every network interface (Ray 2.x has no setting to
+      keep them on localhost), so the sweep requires Ray's token authentication, on by default since Ray 2.52:
+      ``RAY_AUTH_MODE=disabled`` is refused.
+    * ``HOST:PORT``: something must accept a TCP connection there within ``timeout`` seconds (Ray's own
+      connection attempt waits many minutes on an address where nothing listens).
+    * ``auto``: Ray finds the cluster started on this machine, or says it found none.
+
+    Raises:
+        ValueError: one line saying what is wrong.
+    """
+    if address is None:
+        if os.environ.get("RAY_AUTH_MODE", "").strip().lower() == "disabled":
+            raise ValueError(
+                "RAY_AUTH_MODE=disabled: the local Ray listens on every network interface, so without its token "
+                "authentication anyone who reaches this machine could run code in the sweep; unset RAY_AUTH_MODE"
+            )
+        return
+    if address == "auto":
+        return
+    host, _, port = address.rpartition(":")
+    if address.startswith("ray://"):
+        host = host[len("ray://") :]
+    if not host or not port.isascii() or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"--address must be 'auto' or HOST:PORT (a port in 1..65535), got {address!r}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as error:
+        reason = "no answer" if isinstance(error, TimeoutError) else (error.strerror or str(error))
+        raise ValueError(
+            f"cannot reach Ray at {address}: {reason} within {timeout:g} s (is `ray start --head` running there?)"
+        ) from None
 
 
 def tune_trial_dirname(trial) -> str:

@@ -135,6 +135,8 @@ def _sampler(key: str, spec: Any):
             raise ValueError(f"{where}: choice needs a non-empty list of values, got {args!r}")
         return tune.choice(args)
     ok = isinstance(args, list) and len(args) == 2 and all(isinstance(a, int | float) for a in args)
+    if ok and not all(math.isfinite(a) for a in args):
+        raise ValueError(f"{where}: {kind} needs finite bounds, got {args!r}")
     if not ok or not args[0] < args[1] or (kind == "loguniform" and args[0] <= 0):
         raise ValueError(f"{where}: {kind} needs [low, high] with low < high{' and low > 0' * (kind == 'loguniform')}")
     if kind == "randint":
@@ -159,11 +161,18 @@ def _configurations(search: Any) -> list[Configuration]:
         _check_key(key, "search.grid")
         if not isinstance(values, list) or not values:
             raise ValueError(f"search.grid.{key} must be a non-empty list of values, got {values!r}")
-    points = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
     random_space = search.get("random") or {}
     samples = search.get("samples", 0)
     if not (is_int(samples) and 0 <= samples <= MAX_TRIALS):
         raise ValueError(f"search.samples must be an int in 0..{MAX_TRIALS}, got {samples!r}")
+    # Counted before anything is built: 8 keys of 10 values are 10**8 configurations, never a list in memory.
+    count = math.prod(len(values) for values in grid.values()) * max(samples, 1)
+    if count > MAX_TRIALS:
+        raise ValueError(
+            f"the search has {count:,} configurations (the grid's {' x '.join(str(len(v)) for v in grid.values())}"
+            f"{f' x {samples} samples' if samples else ''}); at most {MAX_TRIALS:,} trials in a sweep"
+        )
+    points = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
     if not isinstance(random_space, dict):
         raise ValueError(f"search.random must map config keys to distributions, got {random_space!r}")
     if bool(random_space) != bool(samples):

@@ -18,16 +18,21 @@ import play
 from yacht_agents import make_agent
 from yacht_agents.win import WinAgent
 from yacht_env import rules as R
-from yacht_env.game import GameState, game_streams
+from yacht_env.env import YachtEnv
+from yacht_env.game import GameState, game_streams, parse_dice_stream
 from yacht_env.solver import solve
 from yacht_lab.commands import (
+    ALIASES,
     HELP,
     Command,
     CommandError,
     command_for,
+    describe,
     display_name,
+    help_text,
     kept_dice,
     parse_command,
+    pick_words,
     resolve,
 )
 from yacht_lab.screen import PlainScreen, RichScreen
@@ -697,3 +702,334 @@ def test_the_win_agent_takes_a_seat_sized_to_the_table():
     wrong = run_script("--players", "human", "win:2", "optimal", "--seed", "4", "--delay", "0")
     assert wrong.returncode == 2
     assert wrong.stderr.strip().splitlines() == ["play.py: error: agent 'win:2' acts at a table of 2 players, not 3"]
+
+
+# --------------------------------------------------------------------------------------------------
+# The family's sheets at the table (Yahtzee, Yatzy): names, bonus rows, jokers, whole games
+# --------------------------------------------------------------------------------------------------
+YAHTZEE = R.get_rules("yahtzee")
+FAMILY = [name for name in R.PRESETS if name not in R.YACHT_PRESETS]
+
+
+@pytest.mark.parametrize(
+    ("preset", "text", "box"),
+    [
+        ("yahtzee", "chance", "chance"),
+        ("yahtzee", "choice", "chance"),
+        ("yahtzee", "3k", "three_of_a_kind"),
+        ("yahtzee", "three of a kind", "three_of_a_kind"),
+        ("yahtzee", "4k", "four_of_a_kind"),
+        ("yahtzee", "fh", "full_house"),
+        ("yahtzee", "ss", "small_straight"),
+        ("yahtzee", "small straight", "small_straight"),
+        ("yahtzee", "ls", "large_straight"),
+        ("yahtzee", "large straight", "large_straight"),
+        ("yahtzee", "yahtzee", "yahtzee"),
+        ("yahtzee", "yacht", "yahtzee"),
+        ("yahtzee", "9", "full_house"),
+        ("yahtzee", "13", "chance"),
+        ("yatzy", "1p", "one_pair"),
+        ("yatzy", "one pair", "one_pair"),
+        ("yatzy", "pair", "one_pair"),
+        ("yatzy", "one", "ones"),
+        ("yatzy", "2p", "two_pairs"),
+        ("yatzy", "two pairs", "two_pairs"),
+        ("yatzy", "3k", "three_of_a_kind"),
+        ("yatzy", "ss", "small_straight"),
+        ("yatzy", "ls", "large_straight"),
+        ("yatzy", "yatzy", "yatzy"),
+        ("yatzy", "yahtzee", "yatzy"),
+        ("yatzy", "15", "yatzy"),
+        ("standard", "yahtzee", "yacht"),  # Yacht's sheet keeps its names
+        ("standard", "yatzy", "yacht"),
+        ("standard", "ls", "little_straight"),
+        ("standard", "ss", "little_straight"),
+        ("standard", "chance", "choice"),
+    ],
+)
+def test_category_names_on_every_sheet(preset, text, box):
+    rules = R.get_rules(preset)
+    assert parse_command(f"s {text}", rules.categories) == Command("score", category=rules.categories.index(box))
+
+
+@pytest.mark.parametrize("preset", list(R.PRESETS))
+def test_every_name_of_every_box_names_it_on_its_sheet(preset):
+    """No two boxes of one sheet share a name: every box's rules name, display name and aliases name it alone."""
+    categories = R.get_rules(preset).categories
+    for k, name in enumerate(categories):
+        for text in (name, display_name(name), *ALIASES.get(name, ())):
+            assert parse_command(f"s {text}", categories).category == k, (preset, text)
+
+
+@pytest.mark.parametrize(
+    ("preset", "text", "message"),
+    [
+        ("yahtzee", "s t", "'t' could be Twos, Threes or Three of a Kind: type more of the name"),
+        ("yatzy", "s o", "'o' could be Ones or One Pair: type more of the name"),
+        ("yahtzee", "s 14", "there is no category 14: the sheet numbers them 1..13"),
+        ("yatzy", "s 16", "there is no category 16: the sheet numbers them 1..15"),
+    ],
+)
+def test_bad_category_names_on_the_family_sheets(preset, text, message):
+    with pytest.raises(CommandError) as error:
+        parse_command(text, R.get_rules(preset).categories)
+    assert str(error.value) == message
+
+
+SIXES = R.roll_index([6] * 5)
+#: Yahtzee (50) and Sixes filled: an extra six of a kind is a joker (and earns the Yahtzee bonus).
+JOKER_OPEN = YAHTZEE.all_open & ~(1 << 11) & ~(1 << 5)
+
+
+def test_the_forced_joker_refuses_a_pick_with_the_reason():
+    forced = R.get_rules("yahtzee_forced_joker")
+    sheet = np.array([-1] * 5 + [30] + [-1] * 5 + [50, -1], dtype=np.int16)
+    with pytest.raises(CommandError) as error:
+        resolve(Command("score", category=0), SIXES, 2, JOKER_OPEN, sheet, forced)
+    assert str(error.value) == (
+        "the joker rules out Ones: an extra five of a kind goes in its face's upper box if open, else in an open box "
+        "outside the upper section (here: Three of a Kind, Four of a Kind, Full House, Small Straight, Large Straight "
+        "or Chance)"
+    )
+    assert resolve(Command("score", category=8), SIXES, 2, JOKER_OPEN, sheet, forced) == R.PICK_OFFSET + 8
+    assert resolve(Command("score", category=0), SIXES, 2, JOKER_OPEN, sheet, YAHTZEE) == R.PICK_OFFSET  # free joker
+    open_sixes = JOKER_OPEN | 1 << 5
+    with pytest.raises(CommandError, match=r"^the joker rules out Full House: .* \(here: Sixes\)$"):
+        resolve(Command("score", category=8), SIXES, 2, open_sixes, sheet, forced)
+
+
+def test_picks_in_words_name_the_joker_and_the_bonuses():
+    assert describe(R.PICK_OFFSET + 8, SIXES, YAHTZEE) == "score Full House for 0"  # the dice alone
+    assert (
+        describe(R.PICK_OFFSET + 8, SIXES, YAHTZEE, JOKER_OPEN, 30, 1) == "score Full House for 25 + 100 Yahtzee bonus"
+    )
+    assert describe(R.PICK_OFFSET + 5, SIXES, YAHTZEE, YAHTZEE.all_open & ~(1 << 11), 40, 1) == (
+        "score Sixes for 30 + 35 upper bonus + 100 Yahtzee bonus"
+    )
+    assert describe(R.PICK_OFFSET + 11, SIXES, YAHTZEE, YAHTZEE.all_open, 0, 0) == "score Yahtzee for 50"
+    assert describe(R.PICK_OFFSET + 11, SIXES, STANDARD, STANDARD.all_open) == "score Yacht for 50"
+    assert (
+        pick_words(5, SIXES, R.get_rules("yatzy"), R.get_rules("yatzy").all_open, 40) == "Sixes for 30 + 50 upper bonus"
+    )
+
+
+def test_help_names_the_sheets_own_boxes_and_bonuses():
+    assert help_text(STANDARD) == HELP and "yacht/yahtzee" in HELP
+    text = help_text(YAHTZEE).splitlines()
+    assert (
+        text[5]
+        == "                 a common name (fh, 3k, 4k, ss/small straight, ls/large straight, yahtzee, chance, 1s..6s)"
+    )
+    assert text[-3:] == [
+        "Upper Bonus: 35 once Ones..Sixes total 63; the sheet shows the subtotal (45/63), then the bonus (35 or 0).",
+        "Yahtzee Bonus: 100 for each extra five of a kind once Yahtzee holds 50; the sheet shows the points so far.",
+        "Joker: five of a kind scores Full House and the straights in full once Yahtzee and its upper box are filled.",
+    ]
+    assert help_text(R.get_rules("yatzy")).splitlines()[-1].startswith("Upper Bonus: 50 once Ones..Sixes total 63")
+    assert help_text(R.get_rules("yahtzee_forced_joker")).splitlines()[-2].startswith("Joker: once Yahtzee is filled,")
+
+
+def env_replay(rules: R.Rules, stream: np.ndarray, actions: list[int]) -> dict:
+    """The env's info after playing ``actions`` on ``stream``: the table's game must end the same."""
+    env = YachtEnv(rules=rules)
+    _, info = env.reset(options={"dice_stream": stream})
+    for action in actions:
+        _, _, _, _, info = env.step(action)
+        assert not info["illegal_action"]
+    return info
+
+
+def first_legal_pick(game: TableGame) -> str:
+    """``s <number>`` of the first box the player on turn may take (the forced joker: where it must go)."""
+    player = game.table.on_turn
+    legal = R.legal_picks(game.rules, player.roll, player.open_mask)
+    return f"s {(legal & -legal).bit_length()}"
+
+
+@pytest.mark.parametrize("preset", FAMILY)
+def test_every_family_preset_plays_a_whole_game_with_people_and_agents(preset):
+    """A person (the first legal box each turn) and the random agent: both games end as the env plays them."""
+    rules = R.get_rules(preset)
+    game, transcript = new_game(["human", "random"], [first_legal_pick] * rules.num_turns, seed=6, rules=preset)
+    totals = game.play()
+    streams = game_streams(6, range(2), rules)
+    for seat in (0, 1):
+        info = env_replay(rules, streams[seat], [d.action for d in game.decisions if d.seat == seat])
+        assert totals[seat] == info["total"]
+        np.testing.assert_array_equal(game.table.players[seat].sheet, info["scores"])
+    lines = transcript.out.getvalue().splitlines()
+    sheet = lines[lines.index("== final scores ==") :]
+    labels = ["Upper Bonus", "Yahtzee Bonus"][: 1 + bool(rules.yahtzee_bonus)]
+    assert [line.split()[:2] for line in sheet[2 + rules.num_categories : -2]] == [label.split() for label in labels]
+    assert sheet[-2].split() == ["Total", *map(str, totals)]
+    assert sheet[-1] == final_line(["You", "random"], totals)
+
+
+def yahtzee_game(preset: str, lines: list[str]):
+    """A table of one person on a given stream: Yahtzee, three more fives of a kind, the upper bonus, two jokers."""
+    first_rolls = [6] * 5, [6] * 5, [5] * 5, [4, 4, 4, 4, 1], [6] * 5, [5] * 5, [1, 2, 3, 4, 5], [3, 3, 3, 4, 5]
+    first_rolls += [2, 2, 2, 2, 6], [1, 1, 2, 3, 6], [2, 2, 3, 5, 6], [3, 3, 3, 5, 6], [6, 6, 5, 5, 4]
+    stream = np.ones(R.get_rules(preset).stream_shape, dtype=np.int64)
+    stream[:, 0] = first_rolls
+    game, transcript = new_game(["human"], lines, rules=preset)
+    game.table.start(parse_dice_stream({"dice_stream": stream[None]}, game.rules, leading=(1,)))
+    return game, transcript, stream
+
+
+YAHTZEE_PICKS = "s yahtzee|s 6s|s fives|s 4s|s fh|s ls|s ss|s 3k|s 4k|s 1|s 2|s 3|s c".split("|")
+
+
+def test_a_yahtzee_game_shows_its_bonuses_and_jokers():
+    game, transcript, stream = yahtzee_game("yahtzee", YAHTZEE_PICKS)
+    assert game.play() == [724]
+    info = env_replay(YAHTZEE, stream, [d.action for d in game.decisions])
+    assert (info["total"], info["upper"], info["armed"]) == (724, 63, True)
+    out = transcript.out.getvalue().splitlines()
+    moves = [line for line in out if line.startswith("You: ")]
+    assert moves[:6] == [
+        "You: score Yahtzee for 50 (total 50)",
+        "You: score Sixes for 30 + 100 Yahtzee bonus (total 180)",
+        "You: score Fives for 25 + 100 Yahtzee bonus (total 305)",
+        "You: score Fours for 16 + 35 upper bonus (total 356)",
+        "You: score Full House for 25 + 100 Yahtzee bonus (total 481)",
+        "You: score Large Straight for 40 + 100 Yahtzee bonus (total 621)",
+    ]
+    at = out.index("== round 6 of 13: You to play, 2 re-rolls left ==")
+    assert out[at + 1 : at + 19] == [
+        " # category          You",
+        " 1 Ones              (0)",
+        " 2 Twos              (0)",
+        " 3 Threes            (0)",
+        " 4 Fours              16",
+        " 5 Fives              25",
+        " 6 Sixes              30",
+        " 7 Three of a Kind  (25)",
+        " 8 Four of a Kind   (25)",
+        " 9 Full House         25",
+        "10 Small Straight   (30)",  # five fives, Fives filled: a joker
+        "11 Large Straight   (40)",
+        "12 Yahtzee            50",
+        "13 Chance           (25)",
+        "   Upper Bonus        35",
+        "   Yahtzee Bonus     300",
+        "   Total             481",
+        "dice      5  5  5  5  5",
+    ]
+    assert out[out.index("== round 4 of 13: You to play, 2 re-rolls left ==") + 15] == "   Upper Bonus     55/63"
+    assert out[-4:] == [
+        "   Upper Bonus        35",
+        "   Yahtzee Bonus     400",
+        "   Total             724",
+        "final score: You 724",
+    ]
+
+
+def test_the_forced_joker_at_the_table():
+    """Five sixes with Sixes and Yahtzee filled: the open upper boxes show no score-now, a pick there is one line."""
+    lines = [*YAHTZEE_PICKS[:4], "s 1", "s fh", *YAHTZEE_PICKS[5:]]
+    game, transcript, stream = yahtzee_game("yahtzee_forced_joker", lines)
+    assert game.play() == [724]
+    assert env_replay(R.get_rules("yahtzee_forced_joker"), stream, [d.action for d in game.decisions])["total"] == 724
+    out = transcript.out.getvalue().splitlines()
+    at = out.index("== round 5 of 13: You to play, 2 re-rolls left ==")
+    assert out[at + 2 : at + 5] == [" 1 Ones                -", " 2 Twos                -", " 3 Threes              -"]
+    assert out[at + 8] == " 7 Three of a Kind  (30)"
+    at = out.index("You> s 1")
+    assert out[at + 1] == (
+        "? the joker rules out Ones: an extra five of a kind goes in its face's upper box if open, else in an open box "
+        "outside the upper section (here: Three of a Kind, Four of a Kind, Full House, Small Straight, Large Straight "
+        "or Chance)"
+    )
+    assert out[at + 2 : at + 4] == ["You> s fh", "You: score Full House for 25 + 100 Yahtzee bonus (total 481)"]
+
+
+def test_script_plays_yatzy():
+    """``play.py --rules yatzy``: the intro names the game, the sheet its bonus row, the total is the env's."""
+    stream = game_streams(5, range(1), "yatzy")[0]
+    rules = R.get_rules("yatzy")
+    done = run_script(
+        "--rules", "yatzy", "--players", "human", "--seed", "5", "--delay", "0",
+        stdin="".join(f"s {k}\n" for k in range(1, 16)),
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert lines[0] == "Yatzy, yatzy rules, dice seed 5: You. Type help for the commands."
+    first_rolls_in_sheet_order = [R.PICK_OFFSET + turn for turn in range(rules.num_turns)]
+    total = env_replay(rules, stream, first_rolls_in_sheet_order)["total"]
+    assert lines[-1] == f"final score: You {total}"
+    assert lines[-2].split() == ["Total", str(total)] and lines[-3].split()[:2] == ["Upper", "Bonus"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [("ppo:standard", "cannot use PPO model 'standard': it was trained on "), ("win", "")],
+)
+def test_an_agent_that_cannot_play_the_rules_is_one_line(spec, message, capsys):
+    """A Yacht model at a Yahtzee table, the win agent (its exact distributions are Yacht's): one line, exit status 2,
+    no traceback."""
+    if spec.startswith("ppo:"):
+        pytest.importorskip("sb3_contrib")
+    code = play.main(["--rules", "yahtzee", "--players", "human", spec, "--delay", "0"])
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (2, "")
+    assert captured.err.startswith(f"play.py: error: {message}")
+    assert captured.err.count("\n") == 1
+
+
+#: A small preset with both bonuses and the free joker, so that the coach's solve takes a moment.
+TINY = R.Rules(
+    "tiny_yahtzee",
+    categories=(*R.UPPER_CATEGORIES, "yahtzee"),
+    upper_bonus=35,
+    upper_bonus_threshold=20,
+    yahtzee_bonus=100,
+    joker="free",
+)
+
+
+def test_the_coach_values_the_family_sheet(monkeypatch, tmp_path):
+    """A person typing the coach's best move where bonuses count: the coach's values are the solver's at the sheet's
+    upper subtotal and Yahtzee box, nothing is given away, and the game ends as the optimal policy's own game."""
+    monkeypatch.setenv("YACHT_RL_CACHE_DIR", str(tmp_path))
+    solution = solve(TINY, cache=False)
+
+    def coach_move(game):
+        player = game.table.on_turn
+        state = (player.roll, player.rolls_left, player.open_mask)
+        q = solution.q_values(*state, upper=player.upper, armed=player.armed)
+        advice = game.coach.advise(*state, player.total, player.upper, player.armed)
+        np.testing.assert_array_equal(advice.q, q)
+        assert advice.expected_final == player.total + q.max()
+        return command_for(int(np.argmax(q)), player.roll)
+
+    game, transcript = new_game(["human"], [coach_move] * 21, seed=1, hints=True, rules=TINY)
+    totals = game.play()
+    assert game.given_away() == [0.0]
+    own = GameState(TINY)
+    own.start(R.prefix_codes(game_streams(1, range(1), TINY)[0].reshape(-1, R.NUM_DICE)))
+    while own.open_mask:
+        own.play(int(np.argmax(solution.q_values(own.roll, own.rolls_left, own.open_mask, own.upper, own.armed))))
+    assert totals == [own.total]
+    out = transcript.out.getvalue()
+    assert out.count("coach: best move (0.00 given away)") == len(game.decisions)
+    assert totals == [92] and out.splitlines()[-7:-4] == [
+        "  Upper Bonus      35",
+        "  Yahtzee Bonus     0",
+        "  Total            92",
+    ]
+
+
+def test_the_docs_yahtzee_sheet_is_real_output():
+    page = (REPO / "docs" / "play.md").read_text()
+    section = page[page.index("## Yahtzee and Yatzy") :]
+    shown = section.split("```text\n")[1].split("```")[0].splitlines()
+    assert (
+        "printf 's ls\\ns 1\\nq\\n' | python play.py --rules yahtzee --players human random --seed 3 --delay 0"
+        in section
+    )
+    done = run_script(
+        "--rules", "yahtzee", "--players", "human", "random", "--seed", "3", "--delay", "0", stdin="s ls\ns 1\nq\n"
+    )
+    lines = done.stdout.splitlines()
+    at = lines.index(shown[0])
+    assert lines[at : at + len(shown)] == shown and len(shown) == 19

@@ -187,6 +187,13 @@ class YachtEnv(gym.Env):
     frame-collecting wrappers and SB3's ``make_vec_env`` work. An unknown mode warns, as Gymnasium's own
     envs do, and ``render()`` then returns ``None``.
 
+    The family's sheets (``yahtzee``, ``yatzy``, ...) show more, in the text and the image alike: the title
+    names the game (``Yahtzee (yahtzee)``, ``Yatzy (yatzy)``); rows after the boxes give the ``upper bonus``
+    (the upper subtotal toward it, ``45/63``, then its points: 35 once earned, 0 once every upper box is
+    filled short) and, with a Yahtzee bonus, the ``yahtzee bonus`` earned so far; "now" is what an open box
+    would hold (a joker's full points included) and is left out where the forced joker's placement rules the
+    pick out. The image's size is fixed per preset (561 x 480 x 3 for Yahtzee, 585 x 480 x 3 for Yatzy).
+
     ## Arguments
     ```python
     import gymnasium as gym
@@ -204,7 +211,9 @@ class YachtEnv(gym.Env):
         render_mode=None,
     )
     ```
-    * ``rules``: ``"standard"``, ``"classic"``, ``"knizia"`` or a :class:`yacht_env.Rules`.
+    * ``rules``: a preset of ``yacht_env.rules.PRESETS``: Yacht's ``"standard"``, ``"classic"``,
+      ``"knizia"``; the family's ``"yahtzee"``, ``"yahtzee_forced_joker"``, ``"yahtzee_no_joker"``,
+      ``"yahtzee_no_bonus"``, ``"yatzy"``; or a :class:`yacht_env.Rules`.
     * ``observation_type``: ``"flat"``, ``"dict"`` or ``"masked"``.
     * ``action_mask_dtype``: ``"int8"`` (default) or ``"bool"``: the mask's dtype in ``"masked"``
       observations.
@@ -358,7 +367,7 @@ class YachtEnv(gym.Env):
         }
 
     def _sheet_image(self) -> np.ndarray:
-        from yacht_env.render import sheet_image
+        from yacht_env.render import bonus_rows, game_title, score_now, sheet_image
 
         game, rules = self._game, self.rules
         return sheet_image(
@@ -366,27 +375,31 @@ class YachtEnv(gym.Env):
             rolls_left=game.rolls_left,
             categories=rules.categories,
             sheet=game.sheet.tolist(),
-            score_now=R.score_table(rules)[game.roll].tolist(),
+            score_now=score_now(rules, game.roll, game.open_mask, game.upper, game.armed),
             total=game.total,
             turn=min(game.turn + 1, rules.num_turns),
             num_turns=rules.num_turns,
-            title=f"Yacht ({rules.name})",
+            title=f"{game_title(rules)} ({rules.name})",
+            bonus_rows=bonus_rows(rules, game.sheet, game.total, game.upper),
         )
 
     def _score_sheet(self) -> str:
+        from yacht_env.render import bonus_rows, game_title, score_now
+
         game, rules = self._game, self.rules
         dice = " ".join(str(v) for v in R.ROLL_TUPLES[game.roll])
         turn = min(game.turn + 1, rules.num_turns)
         lines = [
-            f"Yacht ({rules.name})  turn {turn}/{rules.num_turns}  rolls left: {game.rolls_left}",
+            f"{game_title(rules)} ({rules.name})  turn {turn}/{rules.num_turns}  rolls left: {game.rolls_left}",
             f"dice: {dice}",
             f"  {'action':>6}  {'category':<16} {'score':>5}  {'now':>4}",
         ]
-        score_now = R.score_table(rules)[game.roll]
+        now = score_now(rules, game.roll, game.open_mask, game.upper, game.armed)
         for k, name in enumerate(rules.categories):
             filled = int(game.sheet[k])
-            now = "" if filled >= 0 else str(int(score_now[k]))
             shown = "-" if filled < 0 else str(filled)
-            lines.append(f"  {R.PICK_OFFSET + k:>6}  {name:<16} {shown:>5}  {now:>4}")
+            lines.append(f"  {R.PICK_OFFSET + k:>6}  {name:<16} {shown:>5}  {now[k] if now[k] >= 0 else '':>4}")
+        for label, value in bonus_rows(rules, game.sheet, game.total, game.upper):
+            lines.append(f"  {'':>6}  {label:<16} {value:>5}")
         lines.append(f"  {'':>6}  {'total':<16} {game.total:>5}")
         return "\n".join(lines)

@@ -4,12 +4,17 @@ This is what ``render_mode="rgb_array"`` returns, so video recorders (Gymnasium'
 ``VecVideoRecorder``) and ``gymnasium.utils.play`` can show a game. It needs nothing but numpy: text is drawn
 with a small 5x7 bitmap font defined below, scaled up by an integer factor.
 
+It is also the one place that says what a sheet shows beyond the boxes' own points, for every view of a game (the
+envs' ``ansi`` text and image, the terminal table): :func:`game_title` (Yacht, Yahtzee or Yatzy),
+:func:`score_now` (what each open box would hold with the dice showing, the joker included, and only where the
+forced joker allows a pick) and :func:`bonus_rows` (the upper bonus and the Yahtzee bonus of the family's sheets).
+
 Frames are cheap (well under a millisecond on one core): everything that does not change during a game (the
 background, row bands, category names, labels) is drawn once per sheet layout and cached, every die face and
 every string is rasterised once and cached, and a frame is one copy of the background plus a few slice writes.
 
-The image size depends only on the number of categories, never on the state, since video encoders need every
-frame of a clip to have the same size.
+The image size depends only on the preset (its categories and bonus rows), never on the state, since video encoders
+need every frame of a clip to have the same size.
 """
 
 from __future__ import annotations
@@ -19,7 +24,79 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["FONT_SCALE", "WIDTH", "die_box", "image_height", "row_box", "sheet_image", "text_mask"]
+from yacht_env import rules as R
+
+__all__ = [
+    "FONT_SCALE",
+    "WIDTH",
+    "bonus_rows",
+    "die_box",
+    "game_title",
+    "image_height",
+    "row_box",
+    "score_now",
+    "sheet_image",
+    "text_mask",
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# What a sheet shows: the game's name, what the dice would score now, the bonus rows
+# --------------------------------------------------------------------------------------------------
+_GAME_NAMES = {"yacht": "Yacht", "yahtzee": "Yahtzee", "yatzy": "Yatzy"}
+
+
+def game_title(rules: R.Rules) -> str:
+    """The game a preset plays, named after its five-of-a-kind box: ``"Yahtzee"``, ``"Yatzy"``, else ``"Yacht"``."""
+    five = rules.five_of_a_kind_category
+    return "Yacht" if five is None else _GAME_NAMES[rules.categories[five]]
+
+
+def score_now(rules: R.Rules, roll: int, open_mask: int, upper: int = 0, armed: int = 0) -> list[int]:
+    """Per box, what it would hold if the dice showing were scored there now (a joker's full points included):
+    the sheet's entry-to-be (:func:`yacht_env.rules.pick_outcome`'s ``box``, bonuses apart); ``-1`` for a filled
+    box and for an open one the forced joker's placement rules out (:func:`yacht_env.rules.legal_picks`)."""
+    k = np.arange(rules.num_categories)
+    if rules.has_bonuses:
+        box = R.pick_outcome(rules, roll, k, open_mask, upper, armed)[1]
+        legal = R.legal_picks(rules, roll, open_mask)
+    else:
+        box, legal = R.score_table(rules)[roll], open_mask
+    return np.where(legal >> k & 1, box, -1).tolist()
+
+
+def bonus_rows(rules: R.Rules, sheet: Sequence[int], total: int, upper: int) -> tuple[tuple[str, str], ...]:
+    """The rows a sheet shows after its boxes, as ``(label, value)`` text; none for Yacht's presets.
+
+    * ``("upper bonus", ...)`` where the preset has an upper bonus: the upper subtotal toward it (``"45/63"``) while
+      it can still be earned, then its points: ``"35"`` once earned, ``"0"`` once every upper box is filled short.
+    * ``("yahtzee bonus", "100")`` where it has a Yahtzee bonus (named after the five-of-a-kind box): the points
+      earned so far, ``total`` less the boxes' points and the upper bonus.
+
+    Args:
+        rules: The preset.
+        sheet: One game's sheet (each box's own points, ``-1`` while open).
+        total: The game's total, bonuses included.
+        upper: The game's upper subtotal, capped at the threshold (``GameState.upper``).
+    """
+    rows = []
+    sheet = np.asarray(sheet)
+    earned = bool(rules.upper_bonus) and upper >= rules.upper_bonus_threshold
+    if rules.upper_bonus:
+        upper_boxes = [k for k, name in enumerate(rules.categories) if name in R.UPPER_CATEGORIES]
+        if earned:
+            shown = str(rules.upper_bonus)
+        elif (sheet[upper_boxes] >= 0).all():
+            shown = "0"
+        else:
+            shown = f"{int(upper)}/{rules.upper_bonus_threshold}"
+        rows.append(("upper bonus", shown))
+    if rules.yahtzee_bonus:
+        five = rules.categories[rules.five_of_a_kind_category]
+        so_far = int(total) - int(sheet[sheet >= 0].sum()) - rules.upper_bonus * earned
+        rows.append((f"{five} bonus", str(so_far)))
+    return tuple(rows)
+
 
 # --------------------------------------------------------------------------------------------------
 # Font: 5x7 glyphs, one string per glyph, rows separated by spaces ('#' = ink)
@@ -167,9 +244,10 @@ _PIP_LAYOUTS: dict[int, tuple[tuple[int, int], ...]] = {
 }
 
 
-def image_height(num_categories: int) -> int:
-    """Image height in pixels for a sheet of ``num_categories`` rows (fixed per sheet, whatever the state)."""
-    return _ROWS_TOP + (num_categories + 1) * _ROW_H + _RULE_H + _BOTTOM
+def image_height(num_categories: int, num_bonus_rows: int = 0) -> int:
+    """Image height in pixels for a sheet of ``num_categories`` boxes and ``num_bonus_rows`` bonus rows (fixed per
+    preset, whatever the state)."""
+    return _ROWS_TOP + (num_categories + num_bonus_rows + 1) * _ROW_H + _RULE_H + _BOTTOM
 
 
 def die_box(i: int) -> tuple[int, int, int, int]:
@@ -182,11 +260,13 @@ def _row_top(k: int) -> int:
     return _ROWS_TOP + k * _ROW_H
 
 
-def row_box(k: int, num_categories: int) -> tuple[int, int]:
-    """Pixel rows ``(top, bottom)`` (half-open) of category ``k``'s row; ``k == num_categories`` is the total's."""
-    if k < num_categories:
+def row_box(k: int, num_categories: int, num_bonus_rows: int = 0) -> tuple[int, int]:
+    """Pixel rows ``(top, bottom)`` (half-open) of row ``k``: category ``k`` below ``num_categories``, then the
+    bonus rows, then (``k == num_categories + num_bonus_rows``) the total's."""
+    rows = num_categories + num_bonus_rows
+    if k < rows:
         return _row_top(k), _row_top(k) + _ROW_H
-    top = _row_top(num_categories) + _RULE_H  # the total sits below the rule that ends the category rows
+    top = _row_top(rows) + _RULE_H  # the total sits below the rule that ends the sheet's rows
     return top, top + _ROW_H
 
 
@@ -238,9 +318,10 @@ def _die_tile(face: int) -> np.ndarray:
 
 
 @functools.cache
-def _background(categories: tuple[str, ...]) -> np.ndarray:
+def _background(categories: tuple[str, ...], bonus_labels: tuple[str, ...] = ()) -> np.ndarray:
     """Everything that stays put during a game of this sheet: paper, title bar, labels, row bands, names."""
-    height = image_height(len(categories))
+    rows = len(categories) + len(bonus_labels)
+    height = image_height(len(categories), len(bonus_labels))
     image = np.empty((height, WIDTH, 3), dtype=np.uint8)
     image[:] = _PAPER
     image[: _DICE_TOP - 8] = _TITLE_BAR
@@ -248,14 +329,14 @@ def _background(categories: tuple[str, ...]) -> np.ndarray:
     _draw_text(image, "CATEGORY", _MARGIN, _HEADER_Y, _FAINT_INK)
     _draw_text(image, "NOW", _NOW_RIGHT, _HEADER_Y, _FAINT_INK, align="right")
     _draw_text(image, "SCORE", _SCORE_RIGHT, _HEADER_Y, _FAINT_INK, align="right")
-    for k, name in enumerate(categories):
+    for k, name in enumerate((*categories, *bonus_labels)):
         top = _row_top(k)
         if k % 2 == 0:
             image[top : top + _ROW_H] = _BAND
         _draw_text(image, _display_name(name), _MARGIN, top + _ROW_TEXT_DY, _INK)
-    rule_top = _row_top(len(categories))
+    rule_top = _row_top(rows)
     image[rule_top : rule_top + _RULE_H, _MARGIN // 2 : WIDTH - _MARGIN // 2] = _INK
-    _draw_text(image, "TOTAL", _MARGIN, row_box(len(categories), len(categories))[0] + _ROW_TEXT_DY, _INK)
+    _draw_text(image, "TOTAL", _MARGIN, row_box(rows, rows)[0] + _ROW_TEXT_DY, _INK)
     image.flags.writeable = False
     return image
 
@@ -270,6 +351,7 @@ def sheet_image(
     turn: int,
     num_turns: int,
     title: str = "Yacht",
+    bonus_rows: Sequence[tuple[str, str]] = (),
 ) -> np.ndarray:
     """Draws the dice and the score sheet of a Yacht game.
 
@@ -278,18 +360,22 @@ def sheet_image(
         rolls_left: Re-rolls still allowed this turn.
         categories: The sheet's category names in order (e.g. ``"four_of_a_kind"``, shown as ``FOUR OF A KIND``).
         sheet: Per category, the points scored in it, or ``-1`` while it is open.
-        score_now: Per category, what the dice showing would score there now (shown for open categories only).
+        score_now: Per category, what the dice showing would score there now (shown for open categories only;
+            a negative value shows nothing: a box the forced joker rules out, see :func:`score_now`).
         total: The points scored so far.
         turn: The current turn, 1-based.
         num_turns: Turns in the game.
         title: The heading drawn left of ``TURN turn/num_turns`` in the title bar.
+        bonus_rows: ``(label, value)`` rows drawn between the categories and the total (:func:`bonus_rows`); the
+            labels are part of the layout, so one preset passes the same labels in every frame.
 
     Returns:
-        A new uint8 array of shape ``(image_height(len(categories)), WIDTH, 3)``: the same size for every state of
-        a sheet, as video encoders need. Filled scores are dark in the ``SCORE`` column; an open category shows a
-        dash there and, in blue in the ``NOW`` column, what it would score with these dice.
+        A new uint8 array of shape ``(image_height(len(categories), len(bonus_rows)), WIDTH, 3)``: the same size for
+        every state of a preset, as video encoders need. Filled scores are dark in the ``SCORE`` column; an open
+        category shows a dash there and, in blue in the ``NOW`` column, what it would score with these dice.
     """
-    image = _background(tuple(categories)).copy()
+    labels = tuple(label for label, _ in bonus_rows)
+    image = _background(tuple(categories), labels).copy()
     turn_text = f"TURN {int(turn)}/{int(num_turns)}"
     _draw_text(image, turn_text, _SCORE_RIGHT, _TITLE_Y, _TITLE_INK, align="right")
     # A long title is cut short rather than run into the turn counter, which matters more in a video.
@@ -307,7 +393,11 @@ def sheet_image(
             _draw_text(image, str(int(filled)), _SCORE_RIGHT, y, _INK, align="right")
         else:
             _draw_text(image, "-", _SCORE_RIGHT, y, _FAINT_INK, align="right")
-            _draw_text(image, str(int(score_now[k])), _NOW_RIGHT, y, _OPEN_INK, align="right")
-    total_y = row_box(len(categories), len(categories))[0] + _ROW_TEXT_DY
+            if score_now[k] >= 0:
+                _draw_text(image, str(int(score_now[k])), _NOW_RIGHT, y, _OPEN_INK, align="right")
+    for j, (_, value) in enumerate(bonus_rows):
+        _draw_text(image, str(value), _SCORE_RIGHT, _row_top(len(categories) + j) + _ROW_TEXT_DY, _INK, align="right")
+    rows = len(categories) + len(labels)
+    total_y = row_box(rows, rows)[0] + _ROW_TEXT_DY
     _draw_text(image, str(int(total)), _SCORE_RIGHT, total_y, _INK, align="right")
     return image

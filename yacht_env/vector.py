@@ -334,14 +334,20 @@ class YachtVectorEnv(BatchedEnv):
         return self._game.open_mask.copy()
 
     def render(self) -> tuple[str, ...] | None:
-        """With ``render_mode="ansi"``, one score-sheet line per game."""
+        """With ``render_mode="ansi"``, one score-sheet line per game (with the family's bonus rows where the preset
+        has them: ``upper bonus 45/63  yahtzee bonus 100``, as :func:`yacht_env.render.bonus_rows`)."""
         if self.render_mode is None:
             return None
+        from yacht_env.render import bonus_rows
+
         game = self._game
         lines = []
         for i in range(self.num_envs):
             dice = " ".join(str(v) for v in R.ROLL_TUPLES[game.roll[i]])
-            lines.append(f"game {i}: dice {dice}  rolls left {game.rolls_left[i]}  total {game.total[i]}")
+            line = f"game {i}: dice {dice}  rolls left {game.rolls_left[i]}  total {game.total[i]}"
+            for label, value in bonus_rows(self.rules, game.sheet[i], game.total[i], game.upper[i]):
+                line += f"  {label} {value}"
+            lines.append(line)
         return tuple(lines)
 
     # The hooks of BatchedEnv ----------------------------------------------------------------------

@@ -5,13 +5,17 @@
   (a keep by faces or by positions becomes the canonical keep-mask of that multiset, the env's legality).
   Both raise :class:`CommandError` with a one-line explanation.
 * :func:`match_category` and :func:`display_name`: the category names a person may type and the ones shown.
-* :func:`describe` and :func:`command_for` go the other way: an action in words, and a command that plays it;
-  :func:`dice_text` and :func:`kept_dice` write the dice.
+* :func:`describe` and :func:`command_for` go the other way: an action in words (a pick's points as
+  :func:`pick_words` says them, jokers and bonuses included), and a command that plays it; :func:`dice_text` and
+  :func:`kept_dice` write the dice. :func:`help_text` is the ``help`` of a preset's sheet.
 
 Separate from the game (:mod:`yacht_lab.table`) and its screens (:mod:`yacht_lab.screen`): reading and writing
 commands is text and the rules only, usable and testable without a game, a solver or a terminal.
 
-The sheet numbers the categories 1..12 as shown (``s 7`` is Full House on Yacht's sheet).
+The sheet numbers the categories 1..N as shown (``s 7`` is Full House on Yacht's sheet, ``s 9`` on Yahtzee's).
+Every preset's sheet is read the same way; a name a person types is matched only against the boxes of the sheet
+played, so ``yahtzee`` names Yacht's ``yacht`` box on Yacht's sheet and the ``yahtzee`` box on Yahtzee's, and
+``ls`` is Yacht's Little Straight but Yahtzee's Large Straight.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from yacht_env import rules as R
 # --------------------------------------------------------------------------------------------------
 # Category names
 # --------------------------------------------------------------------------------------------------
-#: Extra names a person may type for each category (besides its display name and its rules name).
+#: Extra names a person may type for each category (besides its display name and its rules name). Only the boxes of
+#: the sheet played are matched, so two boxes that are never on one sheet may share a name (``ls``, ``yahtzee``).
 ALIASES: dict[str, tuple[str, ...]] = {
     "ones": ("1s", "aces", "one"),
     "twos": ("2s", "two"),
@@ -40,8 +45,16 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "little_straight": ("ls", "ss", "small straight", "sm straight"),
     "big_straight": ("bs", "large straight", "lg straight"),
     "choice": ("chance",),
-    "yacht": ("yahtzee",),
-    "three_of_a_kind": ("3k", "3oak", "3 of a kind"),
+    "yacht": ("yahtzee", "yatzy"),
+    "three_of_a_kind": ("3k", "3oak", "3 of a kind", "trips"),
+    # The family's boxes (Yahtzee, Scandinavian Yatzy).
+    "one_pair": ("1p", "pair"),
+    "two_pairs": ("2p", "two pair"),
+    "small_straight": ("ss", "sm straight", "little straight"),
+    "large_straight": ("ls", "lg straight", "bs", "big straight"),
+    "chance": ("choice",),
+    "yahtzee": ("yacht", "yatzy"),
+    "yatzy": ("yahtzee", "yacht"),
 }
 _SMALL_WORDS = {"of", "a"}
 
@@ -133,18 +146,68 @@ class Command:
     category: int | None = None
 
 
-HELP = """\
+_HELP = """\
 commands:
   keep 4 4 6     keep the dice showing these faces, re-roll the others (also: k 4 4 6)
   k 245          keep the dice at these positions (1..5, the numbers under the dice, written together)
   roll           re-roll all five dice (also: r)
   score fh       score the dice in a category: its number in the sheet (s 7), its name (score full house),
-                 a common name (fh, 4k, ls/small straight, bs/large straight, yacht/yahtzee, chance, 1s..6s)
+                 a common name ({common}, 1s..6s)
                  or the start of its name (s ful); also: s
   help           this text (also: h, ?)
   quit           leave the game (also: q; Ctrl-D too)
 the sheet: filled scores; (n) beside an open category of the player on turn is what the dice would score there
 now; - is an open category. Keeping all five dice is not a move: score instead."""
+#: The common names :func:`help_text` lists, in this order, for the boxes of the sheet played.
+_COMMON_NAMES = {
+    "one_pair": "1p",
+    "two_pairs": "2p",
+    "full_house": "fh",
+    "three_of_a_kind": "3k",
+    "four_of_a_kind": "4k",
+    "little_straight": "ls/small straight",
+    "big_straight": "bs/large straight",
+    "small_straight": "ss/small straight",
+    "large_straight": "ls/large straight",
+    "yacht": "yacht/yahtzee",
+    "yahtzee": "yahtzee",
+    "yatzy": "yatzy",
+    "choice": "chance",
+    "chance": "chance",
+}
+
+
+def help_text(rules: R.Rules = R.PRESETS["standard"]) -> str:
+    """The ``help`` text of a preset's sheet: the common names of its boxes and, for the family's sheets, what the
+    bonus rows count and how the joker plays."""
+    lines = [_HELP.format(common=", ".join(short for name, short in _COMMON_NAMES.items() if name in rules.categories))]
+    if rules.upper_bonus:
+        threshold = rules.upper_bonus_threshold
+        lines.append(
+            f"Upper Bonus: {rules.upper_bonus} once Ones..Sixes total {threshold}; the sheet shows the subtotal "
+            f"(45/{threshold}), then the bonus ({rules.upper_bonus} or 0)."
+        )
+    box = "" if rules.five_of_a_kind_category is None else display_name(rules.categories[rules.five_of_a_kind_category])
+    if rules.yahtzee_bonus:
+        lines.append(
+            f"{box} Bonus: {rules.yahtzee_bonus} for each extra five of a kind once {box} holds {rules.yacht}; the "
+            f"sheet shows the points so far."
+        )
+    if rules.joker == "free":
+        lines.append(
+            f"Joker: five of a kind scores Full House and the straights in full once {box} and its upper box "
+            f"are filled."
+        )
+    elif rules.joker == "forced":
+        lines.append(
+            f"Joker: once {box} is filled, five of a kind goes in its face's upper box if open, else outside the "
+            f"upper\nsection if a box is open there, else anywhere; Full House and the straights then score in full."
+        )
+    return "\n".join(lines)
+
+
+#: The ``help`` text of Yacht's sheet.
+HELP = help_text()
 
 _KEEP_WORDS = ("keep", "k", "hold")
 _ROLL_WORDS = ("roll", "r", "reroll", "re-roll")
@@ -217,7 +280,8 @@ def resolve(command: Command, roll: int, rolls_left: int, open_mask: int, sheet:
     """The env's action for a keep or score ``command`` in a state (the canonical keep-mask of a keep).
 
     Raises:
-        CommandError: no re-rolls left for a keep, dice that are not showing, keeping all five, a filled category.
+        CommandError: no re-rolls left for a keep, dice that are not showing, keeping all five, a filled category,
+            an open one the forced joker's placement rules out (:func:`yacht_env.rules.legal_picks`).
     """
     dice = R.ROLLS[roll]
     if command.kind == "score":
@@ -225,6 +289,13 @@ def resolve(command: Command, roll: int, rolls_left: int, open_mask: int, sheet:
         if not open_mask >> k & 1:
             raise CommandError(
                 f"{display_name(rules.categories[k])} is already filled ({int(sheet[k])}): choose an open category"
+            )
+        legal = R.legal_picks(rules, roll, open_mask)
+        if not legal >> k & 1:
+            allowed = [display_name(name) for j, name in enumerate(rules.categories) if legal >> j & 1]
+            raise CommandError(
+                f"the joker rules out {display_name(rules.categories[k])}: an extra five of a kind goes in its face's "
+                f"upper box if open, else in an open box outside the upper section (here: {_or_list(allowed)})"
             )
         return R.PICK_OFFSET + k
     if command.kind != "keep":
@@ -248,17 +319,40 @@ def resolve(command: Command, roll: int, rolls_left: int, open_mask: int, sheet:
     return int(np.flatnonzero(R.KEEP[roll] == R.KEEP[roll, mask])[0])  # the canonical mask of that multiset
 
 
+def _or_list(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
 def kept_dice(roll: int, action: int) -> np.ndarray:
     """The faces keep-mask ``action`` keeps of sorted roll ``roll``."""
     return R.ROLLS[roll][R.KEEP_BITS[action]]
 
 
-def describe(action: int, roll: int, rules: R.Rules) -> str:
-    """An action in words: ``keep 4 4``, ``re-roll all five``, ``score Yacht for 50``."""
+def pick_words(k: int, roll: int, rules: R.Rules, open_mask: int | None = None, upper: int = 0, armed: int = 0) -> str:
+    """A pick in words: ``Yacht for 50``. Given the state (``open_mask``, and the family's ``upper`` and ``armed``),
+    what it earns under the family's rules (:func:`yacht_env.rules.pick_outcome`): a joker's full points and any bonus
+    the pick earns, ``Sixes for 24 + 35 upper bonus``, ``Full House for 25 + 100 Yahtzee bonus``."""
+    name = display_name(rules.categories[k])
+    if open_mask is None or not rules.has_bonuses:
+        return f"{name} for {int(R.score_table(rules)[roll, k])}"
+    points, box, new_upper, _ = R.pick_outcome(rules, roll, k, open_mask, upper, armed)
+    words = f"{name} for {box}"
+    upper_bonus = rules.upper_bonus if upper < rules.upper_bonus_threshold <= new_upper else 0
+    if upper_bonus:
+        words += f" + {upper_bonus} upper bonus"
+    if points - box - upper_bonus:
+        five = display_name(rules.categories[rules.five_of_a_kind_category])
+        words += f" + {points - box - upper_bonus} {five} bonus"
+    return words
+
+
+def describe(
+    action: int, roll: int, rules: R.Rules, open_mask: int | None = None, upper: int = 0, armed: int = 0
+) -> str:
+    """An action in words: ``keep 4 4``, ``re-roll all five``, ``score Yacht for 50`` (a pick as :func:`pick_words`
+    says it, with the state where it is given)."""
     if action >= R.PICK_OFFSET:
-        k = action - R.PICK_OFFSET
-        points = int(R.score_table(rules)[roll, k])
-        return f"score {display_name(rules.categories[k])} for {points}"
+        return "score " + pick_words(action - R.PICK_OFFSET, roll, rules, open_mask, upper, armed)
     if action == 0:
         return "re-roll all five"
     return f"keep {dice_text(kept_dice(roll, action))}"

@@ -10,7 +10,7 @@ only how; a test or another front end passes its own screen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TextIO
 
 
@@ -26,6 +26,7 @@ class SheetView:
     on_turn: int | None
     title: str
     dice: tuple[int, ...] | None = None
+    bonus_rows: list[tuple[str, list[str]]] = field(default_factory=list)  # (label, per player), before the total
 
 
 class PlainScreen:
@@ -42,6 +43,8 @@ class PlainScreen:
         rows = [["#", "category", *view.names]]
         for k, name in enumerate(view.categories):
             rows.append([str(k + 1), name, *view.cells[k]])
+        for label, cells in view.bonus_rows:
+            rows.append(["", label, *cells])
         rows.append(["", "Total", *map(str, view.totals)])
         widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
         lines = [f"== {view.title} =="]
@@ -84,6 +87,8 @@ class RichScreen(PlainScreen):
                 Text(cell, style="dim italic" if view.potential[k][p] else "") for p, cell in enumerate(view.cells[k])
             ]
             table.add_row(str(k + 1), name, *cells)
+        for label, cells in view.bonus_rows:
+            table.add_row("", Text(label, style="italic"), *cells)
         table.add_row("", Text("Total", style="bold"), *(Text(str(t), style="bold") for t in view.totals))
         self.console.print(table)
         if view.dice is not None:

@@ -1,6 +1,8 @@
 """Yacht at a table in the terminal: people and agents on one :class:`~yacht_env.game.TableState`, the solver as coach.
 
-``play.py`` is a thin shell over this module. The pieces, each importable on its own:
+``play.py`` is a thin shell over this module. Every preset plays here, the family's too (Yahtzee, Yatzy): the sheet
+shows their bonus rows (:func:`yacht_env.render.bonus_rows`) and what a joker would score, a pick names the bonus it
+earns, and a pick the forced joker rules out is refused with the reason. The pieces, each importable on its own:
 
 * :class:`Coach` values every decision with the exact solver (:meth:`~yacht_env.solver.Solution.q_values`):
   the best move, its expected final score, and what a chosen move gave away (best q - chosen q).
@@ -28,15 +30,17 @@ from yacht_agents.base import check_agents
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import TableState, game_streams, parse_dice_stream
+from yacht_env.render import bonus_rows, score_now
 from yacht_env.solver import Solution, solve
 from yacht_lab.commands import (
-    HELP,
     CommandError,
     describe,
     dice_text,
     display_name,
+    help_text,
     kept_dice,
     parse_command,
+    pick_words,
     resolve,
 )
 from yacht_lab.screen import PlainScreen, SheetView
@@ -56,11 +60,20 @@ class Advice:
         q: ``(num_actions,)`` expected points from this decision to the end of the game per action (-inf illegal).
         best: The best action (ties: the smallest index, as the optimal agent).
         total: The player's points so far; ``total + q[a]`` is the expected final score after action ``a``.
+        open_mask, upper, armed: The state's sheet (the family's ``upper`` and ``armed``: 0 for Yacht), so that a
+            pick is put in words with what it earns there (:func:`~yacht_lab.commands.describe`).
     """
 
     q: np.ndarray
     best: int
     total: int
+    open_mask: int | None = None
+    upper: int = 0
+    armed: int = 0
+
+    def describe(self, action: int, roll: int, rules: R.Rules) -> str:
+        """``action`` in words in this decision's state."""
+        return describe(action, roll, rules, self.open_mask, self.upper, self.armed)
 
     @property
     def expected_final(self) -> float:
@@ -74,20 +87,29 @@ class Advice:
 
 @dataclass(frozen=True)
 class Decision:
-    """One decision of a game, valued by the coach."""
+    """One decision of a game, valued by the coach (``best`` is ``None`` and ``cost`` 0.0 at a table without hints,
+    where no coach is asked); ``open_mask``, ``upper`` and ``armed`` are the player's sheet before it."""
 
     seat: int
     turn: int
     roll: int
     rolls_left: int
     action: int
-    best: int
+    best: int | None
     cost: float
+    open_mask: int = 0
+    upper: int = 0
+    armed: int = 0
+
+    def describe(self, action: int, rules: R.Rules) -> str:
+        """``action`` in words in this decision's state."""
+        return describe(action, self.roll, rules, self.open_mask, self.upper, self.armed)
 
 
 class Coach:
     """The exact solver as a coach: advice before a decision, its cost after; at a table of two or more, also
-    the win-aware agent's chance of finishing first after each move (:meth:`win_chances`)."""
+    the win-aware agent's chance of finishing first after each move (:meth:`win_chances`), where that agent plays
+    the rules (it refuses the ones its model does not cover; the coach then gives no odds)."""
 
     def __init__(self, rules: R.Rules, solution: Solution | None = None, players: int = 1) -> None:
         self.rules = rules
@@ -96,7 +118,10 @@ class Coach:
         if players >= 2:
             from yacht_agents.win import WinAgent
 
-            self.win = WinAgent(rules, players, name="coach")
+            try:
+                self.win = WinAgent(rules, players, name="coach")
+            except ValueError:  # rules the win agent's model does not cover
+                self.win = None
 
     def win_chances(self, roll: int, rolls_left: int, open_mask: int, total: int, opponent_open, opponent_total):
         """Per action ``(44,)``: the chance of finishing first (ties split) if it is taken and everyone plays the
@@ -112,17 +137,23 @@ class Coach:
         line = f"odds: win chance {chances[advice.best]:.1%} with the coach's move"
         best = int(np.argmax(chances))
         if chances[best] > chances[advice.best] + 1e-12:
-            line += f"; to win: {describe(best, roll, self.rules)} ({chances[best]:.1%})"
+            line += f"; to win: {advice.describe(best, roll, self.rules)} ({chances[best]:.1%})"
         return line
 
-    def advise(self, roll: int, rolls_left: int, open_mask: int, total: int = 0) -> Advice:
-        q = self.solution.q_values(roll, rolls_left, open_mask)
-        return Advice(q, int(np.argmax(q)), int(total))
+    def advise(
+        self, roll: int, rolls_left: int, open_mask: int, total: int = 0, upper: int = 0, armed: int = 0
+    ) -> Advice:
+        """The solver's action values in a state (the family's with its ``upper`` and ``armed``)."""
+        if self.rules.has_bonuses:
+            q = self.solution.q_values(roll, rolls_left, open_mask, upper=upper, armed=armed)
+        else:
+            q = self.solution.q_values(roll, rolls_left, open_mask)
+        return Advice(q, int(np.argmax(q)), int(total), int(open_mask), int(upper), int(armed))
 
     def hint(self, advice: Advice, roll: int) -> str:
         """``coach: keep 4 4 (+2.31 over re-rolling all); expected final score 160.12``."""
         best = advice.best
-        words = describe(best, roll, self.rules)
+        words = advice.describe(best, roll, self.rules)
         if 0 < best < R.PICK_OFFSET:
             words += f" ({advice.q[best] - advice.q[0]:+.2f} over re-rolling all)"
         return f"coach: {words}; expected final score {advice.expected_final:.2f}"
@@ -132,7 +163,9 @@ class Coach:
         cost = advice.cost(action)
         if cost == 0.0:
             return "coach: best move (0.00 given away)"
-        return f"coach: that gave away {cost:.2f} expected points (best: {describe(advice.best, roll, self.rules)})"
+        return (
+            f"coach: that gave away {cost:.2f} expected points (best: {advice.describe(advice.best, roll, self.rules)})"
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -180,7 +213,8 @@ class TableGame:
         screen: Where the table is shown (:class:`~yacht_lab.screen.PlainScreen`,
             :class:`~yacht_lab.screen.RichScreen`).
         read: ``read(prompt) -> line``; raises ``EOFError`` at the end of input.
-        hints: Coach the people before and after each decision; review the game at the end.
+        hints: Coach the people before and after each decision; review the game at the end. Without hints the
+            solver is not consulted at all (a preset's first solve can take a while).
         delay: Seconds to wait after each shown agent move.
         sleep: The wait (``time.sleep``; tests pass a recorder).
     """
@@ -208,25 +242,30 @@ class TableGame:
         self.table = TableState(self.rules, p)
         streams = game_streams(self.seed, range(p), self.rules)
         self.table.start(parse_dice_stream({"dice_stream": streams}, self.rules, leading=(p,)))
-        self.coach = Coach(self.rules, players=p if self.hints else 1)
+        self.coach = Coach(self.rules, players=p) if self.hints else None
         self._chances = None  # the win chances of the person's current decision (hints at a table)
         self.solo = ObservationEncoder(self.rules)
         self.view = MultiplayerEncoder(self.rules, p)
-        self._score = R.score_table(self.rules)
 
     # -- showing ------------------------------------------------------------------------------------
     def sheet_view(self, decision: bool) -> SheetView:
-        table, n = self.table, self.rules.num_categories
+        table, rules, n = self.table, self.rules, self.rules.num_categories
         seat = table.current if decision else None
         cells = [["-"] * len(self.names) for _ in range(n)]
         potential = [[False] * len(self.names) for _ in range(n)]
+        bonuses: list[tuple[str, list[str]]] = []
         for p, game in enumerate(table.players):
+            now = score_now(rules, game.roll, game.open_mask, game.upper, game.armed) if p == seat else None
             for k in range(n):
                 if game.sheet[k] >= 0:
                     cells[k][p] = str(int(game.sheet[k]))
-                elif p == seat:
-                    cells[k][p] = f"({int(self._score[game.roll, k])})"
+                elif now is not None and now[k] >= 0:  # an open box the dice may go in (the forced joker: not all)
+                    cells[k][p] = f"({now[k]})"
                     potential[k][p] = True
+            for j, (label, value) in enumerate(bonus_rows(rules, game.sheet, game.total, game.upper)):
+                if p == 0:
+                    bonuses.append((display_name(label.replace(" ", "_")), []))
+                bonuses[j][1].append(value)
         if decision:
             game = table.on_turn
             left = f"{game.rolls_left} re-roll{'s' if game.rolls_left != 1 else ''} left"
@@ -243,6 +282,7 @@ class TableGame:
             on_turn=seat,
             title=title,
             dice=dice,
+            bonus_rows=bonuses,
         )
 
     # -- playing ------------------------------------------------------------------------------------
@@ -250,27 +290,32 @@ class TableGame:
         """Plays the game to its end; returns the totals. Raises :class:`Quit` if a person leaves."""
         over = False
         while not over:
-            seat = self.table.current
-            game = self.table.on_turn
-            roll, rolls_left, open_mask, total = game.roll, game.rolls_left, game.open_mask, game.total
-            advice = self.coach.advise(roll, rolls_left, open_mask, total)
+            seat, game = self.table.current, self.table.on_turn
+            advice = None
+            if self.coach is not None:
+                advice = self.coach.advise(
+                    game.roll, game.rolls_left, game.open_mask, game.total, game.upper, game.armed
+                )
             agent = self.agents[seat]
             if agent is None:
                 action = self._human(seat, advice)
             else:
                 action = self._agent(seat, agent)
-            turn = game.turn
-            points, over = self.table.play(action)
-            self.decisions.append(Decision(seat, turn, roll, rolls_left, action, advice.best, advice.cost(action)))
-            self._show_move(seat, agent, roll, action, points, advice)
+            best, cost = (None, 0.0) if advice is None else (advice.best, advice.cost(action))
+            decision = Decision(
+                seat, game.turn, game.roll, game.rolls_left, action, best, cost, game.open_mask, game.upper, game.armed
+            )
+            _, over = self.table.play(action)
+            self.decisions.append(decision)
+            self._show_move(decision, agent, advice)
         self._finish()
         return [int(t) for t in self.table.totals()]
 
-    def _human(self, seat: int, advice: Advice) -> int:
+    def _human(self, seat: int, advice: Advice | None) -> int:
         game = self.table.on_turn
         self.screen.sheet(self.sheet_view(decision=True))
         self._chances = None
-        if self.hints:
+        if advice is not None:
             self.screen.say(self.coach.hint(advice, game.roll), "coach")
             others = [(seat + j) % len(self.agents) for j in range(1, len(self.agents))]
             self._chances = self.coach.win_chances(
@@ -288,7 +333,7 @@ class TableGame:
             try:
                 command = parse_command(line, self.rules.categories)
                 if command.kind == "help":
-                    self.screen.say(HELP)
+                    self.screen.say(help_text(self.rules))
                     continue
                 if command.kind == "quit":
                     raise Quit
@@ -317,11 +362,14 @@ class TableGame:
             )
         return action
 
-    def _show_move(self, seat: int, agent, roll: int, action: int, points: int, advice: Advice) -> None:
+    def _show_move(self, decision: Decision, agent, advice: Advice | None) -> None:
+        seat, roll, action = decision.seat, decision.roll, decision.action
         name, game, person = self.names[seat], self.table.players[seat], agent is None
         if action >= R.PICK_OFFSET:
-            category = display_name(self.rules.categories[action - R.PICK_OFFSET])
-            what = f"{'score' if person else 'scores'} {category} for {points} (total {game.total})"
+            words = pick_words(
+                action - R.PICK_OFFSET, roll, self.rules, decision.open_mask, decision.upper, decision.armed
+            )
+            what = f"{'score' if person else 'scores'} {words} (total {game.total})"
         elif action == 0:
             what = f"{'re-roll' if person else 're-rolls'} all -> {dice_text(R.ROLLS[game.roll])}"
         else:
@@ -329,7 +377,7 @@ class TableGame:
             kept = dice_text(kept_dice(roll, action))
             what = f"{'keep' if person else 'keeps'} {kept} (positions {positions}) -> {dice_text(R.ROLLS[game.roll])}"
         self.screen.say(f"{name}: {what}", "human" if person else "agent")
-        if person and self.hints:
+        if person and advice is not None:
             self.screen.say(self.coach.verdict(advice, action, roll), "coach")
             if self._chances is not None:
                 self.screen.say(f"odds: win chance {self._chances[action]:.1%} after that move", "coach")
@@ -380,7 +428,7 @@ class TableGame:
                 left = f"{d.rolls_left} re-roll{'s' if d.rolls_left != 1 else ''} left"
                 lines.append(
                     f"  {i}. {self.names[d.seat]}, round {d.turn + 1}, dice {dice_text(R.ROLLS[d.roll])} ({left}): "
-                    f"{describe(d.action, d.roll, self.rules)}; solver: {describe(d.best, d.roll, self.rules)}; "
+                    f"{d.describe(d.action, self.rules)}; solver: {d.describe(d.best, self.rules)}; "
                     f"cost {d.cost:.2f}"
                 )
         return "\n".join(lines)

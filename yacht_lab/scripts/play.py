@@ -1,15 +1,20 @@
-"""Play Yacht in the terminal against the agents, with the exact solver as a coach.
+"""Play Yacht (or Yahtzee, Yatzy) in the terminal against the agents, with the exact solver as a coach.
 
 Usage:
     yacht-play                                                # you against the optimal agent
     yacht-play --players human optimal ppo:standard --hints   # and the shipped PPO model
     yacht-play --players human human --names Ann Bob --rules classic --seed 7
+    yacht-play --rules yahtzee --players human random         # Yahtzee: bonuses and jokers on the sheet
     printf 's 1\\ns 2\\n...' | yacht-play --players human optimal --seed 3 --delay 0   # scripted
 
 (``python -m yacht_lab play`` and the repository's ``python play.py`` are the same program.)
 Seats (1..5): ``human`` or an agent spec (``random``, ``greedy``, ``optimal``, ``win`` (sized to the table),
-``ppo:NAME`` (a shipped model: ``standard``, ``classic``) or ``ppo:PATH``). Seat ``p`` rolls the dice of
-``game_streams(seed, range(P))[p]``, so with ``--seed`` the same inputs give the same transcript.
+``ppo:NAME`` (a shipped model: ``standard``, ``classic``) or ``ppo:PATH``); an agent that cannot play the rules
+chosen (a Yacht model on Yahtzee's sheet, the greedy rule off Yacht's sheet) is refused with one line. ``--rules``
+takes every preset: Yacht's (``standard``, ``classic``, ``knizia``) and the family's (``yahtzee``,
+``yahtzee_forced_joker``, ``yahtzee_no_joker``, ``yahtzee_no_bonus``, ``yatzy``), whose sheets add the upper
+bonus and Yahtzee bonus rows. Seat ``p`` rolls the dice of ``game_streams(seed, range(P))[p]``, so with ``--seed``
+the same inputs give the same transcript.
 A person types ``keep 4 4 6`` (faces), ``k 245`` (positions under the dice), ``roll``, ``score full house`` /
 ``s fh`` / ``s 7`` (the number in the sheet), ``help``, ``quit``; anything else (superscript digits such as ``²``,
 a 5,000-digit number, bytes that are not text) is answered with one line and the game goes on. ``--hints``: the
@@ -145,6 +150,8 @@ def _main(argv: list[str] | None, prog: str) -> int:
     import numpy as np
 
     from yacht_agents import make_agent
+    from yacht_env.render import game_title
+    from yacht_env.rules import get_rules
     from yacht_lab.table import HUMAN, Quit, TableGame, default_names
 
     seed = secrets.randbelow(2**32) if args.seed is None else args.seed
@@ -169,7 +176,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
     seats = ", ".join(
         name if spec in (HUMAN, name) else f"{name} ({spec})" for name, spec in zip(names, args.players, strict=True)
     )
-    intro = f"Yacht, {args.rules} rules, dice seed {seed}: {seats}."
+    intro = f"{game_title(get_rules(args.rules))}, {args.rules} rules, dice seed {seed}: {seats}."
     if HUMAN in args.players:
         intro += " Type help for the commands."
     screen.say(intro, "result")

@@ -1,4 +1,4 @@
-"""The players of Yacht, one interface: ``agent.act(observations, action_masks) -> actions``.
+"""The players of Yacht and its family, one interface: ``agent.act(observations, action_masks) -> actions``.
 
 The repository keeps them in ``agents/``; they install as ``yacht_agents`` (a top-level ``agents`` would collide
 with other packages, openai-agents among them). The experiment lab that seats them is :mod:`yacht_lab`.
@@ -8,7 +8,8 @@ with other packages, openai-agents among them). The experiment lab that seats th
 * ``"random"``: uniform over the legal actions (seeded),
 * ``"greedy"``: a fixed rule of thumb (:mod:`yacht_agents.greedy`),
 * ``"optimal"``: the exact solver's best action (:mod:`yacht_env.solver`),
-* ``"win"`` / ``"win:P"``: plays to finish first at a table of 2 / ``P`` players (:mod:`yacht_agents.win`),
+* ``"win"`` / ``"win:P"``: plays to finish first at a table of 2 / ``P`` players (:mod:`yacht_agents.win`; Yacht's
+  presets only: rules with bonuses are refused),
 * ``"ppo:PATH"``: a saved sb3-contrib ``MaskablePPO`` model (needs the ``train`` extra); ``PATH`` may also name a
   shipped model, ``ppo:standard`` or ``ppo:classic`` (:func:`yacht_agents.ppo.resolve_model`).
 

@@ -1,4 +1,4 @@
-"""``optimal``: the exact solver's best action on the state behind each observation."""
+"""``optimal``: the exact solver's best action on the state behind each observation, on every preset."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from yacht_env.solver import solve
 class OptimalAgent(Agent):
     """Plays the optimal policy of :func:`yacht_env.solver.solve` (ties go to the smallest action).
 
-    The action masks are not consulted: the solver's legality is the env's (canonical keeps).
+    The whole decoded state goes to the solver, batched: ``(roll, rolls_left, open_mask, upper, armed)``, the
+    family's upper subtotal and Yahtzee box included (always 0 on Yacht's presets). The action masks are not
+    consulted: the solver's legality is the env's (canonical keeps, and the forced joker's placement).
     """
 
     def __init__(self, rules: str | R.Rules = "standard", name: str = "optimal") -> None:
@@ -20,7 +22,4 @@ class OptimalAgent(Agent):
         self.solution = solve(self.rules)
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        state = self.encoder.decode(observations)
-        if not self.rules.has_bonuses:  # Yacht's state is (roll, rolls_left, open_mask)
-            state = state[:3]
-        return np.asarray(self.solution.best_action(*state))
+        return np.asarray(self.solution.best_action(*self.encoder.decode(observations)))

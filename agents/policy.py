@@ -18,6 +18,11 @@ face counts, rolls-left and open bits, the layout of :func:`yacht_env.encoding.f
 policy takes ``Yacht-v0``'s observation unchanged (or a ``YachtVersus-v0`` table view, whose first values are
 the player's own flat observation) and ``PPOAgent`` plays it like any other. The tables are rebuilt from
 ``rules`` when a model loads: they are not learned and not stored.
+
+Every preset trains with it, the family's too: their observation (Yahtzee's 69 values, Yatzy's 72) has the same
+parts in the same places, with the upper subtotal and the Yahtzee box appended at its end, which the MLPs see as
+they are. The odds know nothing of bonuses or jokers (one category and one turn, each box scored as the score
+table has it); nothing of the solver enters either way.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ class OddsFeatures(nn.Module):
 
     def __init__(self, rules: R.Rules) -> None:
         super().__init__()
-        layout = flat_layout(rules.num_categories)
+        layout = flat_layout(rules)  # the family's bonus parts come after the parts read here
         self.counts, self.rolls_left, self.open = layout["counts"], layout["rolls_left"], layout["open"]
         scale = float(max(R.score_table(rules).max(), 1))
         # A roll is identified by its face counts in base 6 (as the rules core does): code -> roll index.

@@ -482,8 +482,9 @@ class PPOAgent(Agent):
 
     The model must have been trained on a flat observation of the preset's sheet with
     ``Discrete(rules.num_actions)`` actions: the solo one (``Box`` of ``encoder.size``, 64 for Yacht, the same
-    for every preset of 12 categories) or a table's view from ``YachtVersus-v0`` (a ``P``-player
-    :class:`~yacht_env.encoding.MultiplayerEncoder`'s size; the agent's ``table_players`` is then ``P``). A model
+    for every preset of 12 categories; 69 for Yahtzee, 72 for Yatzy) or a table's view from ``YachtVersus-v0``
+    (a ``P``-player :class:`~yacht_env.encoding.MultiplayerEncoder`'s size; the agent's ``table_players`` is then
+    ``P``). A model
     of :class:`yacht_agents.policy.OddsPolicy` (the default recipe) also names its preset, and must be played on it.
 
     Raises:
@@ -521,7 +522,8 @@ class PPOAgent(Agent):
         ):
             raise ValueError(
                 f"cannot use {what}: it was trained on observation space {obs_space} and action space "
-                f"{action_space}; Yacht-v0 has Box(0, 1, ({self.encoder.size},)) and Discrete({num_actions}), "
+                f"{action_space}; Yacht-v0 of the {self.rules.name!r} rules has Box(0, 1, ({self.encoder.size},)) and "
+                f"Discrete({num_actions}), "
                 f"YachtVersus-v0 a table's view of {sorted(s for s in sizes if s != self.encoder.size)} values"
             )
         self.table_players = sizes[shape[0]]

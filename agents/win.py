@@ -20,6 +20,10 @@ and totals, which stay fixed for a whole turn. So the values are computed once p
 batch (games in the same position share them) and kept for the next call (the same games' next decision
 of the turn): about one evaluation per turn, ~2,000 two-player games per second against ``optimal``.
 
+It plays Yacht's presets (any rules without bonuses): the distributions of the family's turn starts, which add the
+upper subtotal and the Yahtzee box to the open mask, would take gigabytes, and the agent refuses those rules in one
+line (:func:`yacht_env.distributions.unsupported`).
+
 The only approximation is the assumption about the future: the agent will in fact keep playing to win
 (against opponents that play the solver's policy that can only raise its chances, by the policy
 improvement theorem), and opponents that do not play the solver's policy make the estimate wrong, never
@@ -37,7 +41,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from yacht_agents.base import Agent
 from yacht_env import rules as R
 from yacht_env import solver as S
-from yacht_env.distributions import ScoreDistributions, score_distributions
+from yacht_env.distributions import ScoreDistributions, score_distributions, unsupported
 from yacht_env.encoding import MultiplayerEncoder
 
 MAX_PLAYERS = 10
@@ -169,11 +173,18 @@ class WinAgent(Agent):
         table_players: The table size; the agent acts on :class:`~yacht_env.encoding.MultiplayerEncoder`
             observations of its seat.
         distributions: The :class:`~yacht_env.distributions.ScoreDistributions` of the solver's policy.
+
+    Raises:
+        ValueError: bad ``players``, or rules with bonuses (the family's: Yahtzee, Yatzy), whose score
+            distributions are not computed (:func:`yacht_env.distributions.unsupported` says why).
     """
 
     def __init__(self, rules: str | R.Rules = "standard", players: int = 2, name: str = "win") -> None:
         if not R.is_int(players) or not 2 <= players <= MAX_PLAYERS:
             raise ValueError(f"players must be an int in 2..{MAX_PLAYERS}, got {players!r}")
+        reason = unsupported(rules)
+        if reason is not None:
+            raise ValueError(f"the win agent's exact score distributions {reason}; play 'optimal' there instead")
         super().__init__(name, rules)
         self.table_players = int(players)
         self.view = MultiplayerEncoder(self.rules, self.table_players)

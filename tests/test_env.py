@@ -129,7 +129,8 @@ def check_state(env: YachtEnv, obs, info: dict, canonical_keeps: bool = True) ->
         np.testing.assert_array_equal(obs["action_mask"], info["action_mask"])
         obs = obs["observation"]
     if env.observation_type in ("flat", "masked"):
-        roll, rolls_left, open_mask = ENCODER.decode(obs)
+        roll, rolls_left, open_mask, upper, armed = ENCODER.decode(obs)
+        assert (upper, armed) == (0, 0)  # Yacht has no bonus state
         assert R.ROLL_TUPLES[int(roll)] == dice
         assert int(rolls_left) == info["rolls_left"]
         assert int(open_mask) == open_mask_of(info)

@@ -52,6 +52,29 @@ def max_total(rules: str | R.Rules = "standard") -> int:
     return int(R.score_table(rules).max(axis=0).sum())
 
 
+def unsupported(rules: str | R.Rules) -> str | None:
+    """Why the distributions cannot be computed for ``rules`` (a phrase to follow "the exact score distributions"),
+    or ``None`` if they can: rules without bonuses, Yacht's presets among them.
+
+    A turn start is an open mask for Yacht (4,096 of them); the family's bonuses add the upper subtotal and the
+    Yahtzee box's status to it, about a million states for Yahtzee, each with a distribution of ``max_total + 1``
+    values: many gigabytes, and as many times the work.
+    """
+    rules = R.get_rules(rules)
+    if not rules.has_bonuses:
+        return None
+    uppers, armed = rules.bonus_shape
+    factors = [f"{rules.num_open_masks:,} open masks"]
+    factors += [f"{uppers} upper subtotals"] if uppers > 1 else []
+    factors += [f"{armed} states of the Yahtzee box"] if armed > 1 else []
+    states, width = rules.num_open_masks * uppers * armed, rules.max_total + 1
+    return (
+        f"cover rules without bonuses (Yacht's presets: {R.NUM_OPEN_MASKS:,} turn-start states); {rules.name} has "
+        f"{states:,} turn-start states with its bonuses ({' x '.join(factors)}), whose distributions of {width:,} "
+        f"values each would take {states * width * 8 / 1e9:.1f} GB and a new recurrence"
+    )
+
+
 def _policy(solution: S.Solution) -> np.ndarray:
     """``(3, num_open_masks, 252)`` uint8: the solver's best action at ``(rolls_left, open_mask, roll)``.
 
@@ -279,9 +302,12 @@ def score_distributions(
             ``~/.cache/yacht-rl``).
 
     Raises:
-        ValueError: unknown rules.
+        ValueError: unknown rules, or rules with bonuses (the family's: :func:`unsupported` says why).
     """
     rules = R.get_rules(rules)
+    reason = unsupported(rules)
+    if reason is not None:
+        raise ValueError(f"the exact score distributions {reason}")
     solution = S.solve(rules, cache=cache, cache_dir=cache_dir)
 
     def compute() -> ScoreDistributions:

@@ -1,4 +1,4 @@
-"""Benchmarking agents on common dice: scores, per-category scores and regret against the exact solver.
+"""Benchmarking agents on common dice: scores, per-category scores, bonuses and regret against the exact solver.
 
 Every agent plays the same games: game ``g`` rolls the dice of ``game_streams(seed, [g])``, whatever the
 batch it is played in, so two agents meet the same dice as far as their choices allow and their scores
@@ -13,6 +13,11 @@ is ``max q - q[chosen]``; a game's regret is the sum over its decisions. Because
 for any policy (the solver's values telescope along every game), so ``optimal - mean regret`` is a second
 estimate of an agent's expected score: a check of the identity and of the solver, and a measure of how
 much each agent gives away. The optimal agent's regret is exactly 0 in every game.
+
+Every preset is benchmarked the same way: the sheet's categories are the preset's (12 for Yacht, 13 for Yahtzee,
+15 for Yatzy), and the solver values the family's whole state (its upper subtotal and Yahtzee box too), so the
+identity holds there as well. Presets with bonuses add them to the report (the share of games that earn the upper
+bonus, the mean Yahtzee bonus); Yacht's presets have none, and their report is exactly what it always was.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ DEFAULT_BATCH_SIZE = 10_000
 #: faster.
 MAX_BATCH_SIZE = 20_000
 #: At most this many games per agent: each game keeps 224 bytes of results per agent (2.2 GB per agent
-#: here) and plays in about 0.1 ms, so 10 million games take some 20 minutes per agent on two cores.
+#: here; 281 bytes for Yatzy's 15 categories and bonus) and plays in about 0.1 ms (optimal Yatzy in 0.6 ms), so
+#: 10 million games take some 20 minutes per agent on two cores (optimal Yatzy about 100).
 MAX_GAMES = 10_000_000
 
 
@@ -51,14 +57,19 @@ class AgentResult:
 
     Attributes:
         name: The agent's name (its spec).
-        scores: Final score of each game, int ``(G,)``.
-        category_scores: Points of each category in each game, int ``(G, 12)``.
+        scores: Final score of each game, int ``(G,)``, bonuses included.
+        category_scores: Points of each category in each game, int ``(G, C)`` (what the sheet's boxes hold,
+            ``C = rules.num_categories``: 12 for Yacht).
         regret: Summed regret of each game's decisions, float64 ``(G,)``.
         category_regret: Regret of each game's turns by the category each turn was scored in, float64
-            ``(G, 12)``: a turn's keeps and pick are charged to the category it ends in (rows sum to
+            ``(G, C)``: a turn's keeps and pick are charged to the category it ends in (rows sum to
             ``regret``), which shows where an agent loses its points.
         decisions: Number of decisions (keeps and picks) of each game, int ``(G,)``.
         seconds: Wall-clock time of the agent's games.
+        rules: The rules played (the sheet's category names).
+        upper_bonus: Rules with an upper bonus: whether each game earned it, bool ``(G,)``; else ``None``.
+        yahtzee_bonus: Rules with a Yahtzee bonus: the Yahtzee bonus points of each game, int ``(G,)``; else
+            ``None``. ``scores`` is ``category_scores`` summed plus both bonuses.
     """
 
     name: str
@@ -68,16 +79,32 @@ class AgentResult:
     category_regret: np.ndarray
     decisions: np.ndarray
     seconds: float
+    rules: R.Rules = field(default_factory=R.get_rules)
+    upper_bonus: np.ndarray | None = None
+    yahtzee_bonus: np.ndarray | None = None
 
     @property
     def games_per_second(self) -> float:
         return len(self.scores) / self.seconds if self.seconds > 0 else math.inf
 
     def summary(self, optimal_expected_score: float) -> dict[str, object]:
-        """The statistics written to the JSON report (floats rounded to 6 decimals)."""
+        """The statistics written to the JSON report (floats rounded to 6 decimals).
+
+        ``yacht_rate`` is the share of games whose five-of-a-kind box (Yacht, Yahtzee, Yatzy) holds points; rules with
+        bonuses add ``upper_bonus_rate`` (the share of games that earn the upper bonus) and ``yahtzee_bonus_mean``
+        (the mean Yahtzee bonus points of a game) after it.
+        """
         mean, lo, hi = mean_ci(self.scores)
         regret, regret_lo, regret_hi = mean_ci(self.regret)
-        yacht = self.category_scores[:, R.Category.YACHT] > 0
+        categories = self.rules.categories
+        five = self.rules.five_of_a_kind_category
+        bonuses = {}
+        if five is not None:
+            bonuses["yacht_rate"] = float((self.category_scores[:, five] > 0).mean())
+        if self.upper_bonus is not None:
+            bonuses["upper_bonus_rate"] = float(self.upper_bonus.mean())
+        if self.yahtzee_bonus is not None:
+            bonuses["yahtzee_bonus_mean"] = float(self.yahtzee_bonus.mean())
         stats = {
             "mean": mean,
             "std": sample_std(self.scores),
@@ -88,9 +115,9 @@ class AgentResult:
             "percent_of_optimal": 100.0 * mean / optimal_expected_score,
             "mean_regret": regret,
             "regret_ci95": [regret_lo, regret_hi],
-            "yacht_rate": float(yacht.mean()),
-            "category_means": dict(zip(R.CATEGORIES, self.category_scores.mean(axis=0).tolist(), strict=True)),
-            "category_regret": dict(zip(R.CATEGORIES, self.category_regret.mean(axis=0).tolist(), strict=True)),
+            **bonuses,
+            "category_means": dict(zip(categories, self.category_scores.mean(axis=0).tolist(), strict=True)),
+            "category_regret": dict(zip(categories, self.category_regret.mean(axis=0).tolist(), strict=True)),
         }
         return _rounded(stats)
 
@@ -150,17 +177,20 @@ def play_games(
     Raises:
         ValueError: the agent chose an illegal action.
     """
+    rules = solution.rules
     scores = np.zeros(games, dtype=np.int64)
-    category_scores = np.zeros((games, solution.rules.num_categories), dtype=np.int64)
+    category_scores = np.zeros((games, rules.num_categories), dtype=np.int64)
     regret = np.zeros(games, dtype=np.float64)
-    category_regret = np.zeros((games, solution.rules.num_categories), dtype=np.float64)
+    category_regret = np.zeros((games, rules.num_categories), dtype=np.float64)
     turn_regret = np.zeros(games, dtype=np.float64)  # regret of the current turn so far
     decisions = np.zeros(games, dtype=np.int64)
+    upper_bonus = np.zeros(games, dtype=bool) if rules.upper_bonus else None
+    yahtzee_bonus = np.zeros(games, dtype=np.int64) if rules.yahtzee_bonus else None
     start = time.perf_counter()
     for first in range(0, games, batch_size):
         batch = range(first, min(first + batch_size, games))
-        env = YachtVectorEnv(len(batch), rules=solution.rules, autoreset_mode="next_step")
-        obs, _ = env.reset(options={"dice_stream": game_streams(seed, batch)})
+        env = YachtVectorEnv(len(batch), rules=rules, autoreset_mode="next_step")
+        obs, info = env.reset(options={"dice_stream": game_streams(seed, batch, rules)})
         playing = np.ones(len(batch), dtype=bool)  # not yet finished its (first) game
         while playing.any():
             index = np.flatnonzero(playing)
@@ -173,7 +203,10 @@ def play_games(
                 raise ValueError(
                     f"agent {agent.name!r} chose illegal action {int(chosen[bad])} in game {first + index[bad]}"
                 )
-            q = solution.q_values(env.roll[index], env.rolls_left[index], env.open_mask[index])
+            state = (env.roll[index], env.rolls_left[index], env.open_mask[index])
+            if rules.has_bonuses:  # the family's state: the upper subtotal and the Yahtzee box
+                state += tuple(info[key][index].astype(np.intp) if key in info else 0 for key in ("upper", "armed"))
+            q = solution.q_values(*state)
             decision_regret = q.max(axis=1) - q[np.arange(len(index)), chosen]
             regret[first + index] += decision_regret
             turn_regret[first + index] += decision_regret
@@ -190,11 +223,29 @@ def play_games(
                 games_done = first + np.flatnonzero(done)
                 scores[games_done] = info["total"][done]
                 category_scores[games_done] = info["scores"][done]
+                earned = np.zeros(int(done.sum()), dtype=bool)
+                if upper_bonus is not None:
+                    earned = info["upper"][done] >= rules.upper_bonus_threshold
+                    upper_bonus[games_done] = earned
+                if yahtzee_bonus is not None:  # the rest of the total: what the boxes and the upper bonus leave
+                    boxes = info["scores"][done].sum(axis=1, dtype=np.int64)
+                    yahtzee_bonus[games_done] = info["total"][done] - boxes - rules.upper_bonus * earned
                 playing &= ~done
                 if on_games_done is not None:
                     on_games_done(int(done.sum()))
     seconds = time.perf_counter() - start
-    return AgentResult(agent.name, scores, category_scores, regret, category_regret, decisions, seconds)
+    return AgentResult(
+        agent.name,
+        scores,
+        category_scores,
+        regret,
+        category_regret,
+        decisions,
+        seconds,
+        rules,
+        upper_bonus,
+        yahtzee_bonus,
+    )
 
 
 def evaluate(
@@ -254,6 +305,12 @@ def evaluate(
 # --------------------------------------------------------------------------------------------------
 # Reporting
 # --------------------------------------------------------------------------------------------------
+def game_title(rules: R.Rules) -> str:
+    """The game a report names: its five-of-a-kind box's (``Yacht``, ``Yahtzee``, ``Yatzy``), else ``Yacht``."""
+    five = rules.five_of_a_kind_category
+    return "Yacht" if five is None else rules.categories[five].capitalize()
+
+
 def format_report(evaluation: Evaluation) -> str:
     """The human-readable report: one column per agent, then the paired differences."""
     results = list(evaluation.results.values())
@@ -263,6 +320,16 @@ def format_report(evaluation: Evaluation) -> str:
     def interval(lo: float, hi: float) -> str:
         return f"[{lo:.2f}, {hi:.2f}]"
 
+    rules = evaluation.rules
+    five = rules.five_of_a_kind_category
+    bonus_rows: list[tuple[str, list[str]] | str] = []
+    if five is not None:
+        label = f"{rules.categories[five].capitalize()} rate"
+        bonus_rows.append((label, [f"{100 * s['yacht_rate']:.1f}%" for s in summaries]))
+    if rules.upper_bonus:
+        bonus_rows.append(("upper bonus rate", [f"{100 * s['upper_bonus_rate']:.1f}%" for s in summaries]))
+    if rules.yahtzee_bonus:
+        bonus_rows.append(("Yahtzee bonus / game", [f"{s['yahtzee_bonus_mean']:.2f}" for s in summaries]))
     rows: list[tuple[str, list[str]] | str] = [
         ("", [_short(result.name) for result in results]),
         ("mean score", [f"{s['mean']:.2f}" for s in summaries]),
@@ -271,20 +338,20 @@ def format_report(evaluation: Evaluation) -> str:
         ("median", [f"{s['median']:g}" for s in summaries]),
         ("5th / 95th percentile", [f"{s['p5']:g} / {s['p95']:g}" for s in summaries]),
         ("% of optimal", [f"{s['percent_of_optimal']:.1f}%" for s in summaries]),
-        ("Yacht rate", [f"{100 * s['yacht_rate']:.1f}%" for s in summaries]),
+        *bonus_rows,
         ("mean regret / game", [f"{s['mean_regret']:.2f}" for s in summaries]),
         ("  95% CI", [interval(*s["regret_ci95"]) for s in summaries]),
         ("optimal - mean regret", [f"{optimal - s['mean_regret']:.2f}" for s in summaries]),
         ("decisions / game", [f"{result.decisions.mean():.1f}" for result in results]),
         ("games / s", [f"{result.games_per_second:,.0f}" for result in results]),
         "mean points per category:",
-        *((f"  {c}", [f"{s['category_means'][c]:.2f}" for s in summaries]) for c in R.CATEGORIES),
+        *((f"  {c}", [f"{s['category_means'][c]:.2f}" for s in summaries]) for c in rules.categories),
         "mean regret per category (each turn charged to the category it was scored in):",
-        *((f"  {c}", [f"{s['category_regret'][c]:.2f}" for s in summaries]) for c in R.CATEGORIES),
+        *((f"  {c}", [f"{s['category_regret'][c]:.2f}" for s in summaries]) for c in rules.categories),
     ]
     width = 2 + max(len(cell) for entry in rows if isinstance(entry, tuple) for cell in entry[1])
     lines = [
-        f"Yacht ({evaluation.rules.name} rules): {evaluation.games:,} games per agent, seed {evaluation.seed}; "
+        f"{game_title(rules)} ({rules.name} rules): {evaluation.games:,} games per agent, seed {evaluation.seed}; "
         f"optimal expected score {optimal:.3f}",
         "",
     ]
@@ -345,12 +412,12 @@ def render_plot(evaluation: Evaluation, fmt: str = "png") -> bytes:
         left.set_ylabel("final score")
         left.set_title(f"score distribution ({evaluation.games:,} games, {evaluation.rules.name} rules)")
 
-        x = np.arange(R.NUM_CATEGORIES)
+        x = np.arange(evaluation.rules.num_categories)
         bar_width = 0.8 / len(results)
         for i, result in enumerate(results):
             offset = (i - (len(results) - 1) / 2) * bar_width
             right.bar(x + offset, result.category_scores.mean(axis=0), bar_width, label=result.name, color=f"C{i}")
-        right.set_xticks(x, R.CATEGORIES, rotation=35, ha="right", fontsize=8)
+        right.set_xticks(x, evaluation.rules.categories, rotation=35, ha="right", fontsize=8)
         right.set_ylabel("mean points")
         right.set_title("mean points per category")
         right.legend(fontsize=8)

@@ -42,7 +42,7 @@ import numpy as np
 
 from yacht_agents.base import Agent, check_agents
 from yacht_env import rules as R
-from yacht_env.distributions import score_distributions
+from yacht_env.distributions import score_distributions, unsupported
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import TableState, game_streams
 from yacht_env.rules import is_int
@@ -278,7 +278,9 @@ def head_to_head(
         progress: Show a tqdm progress bar on stderr (only on a terminal).
         on_games_done: Called with a number of games each time some finish.
         calibration: Record the win agent's model's predicted win probabilities at every round start against
-            the outcomes (:class:`~yacht_lab.calibration.Calibration`; loads the rules' score distributions).
+            the outcomes (:class:`~yacht_lab.calibration.Calibration`; loads the rules' score distributions). Rules
+            with bonuses (the family's) have no such distributions (:func:`yacht_env.distributions.unsupported`):
+            there the report has no calibration.
 
     Raises:
         ValueError: bad players, deals, seed or batch size (more than
@@ -327,6 +329,7 @@ def head_to_head(
         share_unit=share_unit,
     )
     rounds = rules.num_categories
+    calibration = calibration and unsupported(rules) is None  # the family's bonuses: no score distributions
     if calibration:
         distributions = score_distributions(rules)
         result.calibration = Calibration(names, rounds, p, share_unit)

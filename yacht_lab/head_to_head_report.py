@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from yacht_lab.evaluation import game_title
 from yacht_lab.head_to_head import CI_METHOD, HeadToHead, pair_key
 from yacht_lab.report import _short, figure_bytes, pyplot_for
 
@@ -22,7 +23,8 @@ def format_report(result: HeadToHead) -> str:
     p, per_deal = result.num_players, result.games_per_deal
     pairs, agents = report["head_to_head"], report["agents"]
     lines = [
-        f"Yacht head to head ({result.rules.name} rules, {p} players): {result.deals:,} deals, seed {result.seed}; "
+        f"{game_title(result.rules)} head to head ({result.rules.name} rules, {p} players): {result.deals:,} deals, "
+        f"seed {result.seed}; "
         f"each deal played {per_deal} times per table ({p} dice rotations x {p} seat rotations), "
         f"{result.total_games:,} games in all, {result.games_per_second:,.0f} games/s",
         f"CIs: {CI_METHOD}",
@@ -92,7 +94,8 @@ def format_calibration(calibration: dict) -> list[str]:
     lines = [
         f"calibration of the win agent's model (P(first) at the start of each of the {rounds} rounds, every player "
         "at a turn start; final total = total + the solver's score distribution, independent players):",
-        "  agent: mean predicted P(first) / observed win share, Brier score; mean predicted in rounds 1, 4, 7, 10, 12",
+        f"  agent: mean predicted P(first) / observed win share, Brier score; mean predicted in rounds 1, 4, 7, 10, "
+        f"{rounds}",
     ]
     agents = calibration["agents"]
     label = max(len(name) for name in agents)

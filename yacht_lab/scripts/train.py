@@ -27,13 +27,14 @@ COMMAND = "yacht-train"
 
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    from yacht_env.rules import PRESETS
     from yacht_lab.cli import OneLineParser, number
 
     parser = OneLineParser(prog=program_name(COMMAND, prog), description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--config", help="YAML hyperparameters (default: the built-in defaults, as configs/ppo.yaml lists them)"
     )
-    parser.add_argument("--rules", choices=["standard", "classic"], help="rules preset (config: rules)")
+    parser.add_argument("--rules", choices=sorted(PRESETS), help="rules preset (config: rules)")
     parser.add_argument("--total-timesteps", type=number(int, 1), help="environment steps (config: total_timesteps)")
     parser.add_argument(
         "--max-minutes", type=number(float, 0, inclusive=False), help="wall-clock limit (config: max_minutes)"

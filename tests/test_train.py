@@ -481,6 +481,42 @@ def test_the_printed_resume_command_keeps_the_runs_budget(interrupted, tmp_path)
     assert load_config(run / "config.yaml").total_timesteps == LONG_BUDGET
 
 
+def test_a_run_folder_another_process_trains_in_cannot_be_resumed(e2e, tmp_path):
+    """Two resumes of one run at once would overwrite each other's checkpoints, model and curve: the second is
+    refused in one line and writes nothing, and a holder killed with -9 leaves no lock behind."""
+    from yacht_lab.runs import run_folder_lock
+
+    run = copy_run(e2e["run"], tmp_path)
+    before = {path: path.read_bytes() for path in run.rglob("*") if path.is_file()}
+    args = ["--resume", str(run / "checkpoints" / "step_1024.zip"), "--total-timesteps", "2048"]
+    # Another process trains there: the lock is held by a live process (here a child that holds it and sleeps).
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from yacht_lab.runs import run_folder_lock\n"
+            "with run_folder_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(600)",
+            str(run),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        result = run_train(*args, "--output-dir", str(tmp_path / "unused"), "--no-progress")
+        check_clean_error(result, tmp_path / "unused", f"run folder '{run}' is in use: another training process")
+        assert {path: path.read_bytes() for path in run.rglob("*") if path.is_file()} == before
+        with pytest.raises(ValueError, match="is in use"), run_folder_lock(run):
+            pass
+    finally:
+        holder.kill()  # kill -9: the kernel lets go of the lock with the process
+        holder.wait()
+        holder.stdout.close()
+    with run_folder_lock(run):  # free again, with nothing to clean up
+        pass
+    assert {path: path.read_bytes() for path in run.rglob("*") if path.is_file()} == before
+
+
 def test_resuming_a_finished_run_without_more_budget_is_one_clear_error(e2e, tmp_path):
     run = copy_run(e2e["run"], tmp_path)
     before = {path: path.read_bytes() for path in run.rglob("*") if path.is_file()}
@@ -579,6 +615,13 @@ CONFIG_ERRORS = {
     "invalid YAML": ("rules: [standard\n", "is not valid YAML"),
     "binary file": (b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary", "is not a YAML text file: byte 0 is not UTF-8"),
     "not a mapping": ("- 1\n- 2\n", "must be a mapping"),
+    # A few lines of aliases expand into billions of values (it ran past two minutes): refused as read.
+    "aliases": (
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n",
+        "is not valid YAML: aliases (*a) are not accepted; write the values out (line 2)",
+    ),
+    "over 1 MiB": ("n_envs: 8\n" + "#" * (1 << 20), "is over 1,048,576 bytes: not a config file"),
     "unknown key": ("n_env: 8\n", "unknown config key n_env;"),
     "unknown nested key": ("ppo:\n  n_stepz: 128\n", "unknown config key ppo.n_stepz;"),
     "n_envs 0": ({"n_envs": 0}, "n_envs must be an int >= 1, got 0"),

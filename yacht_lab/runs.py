@@ -115,6 +115,37 @@ def release_run_folder(created: list[Path]) -> None:
             return
 
 
+@contextlib.contextmanager
+def run_folder_lock(run_dir: Path):
+    """Holds the run folder exclusively while a run trains in it (a new run or a resumed one).
+
+    The lock is the kernel's ``flock`` on the folder itself: nothing is written, and a process that dies (even by
+    ``kill -9``) lets go of it at once, so no stale lock can outlive its run. Two ``train.py --resume`` of the
+    same run (or a resume of a run still training) would otherwise overwrite each other's checkpoints, model and
+    curve. Where ``fcntl`` does not exist (Windows), runs are not locked.
+
+    Raises:
+        ValueError: another process trains in the folder now.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX
+        yield
+        return
+    descriptor = os.open(run_dir, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(
+                f"run folder '{run_dir}' is in use: another training process is running in it now (wait for it to "
+                f"stop, or resume from a copy of the folder)"
+            ) from None
+        yield
+    finally:
+        os.close(descriptor)  # closing the only descriptor releases the lock
+
+
 def run_folder_of(checkpoint: Path) -> Path:
     """The run folder of ``<run>/checkpoints/step_N.zip`` or ``<run>/model.zip``."""
     return checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else checkpoint.parent

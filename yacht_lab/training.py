@@ -13,6 +13,7 @@ reward: the exact solver is used for reporting (``% of optimal``, regret), never
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -39,6 +40,7 @@ from yacht_lab.runs import (
     claim_run_folder,
     release_run_folder,
     resumed_curve,
+    run_folder_lock,
     run_folder_of,
     save_atomically,
     start_run_folder,
@@ -191,7 +193,7 @@ def train(
 
     validated(config)
     task = task_for(config)
-    with StopFlag() as stop:
+    with contextlib.ExitStack() as held, StopFlag() as stop:
         if resume is not None:
             resume = Path(resume)
             if not resume.is_file():
@@ -201,6 +203,7 @@ def train(
             run_dir, claimed = claim_run_folder(output_dir, config, name)
         env = None
         try:
+            held.enter_context(run_folder_lock(run_dir))  # until the run ends: no second process trains here
             torch.set_num_threads(config.torch_threads)
             env = task.make_env()
             tensorboard_dir = str(run_dir / "tb")

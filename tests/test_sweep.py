@@ -117,6 +117,7 @@ def local_sweep(tmp_path_factory):
     }
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_every_configuration_with_every_seed_into_normal_run_folders(local_sweep):
     assert local_sweep["status"] == 0, local_sweep["err"]
     runs = local_sweep["folder"] / "runs"
@@ -140,6 +141,7 @@ def test_a_sweep_runs_every_configuration_with_every_seed_into_normal_run_folder
         assert config["total_timesteps"] == 6 * STEP and config["ppo"]["n_epochs"] == 1
 
 
+@pytest.mark.slow
 def test_a_trial_folder_is_accepted_by_evaluate_and_train_resume(local_sweep):
     import evaluate
 
@@ -149,6 +151,7 @@ def test_a_trial_folder_is_accepted_by_evaluate_and_train_resume(local_sweep):
     assert evaluate.main(["--agents", f"ppo:{run_dir / 'model.zip'}", "--games", "20"]) == 0
 
 
+@pytest.mark.slow
 def test_the_results_hold_mean_iqm_cis_and_probability_of_improvement(local_sweep):
     folder = local_sweep["folder"]
     results = json.loads((folder / "results.json").read_text())
@@ -172,6 +175,7 @@ def test_the_results_hold_mean_iqm_cis_and_probability_of_improvement(local_swee
         assert name in table
 
 
+@pytest.mark.slow
 def test_each_evaluation_of_each_trial_prints_a_progress_line(local_sweep):
     printed = local_sweep["first"] + local_sweep["out"]
     for run in RUNS:
@@ -182,6 +186,7 @@ def test_each_evaluation_of_each_trial_prints_a_progress_line(local_sweep):
     assert f"[{RUNS[0]}] {2 * STEP:,}/{6 * STEP:,} steps" in local_sweep["first"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_then_resume_finishes_the_sweep_without_redoing_finished_trials(local_sweep):
     folder = local_sweep["folder"]
     assert local_sweep["interrupted"] == 130
@@ -244,6 +249,7 @@ def cluster_sweep(tmp_path_factory):
     }
 
 
+@pytest.mark.slow
 def test_a_sweep_on_a_two_node_cluster_places_trials_on_both_nodes(cluster_sweep):
     assert cluster_sweep["status"] == 0, cluster_sweep["err"]
     assert len(cluster_sweep["nodes"]) == 2
@@ -256,6 +262,7 @@ def test_a_sweep_on_a_two_node_cluster_places_trials_on_both_nodes(cluster_sweep
     assert [t["status"] for t in results["trials"]] == ["finished"] * 4
 
 
+@pytest.mark.slow
 def test_a_killed_trial_resumes_from_its_checkpoint_and_loses_nothing(cluster_sweep):
     run_dir = cluster_sweep["folder"] / "runs" / cluster_sweep["killed"]
     attempts = json.loads((run_dir / "trial.json").read_text())["attempts"]
@@ -413,7 +420,10 @@ def test_a_damaged_tune_state_is_one_error_line(tmp_path, capsys):
     folder.mkdir(parents=True)
     save_sweep(folder, parse_sweep(TINY), {"cpus_per_trial": 1, "max_concurrent": None})
     (folder / "tuner.pkl").write_bytes(b"\x80\x05not a pickle")
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     assert sweep_script.main(["--resume", str(folder)]) == 2
+    # Ray's own signal handlers do not outlive the sweep (later tests, train.py's Ctrl-C among them, need ours).
+    assert {sig: signal.getsignal(sig) for sig in handlers} == handlers
     err = capsys.readouterr().err  # Ray's own start-up notice may come first (token authentication is on)
     last = err.splitlines()[-1]
     assert "Traceback" not in err and err.count("sweep.py: error: ") == 1, err

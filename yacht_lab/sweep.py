@@ -37,8 +37,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -317,12 +319,16 @@ def run_sweep(
     params = _trial_params(sweep, folder, cpus_per_trial)
     trainable = tune.with_resources(run_trial, {"cpu": cpus_per_trial})
     check_ray_address(address)
+    # Ray installs SIGINT/SIGTERM handlers in this process and leaves them after shutdown: put them back then, so
+    # the caller's process is as it was (the CLI exits anyway; a program that runs a sweep and goes on does not).
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if address is None:
             ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     except Exception as error:  # Ray's start-up failures (connection, timeouts, its own errors): one line each
+        _restore(handlers)
         where = f" at {address}" if address else ""
         raise ValueError(f"cannot start Ray{where}: {' '.join(str(error).split()) or type(error).__name__}") from None
     try:
@@ -370,7 +376,16 @@ def run_sweep(
         tuner.fit()
     finally:
         ray.shutdown()
+        _restore(handlers)
     return collect(sweep, folder)
+
+
+def _restore(handlers: dict) -> None:
+    """Puts back signal handlers saved with ``signal.getsignal`` (only the main thread may set them)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig, handler in handlers.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 #: How long ``--address HOST:PORT`` may take to answer before the sweep gives up (Ray itself waits minutes).

@@ -328,7 +328,7 @@ def run_sweep(
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     except Exception as error:  # Ray's start-up failures (connection, timeouts, its own errors): one line each
-        _restore(handlers)
+        _restore_signals(handlers)
         where = f" at {address}" if address else ""
         raise ValueError(f"cannot start Ray{where}: {' '.join(str(error).split()) or type(error).__name__}") from None
     try:
@@ -376,11 +376,11 @@ def run_sweep(
         tuner.fit()
     finally:
         ray.shutdown()
-        _restore(handlers)
+        _restore_signals(handlers)
     return collect(sweep, folder)
 
 
-def _restore(handlers: dict) -> None:
+def _restore_signals(handlers: dict) -> None:
     """Puts back signal handlers saved with ``signal.getsignal`` (only the main thread may set them)."""
     if threading.current_thread() is threading.main_thread():
         for sig, handler in handlers.items():

@@ -126,20 +126,21 @@ def _first_of_each(dice: np.ndarray, faces) -> int:
 class GreedyTables(NamedTuple):
     """What the rule reads, per preset (:func:`greedy_tables`).
 
-    Attributes:
-        rank: ``(C,)``: larger for the category to sacrifice first (ties in the pick go to it).
-        upper_face: ``(C,)``: the face an upper box counts, 0 for the other boxes.
-        made: ``(M,)``: rule 1's categories on the sheet, in order.
-        upper_box: ``(6,)``: the index of each face's upper box (-1: not on the sheet).
-        of_a_kind: ``(C,)`` bool: rule 2's of-a-kind boxes.
-        full_house: The Full House box's index (-1: none).
-        run_category: ``(S,)``: rule 3's straight box of each run, in order of preference.
-        run_keep, run_faces: ``(252, S)``: per roll, the keep-mask of one die of each of the run's faces that
-            shows, and how many of them show.
-        run_missing: ``(252, S)``: the run's faces that do not show.
-        face_keep: ``(252, 6)``: the keep-mask of all dice of each face.
-        two_pair_keep: ``(252,)``: the keep-mask of both pairs (0: not two pairs).
-        high_keep: ``(252,)``: the keep-mask of the 4s, 5s and 6s.
+    Fields:
+
+    * ``rank``: ``(C,)``: larger for the category to sacrifice first (ties in the pick go to it).
+    * ``upper_face``: ``(C,)``: the face an upper box counts, 0 for the other boxes.
+    * ``made``: ``(M,)``: rule 1's categories on the sheet, in order.
+    * ``upper_box``: ``(6,)``: the index of each face's upper box (-1: not on the sheet).
+    * ``of_a_kind``: ``(C,)`` bool: rule 2's of-a-kind boxes.
+    * ``full_house``: The Full House box's index (-1: none).
+    * ``run_category``: ``(S,)``: rule 3's straight box of each run, in order of preference.
+    * ``run_keep``, ``run_faces``: ``(252, S)``: per roll, the keep-mask of one die of each of the run's faces
+      that shows, and how many of them show.
+    * ``run_missing``: ``(252, S)``: the run's faces that do not show.
+    * ``face_keep``: ``(252, 6)``: the keep-mask of all dice of each face.
+    * ``two_pair_keep``: ``(252,)``: the keep-mask of both pairs (0: not two pairs).
+    * ``high_keep``: ``(252,)``: the keep-mask of the 4s, 5s and 6s.
     """
 
     rank: np.ndarray

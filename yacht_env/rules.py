@@ -682,16 +682,17 @@ FIVE_OF_A_KIND_ROLLS.flags.writeable = False
 class PickTables(NamedTuple):
     """What a pick needs beyond the score table, per preset (read-only arrays; :func:`pick_tables`).
 
-    Attributes:
-        score: :func:`score_table` as ``intp``.
-        joker_score: ``(C,)``: what an extra five of a kind scores in each box when it is a joker (the full house
-            and straight boxes score in full; the others as usual, taken from ``score``).
-        upper_face: ``(C,)``: the face an upper box counts (1..6), 0 for the other boxes.
-        upper_box: ``(7,)``: ``upper_box[f]`` is the index of face ``f``'s upper box (-1: not on the sheet).
-        five_box: The five-of-a-kind box's index (-1: not on the sheet).
-        upper_bits: The open-mask bits of the upper boxes.
-        forced: ``(7, 2 ** C)`` int64 (forced joker only, else empty): the legal picks of a five of a kind of face
-            ``f`` (row ``f``; row 0 unused) at open mask ``o`` when the joker is in force.
+    Fields:
+
+    * ``score``: :func:`score_table` as ``intp``.
+    * ``joker_score``: ``(C,)``: what an extra five of a kind scores in each box when it is a joker (the full house
+      and straight boxes score in full; the others as usual, taken from ``score``).
+    * ``upper_face``: ``(C,)``: the face an upper box counts (1..6), 0 for the other boxes.
+    * ``upper_box``: ``(7,)``: ``upper_box[f]`` is the index of face ``f``'s upper box (-1: not on the sheet).
+    * ``five_box``: The five-of-a-kind box's index (-1: not on the sheet).
+    * ``upper_bits``: The open-mask bits of the upper boxes.
+    * ``forced``: ``(7, 2 ** C)`` int64 (forced joker only, else empty): the legal picks of a five of a kind of face
+      ``f`` (row ``f``; row 0 unused) at open mask ``o`` when the joker is in force.
     """
 
     score: np.ndarray

@@ -21,8 +21,17 @@ the player's own flat observation) and ``PPOAgent`` plays it like any other. The
 
 Every preset trains with it, the family's too: their observation (Yahtzee's 69 values, Yatzy's 72) has the same
 parts in the same places, with the upper subtotal and the Yahtzee box appended at its end, which the MLPs see as
-they are. The odds know nothing of bonuses or jokers (one category and one turn, each box scored as the score
-table has it); nothing of the solver enters either way.
+they are. The points chase knows nothing of bonuses or jokers (one category and one turn, each box scored as the
+score table has it). On rules with bonuses, ``bonus_odds`` adds what the sheet's coupling needs from the dice:
+
+* a second channel of odds, each open upper box's chance of par this turn (three of its face: 63, the bonus
+  threshold, is par in every box), in the inputs and in the keep head with its own learned weights. How much
+  par matters (how far the subtotal is from the threshold, which upper boxes are left) the network reads from
+  the observation's ``upper`` and ``open`` parts;
+* the five-of-a-kind box's chase stays on while the box is armed, so that the keep head can play for the
+  Yahtzee bonus after the box is filled.
+
+Nothing of the solver enters either way.
 """
 
 from __future__ import annotations
@@ -35,7 +44,13 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
 from yacht_env import rules as R
-from yacht_env.encoding import chase_values, flat_layout, keep_chase_values
+from yacht_env.encoding import (
+    chase_values,
+    flat_layout,
+    keep_chase_values,
+    keep_par_chase_values,
+    par_chase_values,
+)
 
 #: The after-keep chase values enter the keep logits in points / 5 (the tables' points / 50, times 10), so that
 #: weights of order one separate keeps by a few logits.
@@ -43,10 +58,17 @@ KEEP_FEATURE_SCALE = 10.0
 
 
 class OddsFeatures(nn.Module):
-    """Decodes flat observations into the odds tables' rows: ``(chase (B, C), after-keep chase (B, 32, C))``,
-    both zero for filled categories and scaled by the preset's largest category score (50)."""
+    """Decodes flat observations into the odds tables' rows: ``(chase (B, C * channels), after-keep chase
+    (B, 32, C * channels))``, zero for filled categories.
 
-    def __init__(self, rules: R.Rules) -> None:
+    The first channel is the points chase, scaled by the preset's largest category score (50). With
+    ``bonus_odds`` on rules with bonuses: a second channel, each open upper box's chance of par this turn
+    (:func:`yacht_env.encoding.par_chase_values`), where there is an upper bonus; and the five-of-a-kind box's
+    points chase stays on while the box is armed (filled with its points, so that another five of a kind earns
+    the Yahtzee bonus), where there is a Yahtzee bonus.
+    """
+
+    def __init__(self, rules: R.Rules, bonus_odds: bool = False) -> None:
         super().__init__()
         layout = flat_layout(rules)  # the family's bonus parts come after the parts read here
         self.counts, self.rolls_left, self.open = layout["counts"], layout["rolls_left"], layout["open"]
@@ -57,18 +79,38 @@ class OddsFeatures(nn.Module):
         code_to_roll[R.ROLL_COUNTS.astype(np.int64) @ weights] = np.arange(R.NUM_ROLLS)
         self.register_buffer("code_to_roll", th.from_numpy(code_to_roll), persistent=False)
         self.register_buffer("face_weights", th.from_numpy(weights.astype(np.float32)), persistent=False)
-        chase = chase_values(rules) / scale  # (3, 252, C)
-        keep = keep_chase_values(rules) / scale  # (3, 252, 32, C)
+        chase = [chase_values(rules) / scale]  # (3, 252, C) per channel
+        keep = [keep_chase_values(rules) / scale]  # (3, 252, 32, C) per channel
+        par = bonus_odds and bool(rules.upper_bonus)
+        if par:
+            chase.append(par_chase_values(rules))
+            keep.append(keep_par_chase_values(rules))
+        self.channels = len(chase)
+        chase, keep = np.concatenate(chase, axis=-1), np.concatenate(keep, axis=-1)
         self.register_buffer("chase", th.from_numpy(chase.astype(np.float32)), persistent=False)
         self.register_buffer("keep", th.from_numpy(keep.astype(np.float32)), persistent=False)
+        # The armed flag keeps the five-of-a-kind box's points chase on after the box is filled.
+        five = rules.five_of_a_kind_category if bonus_odds and rules.yahtzee_bonus else None
+        self.armed_at = layout["armed"].start if five is not None else None
+        armed_bit = np.zeros(rules.num_categories * self.channels, dtype=np.float32)
+        if five is not None:
+            armed_bit[five] = 1.0
+        self.register_buffer("armed_bit", th.from_numpy(armed_bit), persistent=False)
+
+    @property
+    def size(self) -> int:
+        """Values per state in the chase output (and per keep in the after-keep output)."""
+        return self.chase.shape[-1]
 
     def forward(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         counts = th.round(obs[:, self.counts] * R.NUM_DICE)
         roll = self.code_to_roll[(counts @ self.face_weights).long()]
         rolls_left = obs[:, self.rolls_left].argmax(dim=1)
-        open_bits = obs[:, self.open]
-        chase = self.chase[rolls_left, roll] * open_bits
-        keep = self.keep[rolls_left, roll] * open_bits[:, None, :]
+        gate = obs[:, self.open].repeat(1, self.channels)
+        if self.armed_at is not None:
+            gate = th.maximum(gate, obs[:, self.armed_at, None] * self.armed_bit)
+        chase = self.chase[rolls_left, roll] * gate
+        keep = self.keep[rolls_left, roll] * gate[:, None, :]
         return chase, keep
 
 
@@ -93,11 +135,12 @@ class OddsExtractor(nn.Module):
         rules: R.Rules,
         chase_inputs: bool,
         keep_head: bool,
+        bonus_odds: bool = False,
     ) -> None:
         super().__init__()
-        self.odds = OddsFeatures(rules)
+        self.odds = OddsFeatures(rules, bonus_odds)
         self.chase_inputs, self.keep_head = chase_inputs, keep_head
-        n_in = features_dim + (rules.num_categories if chase_inputs else 0)
+        n_in = features_dim + (self.odds.size if chase_inputs else 0)
         self.policy_net = _mlp(n_in, net_arch["pi"], activation)
         self.value_net = _mlp(n_in, net_arch["vf"], activation)
         self.latent_dim_pi = net_arch["pi"][-1] if net_arch["pi"] else n_in
@@ -124,8 +167,10 @@ class OddsExtractor(nn.Module):
 
 class OddsPolicy(MaskableActorCriticPolicy):
     """``MaskableActorCriticPolicy`` with the dice odds as inputs (``chase_inputs``) and in the keep logits
-    (``keep_head``); see the module docstring. ``rules`` (a preset name or :class:`~yacht_env.rules.Rules`) picks
-    the odds tables; ``net_arch`` is ``{"pi": [...], "vf": [...]}`` as for SB3's ``MlpPolicy``."""
+    (``keep_head``), with the bonus odds on rules with bonuses (``bonus_odds``); see the module docstring.
+    ``rules`` (a preset name or :class:`~yacht_env.rules.Rules`) picks the odds tables; ``net_arch`` is
+    ``{"pi": [...], "vf": [...]}`` as for SB3's ``MlpPolicy``. ``bonus_odds`` defaults to off, as model files
+    written before it were trained."""
 
     def __init__(
         self,
@@ -133,25 +178,32 @@ class OddsPolicy(MaskableActorCriticPolicy):
         rules: str | R.Rules = "standard",
         chase_inputs: bool = True,
         keep_head: bool = True,
+        bonus_odds: bool = False,
         **kwargs: Any,
     ) -> None:
         self.rules = R.get_rules(rules)
-        self.chase_inputs, self.keep_head = chase_inputs, keep_head
+        self.chase_inputs, self.keep_head, self.bonus_odds = chase_inputs, keep_head, bonus_odds
         super().__init__(*args, **kwargs)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         rules = self.rules.name if R.PRESETS.get(self.rules.name) == self.rules else self.rules
-        data.update(rules=rules, chase_inputs=self.chase_inputs, keep_head=self.keep_head)
+        data.update(rules=rules, chase_inputs=self.chase_inputs, keep_head=self.keep_head, bonus_odds=self.bonus_odds)
         return data
 
     def _build_mlp_extractor(self) -> None:
         arch = self.net_arch if isinstance(self.net_arch, dict) else {"pi": self.net_arch, "vf": self.net_arch}
         self.mlp_extractor = OddsExtractor(
-            self.features_dim, arch, self.activation_fn, self.rules, self.chase_inputs, self.keep_head
+            self.features_dim,
+            arch,
+            self.activation_fn,
+            self.rules,
+            self.chase_inputs,
+            self.keep_head,
+            self.bonus_odds,
         )
-        if self.keep_head:  # per-category weights, starting near zero like SB3's action layer (gain 0.01)
-            self.keep_weights = nn.Linear(self.mlp_extractor.latent_dim_pi, self.rules.num_categories)
+        if self.keep_head:  # weights per category and channel, starting near zero like SB3's action layer
+            self.keep_weights = nn.Linear(self.mlp_extractor.latent_dim_pi, self.mlp_extractor.odds.size)
             nn.init.orthogonal_(self.keep_weights.weight, gain=0.01)
             nn.init.zeros_(self.keep_weights.bias)
 

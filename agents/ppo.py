@@ -114,7 +114,7 @@ POLICY_CLASSES = {
 }
 #: The activations a model file may name, as SB3 writes them, by ``torch.nn`` class name.
 ACTIVATIONS = {f"<class 'torch.nn.modules.activation.{name}'>": name for name in ("ReLU", "Tanh")}
-_ODDS_KWARGS = ("rules", "chase_inputs", "keep_head")
+_ODDS_KWARGS = ("rules", "chase_inputs", "keep_head", "bonus_odds")
 
 
 class _Refused(ValueError):
@@ -211,7 +211,7 @@ class SavedModel:
     policy: str  # "OddsPolicy" or "MaskableActorCriticPolicy"
     net_arch: dict[str, list[int]] | None  # None: SB3's default (64, 64)
     activation: str | None  # "ReLU" or "Tanh"; None: SB3's default (Tanh)
-    odds: dict[str, Any]  # OddsPolicy's rules (a preset name), chase_inputs, keep_head
+    odds: dict[str, Any]  # OddsPolicy's rules (a preset name), chase_inputs, keep_head, bonus_odds
     observation_size: int
     num_actions: int
     num_timesteps: int
@@ -287,8 +287,9 @@ def _read_saved_model(archive: zipfile.ZipFile) -> SavedModel:
         if not isinstance(rules, str) or rules not in R.PRESETS:
             raise _Refused(f"its rules {str(rules)[:80]!r} are not a preset ({', '.join(R.PRESETS)})")
         odds["rules"] = rules
-        for key in ("chase_inputs", "keep_head"):
-            value = _literal(kwargs.get(key, True), f"policy_kwargs {key}")
+        for key in ("chase_inputs", "keep_head", "bonus_odds"):
+            # bonus_odds came later: a file without it was trained without the bonus odds
+            value = _literal(kwargs.get(key, key != "bonus_odds"), f"policy_kwargs {key}")
             if not isinstance(value, bool):
                 raise _Refused(f"its {key} {value!r} is not True or False")
             odds[key] = value

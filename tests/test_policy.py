@@ -10,6 +10,7 @@ loading and playing as ``ppo:PATH``.
 from __future__ import annotations
 
 import itertools
+import math
 import subprocess
 import sys
 from fractions import Fraction
@@ -21,9 +22,15 @@ import torch
 from sb3_contrib import MaskablePPO
 
 from yacht_agents.policy import KEEP_FEATURE_SCALE, OddsFeatures, OddsPolicy
-from yacht_agents.ppo import PPOAgent
+from yacht_agents.ppo import PPOAgent, read_model
 from yacht_env import rules as R
-from yacht_env.encoding import ObservationEncoder, chase_values, keep_chase_values
+from yacht_env.encoding import (
+    ObservationEncoder,
+    chase_values,
+    keep_chase_values,
+    keep_par_chase_values,
+    par_chase_values,
+)
 from yacht_env.sb3 import YachtSB3VecEnv
 from yacht_lab.config import TrainConfig
 from yacht_lab.tasks import make_vec_env
@@ -49,7 +56,8 @@ class BruteForce:
     """``values[t]``: per roll and category, the best expected score from that roll with ``t`` re-rolls left
     when playing for the category alone; ``after_keep(t, r, mask)``: the same after keeping ``mask``'s dice."""
 
-    def __init__(self, rules: str) -> None:
+    def __init__(self, rules: str, points=None) -> None:
+        points = points or (lambda dice, k: R.score(dice, k, rules))  # what a category's roll is worth
         self.rolls = [tuple(int(v) for v in dice) for dice in R.ROLLS]
         index = {dice: r for r, dice in enumerate(self.rolls)}
         categories = range(R.get_rules(rules).num_categories)
@@ -60,7 +68,7 @@ class BruteForce:
         }
         odds = {k: reroll_odds(k, index) for k in set(kept.values())}
         self.odds = {key: odds[k] for key, k in kept.items()}  # (roll, mask) -> chances of the next roll
-        self.values = [np.array([[R.score(dice, k, rules) for k in categories] for dice in self.rolls], float)]
+        self.values = [np.array([[points(dice, k) for k in categories] for dice in self.rolls], float)]
         for t in (1, 2):
             best = np.array([[self.after_keep(t, r, mask) for mask in range(R.KEEP_ALL)] for r in index.values()])
             self.values.append(np.maximum(self.values[0], best.max(axis=1)))
@@ -133,6 +141,44 @@ def test_the_tables_are_cached_and_read_only():
         chase_values("nope")
 
 
+def made_par(rules: str):
+    """The par table by hand: an upper box's roll is worth 1 with at least three of its face."""
+    names = R.get_rules(rules).categories
+    faces = {k: R.UPPER_CATEGORIES.get(name) for k, name in enumerate(names)}
+    return lambda dice, k: float(faces[k] is not None and dice.count(faces[k]) >= 3)
+
+
+@pytest.mark.parametrize("rules", ["yahtzee", "yatzy"])
+def test_par_chase_values_are_the_brute_force_on_every_roll_keep_and_box(rules):
+    force = BruteForce(rules, made_par(rules))
+    table, keeps = par_chase_values(rules), keep_par_chase_values(rules)
+    n = R.get_rules(rules).num_categories
+    assert table.shape == (3, R.NUM_ROLLS, n) and keeps.shape == (3, R.NUM_ROLLS, R.NUM_KEEPS, n)
+    for t in range(3):
+        np.testing.assert_allclose(table[t], force.values[t], rtol=0, atol=1e-12)
+    assert not keeps[0].any() and not keeps[:, :, R.KEEP_ALL].any()
+    for t in (1, 2):
+        for r in range(R.NUM_ROLLS):
+            expected = [force.after_keep(t, r, mask) for mask in range(R.KEEP_ALL)]
+            np.testing.assert_allclose(keeps[t, r, : R.KEEP_ALL], expected, rtol=0, atol=1e-12)
+    lower = [k for k, name in enumerate(R.get_rules(rules).categories) if name not in R.UPPER_CATEGORIES]
+    assert len(lower) == n - 6 and not table[..., lower].any()
+
+
+def test_par_odds_by_hand():
+    table = par_chase_values("yahtzee")
+    # A whole turn for par: each die ends on the face within three throws with chance p = 91/216; par is at
+    # least three of the five: P(Binomial(5, p) >= 3), the same for every face.
+    p = Fraction(91, 216)
+    par = sum(Fraction(math.comb(5, j)) * p**j * (1 - p) ** (5 - j) for j in (3, 4, 5))
+    first = R.TRANSITION[0] @ table[2]
+    np.testing.assert_allclose(first[:6], float(par), rtol=0, atol=1e-12)
+    fours = R.roll_index([1, 2, 3, 4, 4])
+    # Two fours, one throw left: at least one four among three dice, 1 - (5/6)^3.
+    assert table[1, fours, R.category_index("fours", "yahtzee")] == pytest.approx(1 - (5 / 6) ** 3, abs=1e-12)
+    assert table[0, R.roll_index([4, 4, 4, 1, 2]), 3] == 1 and table[0, fours, 3] == 0
+
+
 # --------------------------------------------------------------------------------------------------
 # OddsFeatures: the tables' rows, read off observations inside the network
 # --------------------------------------------------------------------------------------------------
@@ -149,6 +195,42 @@ def test_odds_features_of_every_decision_state_are_the_tables_rows(rules):
         bits = R.OPEN_BITS[open_mask]
         np.testing.assert_allclose(got_chase.numpy(), chase[rolls_left, roll] * bits, rtol=1e-6, atol=0)
         np.testing.assert_allclose(got_keep.numpy(), keep[rolls_left, roll] * bits, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("rules", ["yahtzee", "yatzy"])
+def test_bonus_odds_add_the_par_channel_and_keep_the_armed_box_on(rules):
+    preset = R.get_rules(rules)
+    n, five = preset.num_categories, preset.five_of_a_kind_category
+    encoder = ObservationEncoder(rules)
+    roll, rolls_left = np.divmod(np.arange(R.NUM_ROLLS * 3), 3)
+    scale = R.score_table(rules).max()
+    chase, keep = chase_values(rules) / scale, keep_chase_values(rules) / scale
+    par, keep_par = par_chase_values(rules), keep_par_chase_values(rules)
+    plain, odds = OddsFeatures(preset), OddsFeatures(preset, bonus_odds=True)
+    assert (plain.size, odds.size) == (n, 2 * n)
+    rng = np.random.default_rng(0)
+    for open_mask in (preset.all_open, 0b1, 0b1010101010101, preset.all_open & ~(1 << five), 0b111000):
+        for armed in (0, 1) if preset.yahtzee_bonus else (0,):
+            masks = np.full_like(roll, open_mask)
+            upper = rng.integers(0, 64, size=roll.shape)
+            obs = torch.from_numpy(encoder.flat(roll, rolls_left, masks, upper, armed))
+            bits = R.open_bits(n)[open_mask].astype(float)
+            points_gate = bits.copy()
+            if armed:
+                points_gate[five] = 1.0
+            got_chase, got_keep = odds(obs)
+            expected_chase = np.concatenate([chase[rolls_left, roll] * points_gate, par[rolls_left, roll] * bits], 1)
+            expected_keep = np.concatenate(
+                [keep[rolls_left, roll] * points_gate, keep_par[rolls_left, roll] * bits], -1
+            )
+            np.testing.assert_allclose(got_chase.numpy(), expected_chase, rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(got_keep.numpy(), expected_keep, rtol=1e-6, atol=1e-7)
+            plain_chase, _ = plain(obs)
+            np.testing.assert_allclose(plain_chase.numpy(), chase[rolls_left, roll] * bits, rtol=1e-6, atol=1e-7)
+    # Yacht's presets have no bonus: the option changes nothing there.
+    assert OddsFeatures(R.get_rules("standard"), bonus_odds=True).size == 12
+    no_yahtzee_bonus = OddsFeatures(R.get_rules("yahtzee_no_bonus"), bonus_odds=True)  # the upper bonus only
+    assert no_yahtzee_bonus.size == 26 and no_yahtzee_bonus.armed_at is None and not no_yahtzee_bonus.armed_bit.any()
 
 
 def test_odds_features_read_the_own_game_of_a_table_view():
@@ -209,6 +291,25 @@ def test_each_part_can_be_turned_off(chase_inputs, keep_head):
     assert env.action_masks()[np.arange(4), actions].all()
 
 
+def test_a_bonus_odds_model_has_weights_per_channel_and_saves_its_option(tmp_path):
+    model, env = odds_model(rules="yahtzee", bonus_odds=True)
+    policy = model.policy
+    assert policy.mlp_extractor.policy_net[0].in_features == 69 + 26
+    assert policy.keep_weights.out_features == 26
+    path = tmp_path / "bonus.zip"
+    model.save(path)
+    assert read_model(path).odds == {"rules": "yahtzee", "chase_inputs": True, "keep_head": True, "bonus_odds": True}
+    agent = PPOAgent(path, "yahtzee")
+    obs, masks = env.reset(), env.action_masks()
+    for _ in range(30):
+        a, _ = model.predict(obs, action_masks=masks, deterministic=True)
+        np.testing.assert_array_equal(agent.model.predict(obs, action_masks=masks, deterministic=True)[0], a)
+        obs, *_ = env.step(a)
+        masks = env.action_masks()
+    # Files written before the option were trained without the bonus odds.
+    assert read_model(REPO / "models" / "ppo_standard.zip").odds["bonus_odds"] is False
+
+
 def test_a_saved_odds_model_loads_and_plays_the_same(tmp_path):
     model, env = odds_model(rules="classic", keep_head=True, chase_inputs=True)
     path = tmp_path / "odds.zip"
@@ -234,7 +335,7 @@ def test_the_default_recipe_trains_an_odds_policy_and_plain_configs_an_mlp():
     config = TrainConfig(n_envs=4)
     model = make_model(config, make_vec_env(config), None)
     assert isinstance(model.policy, OddsPolicy)
-    assert (model.policy.chase_inputs, model.policy.keep_head) == (True, True)
+    assert (model.policy.chase_inputs, model.policy.keep_head, model.policy.bonus_odds) == (True, True, True)
     plain = TrainConfig(n_envs=4)
     plain.policy.chase_inputs = plain.policy.keep_head = False
     model = make_model(plain, make_vec_env(plain), None)

@@ -633,6 +633,7 @@ CONFIG_ERRORS = {
     "reward_scale -1": ({"reward_scale": -1}, "reward_scale must be a number > 0, got -1"),
     "chase_inputs 1": ({"policy": {"chase_inputs": 1}}, "policy.chase_inputs must be true or false, got 1"),
     "keep_head yes": ({"policy": {"keep_head": "yes"}}, "policy.keep_head must be true or false, got 'yes'"),
+    "bonus_odds 0": ({"policy": {"bonus_odds": 0}}, "policy.bonus_odds must be true or false, got 0"),
 }
 
 

@@ -120,8 +120,40 @@ def keep_chase_values(rules: str | R.Rules = "standard") -> np.ndarray:
 
 
 @functools.cache
-def _chase_tables(rules: R.Rules) -> tuple[np.ndarray, np.ndarray]:
-    score = R.score_table(rules).astype(np.float64)  # (252, C)
+def par_chase_values(rules: str | R.Rules = "standard") -> np.ndarray:
+    """``P[t, r, k]``: for an upper box ``k`` (Ones..Sixes), the chance of ending the turn with at least three of
+    its face, from roll ``r`` with ``t`` re-rolls left, when the rest of the turn is played for that; 0 for the
+    other boxes.
+
+    Three of each face is par: it totals 63, the upper bonus's usual threshold, so this is the odds of a box
+    keeping the bonus on course ("two fours and two rolls left: about 2 in 3 to make par"), from the dice alone like
+    :func:`chase_values`. Float64, ``(3, 252, num_categories)``, read-only.
+    """
+    rules = R.get_rules(rules)
+    return _chase_tables(rules, "par")[0]
+
+
+@functools.cache
+def keep_par_chase_values(rules: str | R.Rules = "standard") -> np.ndarray:
+    """``G[t, r, m, k]``: :func:`par_chase_values` after keep-mask ``m`` and the re-roll, as
+    :func:`keep_chase_values` is for :func:`chase_values`. Float64, ``(3, 252, 32, num_categories)``, read-only."""
+    rules = R.get_rules(rules)
+    return _chase_tables(rules, "par")[1]
+
+
+def _par_table(rules: R.Rules) -> np.ndarray:
+    """``(252, C)``: 1 where the roll holds at least three of an upper box's face, for that box; else 0."""
+    table = np.zeros((R.NUM_ROLLS, rules.num_categories))
+    for k, name in enumerate(rules.categories):
+        face = R.UPPER_CATEGORIES.get(name)
+        if face is not None:
+            table[:, k] = R.ROLL_COUNTS[:, face - 1] >= 3
+    return table
+
+
+@functools.cache
+def _chase_tables(rules: R.Rules, target: str = "points") -> tuple[np.ndarray, np.ndarray]:
+    score = R.score_table(rules).astype(np.float64) if target == "points" else _par_table(rules)  # (252, C)
     values = np.empty((R.ROLLS_PER_TURN, *score.shape))
     after_keep = np.zeros((R.ROLLS_PER_TURN, R.NUM_ROLLS, R.NUM_KEEPS, score.shape[1]))
     values[0] = score

@@ -56,6 +56,10 @@ class PolicyConfig:
     keep_head: bool = True
     """Each keep's logit adds learned per-category weights times the chase values after that keep
     (:class:`yacht_agents.policy.OddsPolicy`). With neither option the policy is SB3's ``MlpPolicy``."""
+    bonus_odds: bool = True
+    """On rules with bonuses (Yahtzee, Yatzy), the odds also hold each open upper box's chance of par this turn
+    (a second channel, in the inputs and the keep head), and the five-of-a-kind box's chase stays on while it is
+    armed for the Yahtzee bonus. No effect on Yacht's presets or without ``chase_inputs`` / ``keep_head``."""
 
 
 @dataclass
@@ -262,7 +266,7 @@ def validate(config: TrainConfig) -> TrainConfig:
         )
     if config.policy.activation not in ("relu", "tanh"):
         raise ValueError(f"policy.activation must be 'relu' or 'tanh', got {config.policy.activation!r}")
-    for name in ("chase_inputs", "keep_head"):
+    for name in ("chase_inputs", "keep_head", "bonus_odds"):
         if not isinstance(getattr(config.policy, name), bool):
             raise ValueError(f"policy.{name} must be true or false, got {getattr(config.policy, name)!r}")
     p = config.ppo

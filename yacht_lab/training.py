@@ -78,7 +78,10 @@ def make_model(config: TrainConfig, env, tensorboard_dir: str | None):
 
         policy = OddsPolicy
         policy_kwargs.update(
-            rules=config.rules, chase_inputs=config.policy.chase_inputs, keep_head=config.policy.keep_head
+            rules=config.rules,
+            chase_inputs=config.policy.chase_inputs,
+            keep_head=config.policy.keep_head,
+            bonus_odds=config.policy.bonus_odds,
         )
     return MaskablePPO(
         policy, env, policy_kwargs=policy_kwargs, device=config.device, **_ppo_kwargs(config, tensorboard_dir)

@@ -141,6 +141,11 @@ class TrainConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint_every_timesteps: int = 2_000_000
     """Save ``checkpoints/step_<N>.zip`` this often."""
+    init: str | None = None
+    """Start a new run from this model's weights (a path, or a shipped model's name such as ``standard``):
+    :mod:`yacht_lab.warm_start`. The network the config describes must be the model's; a model of one game
+    starts a run at a table (the table's columns start at zero). ``None`` (the default): fresh weights. A resumed
+    run continues from its checkpoint and ignores it."""
 
     @property
     def env_id(self) -> str:
@@ -257,6 +262,8 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_number("torch_threads", config.torch_threads, int, 1, high=MAX_TORCH_THREADS)
     _check_number("reward_scale", config.reward_scale, float, 0, low_inclusive=False)
     _check_number("checkpoint_every_timesteps", config.checkpoint_every_timesteps, int, 1)
+    if config.init is not None and not (isinstance(config.init, str) and config.init):
+        raise ValueError(f"init must be a model's path or shipped name, or null, got {config.init!r}")
     _check_device(config.device)
     arch = config.policy.net_arch
     ok = isinstance(arch, list) and 1 <= len(arch) <= MAX_LAYERS

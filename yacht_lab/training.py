@@ -46,6 +46,7 @@ from yacht_lab.runs import (
     start_run_folder,
 )
 from yacht_lab.tasks import task_for
+from yacht_lab.warm_start import warm_start
 
 __all__ = ["Abort", "load_checkpoint", "make_model", "resume_config", "train"]
 
@@ -215,6 +216,8 @@ def train(
                 rows = resumed_curve(run_dir / CURVE_FILE, model.num_timesteps, task.fields)
             else:
                 model, rows = make_model(config, env, tensorboard_dir), []
+                if config.init is not None:
+                    warm_start(model, config)
             remaining = config.total_timesteps - model.num_timesteps
             if remaining <= 0:
                 raise ValueError(

@@ -50,6 +50,11 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     parser.add_argument("--reward", choices=["score", "win"], help="score, or win (with --opponents) (config: reward)")
     parser.add_argument("--seat", type=seat, help="the learner's seat: random or 0..len(opponents) (config: seat)")
     parser.add_argument("--device", help="torch device: cpu, cuda, cuda:<i> or mps, if present (config: device)")
+    parser.add_argument(
+        "--init",
+        metavar="MODEL",
+        help="start from this model's weights: a path or a shipped name such as standard (config: init)",
+    )
     parser.add_argument("--output-dir", default="runs", help="where run folders go (default: %(default)s)")
     parser.add_argument(
         "--resume",
@@ -120,6 +125,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
         "opponents": args.opponents,
         "reward": args.reward,
         "seat": args.seat,
+        "init": args.init,
     }
     try:
         if args.resume is not None:

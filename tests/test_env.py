@@ -103,18 +103,26 @@ def scores_of(info: dict) -> dict[str, int | None]:
     return {name: None if points < 0 else points for name, points in zip(NAMES, info["scores"].tolist(), strict=True)}
 
 
+def flag(value) -> bool:
+    """An info flag as a Python bool, checking its type: a 0-d bool array (``Yacht-v0``'s Information)."""
+    assert isinstance(value, np.ndarray) and value.dtype == np.bool_ and value.shape == (), repr(value)
+    return bool(value)
+
+
 def check_state(env: YachtEnv, obs, info: dict, canonical_keeps: bool = True) -> None:
     """Everything that must hold of one (observation, info) pair of a live or just-finished game."""
     assert set(info) == INFO_KEYS
-    # Numbers and numpy arrays only, so that every vector env and library batches them.
+    # Numpy values only, one dtype per key (numbers np.int64, flags 0-d bool arrays), so that every vector env
+    # and library batches them (tests/test_doorway.py checks every env agrees).
     assert info["dice"].dtype == np.int8 and info["dice"].shape == (5,)
     assert info["scores"].dtype == np.int16 and info["scores"].shape == (12,) and (info["scores"] >= -1).all()
     dice = dice_of(info)
     assert len(dice) == 5 and list(dice) == sorted(dice)
     assert all(1 <= d <= 6 for d in dice)
-    assert info["rolls_left"] in (0, 1, 2) and type(info["rolls_left"]) is int
-    assert type(info["total"]) is int and type(info["illegal_action"]) is bool
-    assert type(info["illegal_actions"]) is int and info["illegal_actions"] >= int(info["illegal_action"])
+    assert info["rolls_left"] in (0, 1, 2) and type(info["rolls_left"]) is np.int64
+    assert type(info["total"]) is np.int64
+    flag(info["illegal_action"])  # a 0-d bool array
+    assert type(info["illegal_actions"]) is np.int64 and info["illegal_actions"] >= int(info["illegal_action"])
     assert all(score is None or type(score) is int for score in scores_of(info).values())
     mask = info["action_mask"]
     assert mask.dtype == np.int8 and mask.shape == (44,)
@@ -150,7 +158,7 @@ def play_random_legal_game(env: YachtEnv, seed: int, canonical_keeps: bool = Tru
     rng = np.random.default_rng(seed)
     obs, info = env.reset(seed=seed)
     check_state(env, obs, info, canonical_keeps)
-    assert info["rolls_left"] == 2 and info["total"] == 0 and info["illegal_action"] is False
+    assert info["rolls_left"] == 2 and info["total"] == 0 and flag(info["illegal_action"]) is False
     assert all(score is None for score in scores_of(info).values())
     rewards, picks, rolls_this_turn, steps = [], 0, 1, 0
     terminated = False
@@ -161,7 +169,7 @@ def play_random_legal_game(env: YachtEnv, seed: int, canonical_keeps: bool = Tru
         steps += 1
         check_state(env, obs, info, canonical_keeps)
         assert type(reward) is float
-        assert truncated is False and info["illegal_action"] is False
+        assert truncated is False and flag(info["illegal_action"]) is False
         if action < 32:
             rolls_this_turn += 1
             assert rolls_this_turn <= 3
@@ -334,7 +342,7 @@ def test_all_keeps_but_31_legal_without_canonical_keeps():
     assert info["action_mask"][:32].tolist() == [1] * 31 + [0]
     # Keeping the second 2 only (mask 4) is legal now, and equals keeping the first 2 (mask 2).
     _, _, _, _, info_4 = env.step(4)
-    assert info_4["illegal_action"] is False and info_4["rolls_left"] == 1
+    assert flag(info_4["illegal_action"]) is False and info_4["rolls_left"] == 1
     _, info = env.reset(options={"dice_stream": worked_stream()})
     _, _, _, _, info_2 = env.step(2)
     assert dice_of(info_4) == dice_of(info_2)
@@ -523,7 +531,7 @@ def test_illegal_action_is_ignored(kind, penalty):
             new_obs, reward, terminated, truncated, new_info = env.step(action)
             assert reward == penalty and type(reward) is float
             assert (terminated, truncated) == (False, False)
-            assert new_info["illegal_action"] is True
+            assert flag(new_info["illegal_action"]) is True
             assert new_info["illegal_actions"] == info["illegal_actions"] + 1
             info = {**info, "illegal_actions": new_info["illegal_actions"]}
             assert_same_obs(new_obs, obs)
@@ -558,7 +566,7 @@ def test_max_illegal_actions_truncates_on_the_nth(limit):
                 if n == 2:  # legal actions in between do not reset the count: it is per episode
                     _, _, _, _, info = env.step(first_legal(info))
                 _, reward, terminated, truncated, info = env.step(31)
-                assert info["illegal_action"] is True and reward == 0.0
+                assert flag(info["illegal_action"]) is True and reward == 0.0
                 assert (terminated, truncated) == (False, n == limit)
             assert info["action_mask"].all()  # over: every action allowed, never an empty row
             with pytest.raises(ValueError, match=r"^the episode is over; call reset\(\) before step\(\)$"):
@@ -816,7 +824,7 @@ def test_returned_masks_cannot_change_the_env(observation_type):
     assert env.action_masks()[32] == 0 and env.action_masks()[31] == 0
     with pytest.warns(UserWarning, match=illegal_warning(ILLEGAL["pick_filled"][2])):
         _, _, _, _, info = env.step(32)
-    assert info["illegal_action"] is True and info["scores"][0] >= 0
+    assert flag(info["illegal_action"]) is True and info["scores"][0] >= 0
 
 
 @pytest.mark.parametrize("action", [True, False, np.bool_(True), np.array(True), 32.0, "32", None, [32]])

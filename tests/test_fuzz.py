@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import nullcontext
 from itertools import product
 
 import numpy as np
@@ -342,35 +343,37 @@ def test_multiplayer_env_with_adversarial_players(illegal_action):
         num_players=3, illegal_action=illegal_action, illegal_action_penalty=PENALTY, max_illegal_actions=None
     )
     attempts = 0
-    for game in range(6 * SCALE):
-        table.reset(seed=game)
-        before = None
-        for agent in table.agent_iter():
-            observation, reward, terminated, truncated, info = table.last()
-            check_sheets(info["scores"], info["totals"], before)
-            before = info["scores"]
-            if terminated or truncated:
-                table.step(None)
-                continue
-            legal = observation["action_mask"].astype(bool)
-            observation["action_mask"][:] = 1  # writes into what it was handed
-            observation["observation"][:] = 0.0
-            np.testing.assert_array_equal(table.observe(agent)["action_mask"], legal)
-            if rng.random() < 0.2:
-                attempts += 1
-                bad = int(rng.choice(np.flatnonzero(~legal)))
-                state = snapshot(table)
-                if illegal_action == "raise":
-                    with pytest.raises(ValueError, match=f"^{agent}: action {bad} "):
+    ignored = pytest.warns(UserWarning, match=ILLEGAL_WARNING) if illegal_action == "ignore" else nullcontext()
+    with ignored:
+        for game in range(6 * SCALE):
+            table.reset(seed=game)
+            before = None
+            for agent in table.agent_iter():
+                observation, reward, terminated, truncated, info = table.last()
+                check_sheets(info["scores"], info["totals"], before)
+                before = info["scores"]
+                if terminated or truncated:
+                    table.step(None)
+                    continue
+                legal = observation["action_mask"].astype(bool)
+                observation["action_mask"][:] = 1  # writes into what it was handed
+                observation["observation"][:] = 0.0
+                np.testing.assert_array_equal(table.observe(agent)["action_mask"], legal)
+                if rng.random() < 0.2:
+                    attempts += 1
+                    bad = int(rng.choice(np.flatnonzero(~legal)))
+                    state = snapshot(table)
+                    if illegal_action == "raise":
+                        with pytest.raises(ValueError, match=f"^{agent}: action {bad} "):
+                            table.step(bad)
+                        assert snapshot(table) == state  # a rejected step changes nothing
+                    else:
                         table.step(bad)
-                    assert snapshot(table) == state  # a rejected step changes nothing
-                else:
-                    table.step(bad)
-                    assert table.infos[agent]["illegal_action"] and table.last()[1] == PENALTY
-                    assert snapshot(table)[3:] == state[3:]  # only the rewards changed
-                continue
-            table.step(int(rng.choice(np.flatnonzero(legal))))
-        assert (table.infos == {}) and (before >= 0).all()
+                        assert table.infos[agent]["illegal_action"] and table.last()[1] == PENALTY
+                        assert snapshot(table)[3:] == state[3:]  # only the rewards changed
+                    continue
+                table.step(int(rng.choice(np.flatnonzero(legal))))
+            assert (table.infos == {}) and (before >= 0).all()
     assert attempts > 0
 
 

@@ -165,16 +165,38 @@ def test_bad_arguments_raise(kwargs, message):
         raw_env(**kwargs)
 
 
+def illegal_counts(table) -> dict[str, int]:
+    """Each agent's ``infos[agent]["illegal_actions"]``, checking its type (np.int64, as ``Yacht-v0``'s)."""
+    assert all(type(info["illegal_actions"]) is np.int64 for info in table.infos.values())
+    return {agent: int(info["illegal_actions"]) for agent, info in table.infos.items()}
+
+
 def test_illegal_actions_follow_yacht_v0s_policy():
     table = raw_env(num_players=2, illegal_action_penalty=-1.0, max_illegal_actions=3)
     table.reset(seed=0)
+    assert illegal_counts(table) == {"player_0": 0, "player_1": 0}
     before = table.observe("player_0")
-    table.step(31)  # keeps everything: never legal
+    first = r"Yacht: an illegal action was ignored .*\(the first: player_0, action 31 keeps all five dice"
+    with pytest.warns(UserWarning, match=first):
+        table.step(31)  # keeps everything: never legal
     assert table.rewards["player_0"] == -1.0 and table.agent_selection == "player_0"
     np.testing.assert_array_equal(table.observe("player_0")["observation"], before["observation"])
-    table.step(31)
-    table.step(31)
-    assert all(table.truncations.values())
+    assert illegal_counts(table) == {"player_0": 1, "player_1": 0}
+    assert all(info["illegal_action"] == np.array(True) for info in table.infos.values())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one warning per env, not per illegal action nor per agent
+        table.step(32 + R.get_rules("standard").categories.index("choice"))  # legal: player_1's turn
+        assert illegal_counts(table) == {"player_0": 1, "player_1": 0}
+        assert not any(info["illegal_action"] for info in table.infos.values())
+        table.step(31)
+        assert illegal_counts(table) == {"player_0": 1, "player_1": 1} and not any(table.truncations.values())
+        table.step(31)  # the table's third: the agents' counts together reach max_illegal_actions
+        assert illegal_counts(table) == {"player_0": 1, "player_1": 2}
+        assert all(table.truncations.values())
+        table.reset(seed=1)
+        assert illegal_counts(table) == {"player_0": 0, "player_1": 0}  # counted per game
+        table.step(31)
+        assert illegal_counts(table) == {"player_0": 1, "player_1": 0}
     strict = raw_env(illegal_action="raise")
     strict.reset(seed=0)
     with pytest.raises(ValueError, match="action 31 keeps all five dice"):

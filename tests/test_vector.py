@@ -66,18 +66,19 @@ def assert_same_obs(vector_row, single) -> None:
 
 
 def assert_same_info(info: dict, i: int, single_info: dict) -> None:
-    """Game ``i`` of the vector env's batched info equals the single env's info: same keys, values and dtypes."""
+    """Game ``i`` of the vector env's batched info equals the single env's info: same keys, values and dtypes
+    (the single env's numbers np.int64 scalars, its flags 0-d bool arrays)."""
     family = {key: single_info[key] for key in ("upper", "armed") if key in single_info}  # the family's state
     assert set(single_info) == set(INFO_KEYS) | set(family)
-    for key in ("dice", "scores", "action_mask"):
-        assert info[key].dtype == single_info[key].dtype, key
-        np.testing.assert_array_equal(info[key][i], single_info[key], err_msg=key)
-    for key, value in family.items():
-        assert info[key][i] == value and type(value) is (bool if key == "armed" else int), key
-    assert info["rolls_left"][i] == single_info["rolls_left"]
-    assert info["total"][i] == single_info["total"]
-    assert bool(info["illegal_action"][i]) is single_info["illegal_action"]
-    assert info["illegal_actions"][i] == single_info["illegal_actions"]
+    for key, value in single_info.items():
+        assert info[key].dtype == value.dtype, key
+        np.testing.assert_array_equal(info[key][i], value, err_msg=key)
+    for key in ("rolls_left", "total", "illegal_actions", "upper"):
+        assert key not in single_info or type(single_info[key]) is np.int64, key
+    for key in ("illegal_action", "armed"):
+        if key in single_info:
+            value = single_info[key]
+            assert type(value) is np.ndarray and value.dtype == np.bool_ and value.shape == (), key
 
 
 def assert_fresh_game(obs, info: dict, i: int, canonical_keeps: bool = True, rules: str = "standard") -> None:
@@ -154,7 +155,8 @@ def play_side_by_side(
                     assert info["_final_obs"][i] and info["_final_total"][i]
                     assert_same_obs(obs_row(info["final_obs"], i), single_obs)
                     assert info["final_total"][i] == single_info["total"]
-                    assert bool(info["illegal_action"][i]) is single_info["illegal_action"]  # the ending step's
+                    assert info["illegal_action"].dtype == single_info["illegal_action"].dtype == np.bool_
+                    assert info["illegal_action"][i] == single_info["illegal_action"]  # the ending step's
                     assert_fresh_game(obs, info, i, canonical_keeps, rules)
                     events["autoreset"] += 1
                 else:

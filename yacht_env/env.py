@@ -20,7 +20,8 @@ OBSERVATION_TYPES = ("flat", "dict", "masked")
 ACTION_MASK_DTYPES = ("int8", "bool")
 ILLEGAL_ACTION_HINT = (
     "Yacht: an illegal action was ignored (the state did not change; info['illegal_actions'] counts them). "
-    "Pass the action masks to the policy: env.action_masks(), info['action_mask'] or observation_type='masked'"
+    "Pass the action masks to the policy: info['action_mask'], observation_type='masked', or "
+    "env.get_wrapper_attr('action_masks')() (env.action_masks() on the unwrapped env)"
 )
 
 
@@ -125,11 +126,15 @@ class YachtEnv(gym.Env):
     TorchRL's ``ActionMask``).
 
     ## Action mask
-    The legal actions are ``env.action_masks()`` (bool, what sb3-contrib's ``MaskablePPO`` calls),
-    ``info["action_mask"]`` (int8, shape ``(44,)``, what Gymnasium's ``Discrete.sample(mask=...)`` takes) on
-    every reset and step, and, with ``observation_type="masked"``, ``obs["action_mask"]``. Each is a new
-    array: writing to it cannot change the env. Once a game is over every action is allowed (pgx's
-    convention), so a masked policy never meets an all-False row.
+    The legal actions are ``info["action_mask"]`` (int8, shape ``(44,)``, what Gymnasium's
+    ``Discrete.sample(mask=...)`` takes) on every reset and step; with ``observation_type="masked"``,
+    ``obs["action_mask"]``; and the method ``action_masks()`` (bool, what sb3-contrib's ``MaskablePPO``
+    calls). ``gymnasium.make`` wraps the env and Gymnasium 1.x wrappers do not forward methods, so on a made
+    env call ``env.get_wrapper_attr("action_masks")()`` (or ``env.unwrapped.action_masks()``); plain
+    ``env.action_masks()`` is an ``AttributeError`` there. SB3's vector envs reach it through the wrappers
+    themselves (``env_method("action_masks")``), so ``MaskablePPO`` on ``make_vec_env("Yacht-v0")`` needs
+    nothing. Each is a new array: writing to it cannot change the env. Once a game is over every action is
+    allowed (pgx's convention), so a masked policy never meets an all-False row.
 
     ## Actions
     ``Discrete(44)``; the dice are always shown sorted ascending (``info["dice"]``):
@@ -166,12 +171,19 @@ class YachtEnv(gym.Env):
     the masks), and ``info["illegal_actions"]`` counts them.
 
     ## Information
-    On reset and every step, numbers and numpy arrays only (so Gymnasium's sync and async vector envs,
-    CleanRL, Tianshou and TorchRL batch them unchanged; the native vector env has the same keys):
-    ``"dice"`` (int8 (5,), sorted ascending), ``"rolls_left"`` (0..2), ``"scores"`` (int16 (12,):
-    points of each filled category, ``-1`` while open), ``"total"`` (int), ``"action_mask"`` (int8 (44,)),
-    ``"illegal_action"`` (bool: this step's action was ignored as illegal) and ``"illegal_actions"``
-    (int: how many this episode).
+    On reset and every step, numpy values only, with one dtype per key in every Yacht env (the native
+    vector env, Gymnasium's sync and async vector envs over this one, ``YachtVersus-v0`` and the PettingZoo
+    env), so CleanRL, Tianshou and TorchRL (``GymEnv(...).auto_register_info_dict()``) batch them unchanged:
+    ``"dice"`` (int8 (5,), sorted ascending), ``"rolls_left"`` (int64, 0..2), ``"scores"`` (int16 (12,):
+    points of each filled category, ``-1`` while open), ``"total"`` (int64), ``"action_mask"`` (int8
+    (44,)), ``"illegal_action"`` (bool: this step's action was ignored as illegal) and
+    ``"illegal_actions"`` (int64: how many this episode). Presets with an upper bonus add ``"upper"``
+    (int64: the upper subtotal, capped at the bonus threshold), those with a Yahtzee bonus ``"armed"``
+    (bool: the five-of-a-kind box holds its points, so another five of a kind earns the bonus).
+
+    A number is a numpy scalar (``np.int64(23)``); a flag is a 0-d bool array (``np.array(False)``), not a
+    numpy bool scalar, which Gymnasium's vector envs would batch into an object array. Both compare with
+    ``==`` and convert with ``int()`` / ``bool()``; ``info["illegal_action"] is True`` is always False.
 
     ## Seeding
     ``reset(seed=s)`` reproduces a game exactly: all dice come from ``env.np_random``, drawn at reset as a
@@ -235,7 +247,9 @@ class YachtEnv(gym.Env):
       (``"scores"`` an int array with -1 for open categories, ``"dice"`` an int8 array),
       ``"illegal_actions"`` counts, ``observation_type="masked"``, ``render_mode="rgb_array"``. The move
       of the players to ``yacht_agents`` and of the lab to ``yacht_lab`` (0.2.0) is a refactor without
-      behaviour change: the env stays v0.
+      behaviour change: the env stays v0. After 0.2.0: ``info``'s numbers are ``np.int64`` and its flags 0-d
+      bool arrays (they were Python ints and bools), one dtype per key in every env; the first illegal action
+      warns with ``get_wrapper_attr("action_masks")``, the way to the masks through ``gym.make``'s wrappers.
     """
 
     metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
@@ -357,13 +371,13 @@ class YachtEnv(gym.Env):
         game = self._game
         return {
             "dice": R.ROLLS[game.roll].copy(),
-            "rolls_left": game.rolls_left,
+            "rolls_left": np.int64(game.rolls_left),
             "scores": game.sheet.copy(),
-            "total": game.total,
+            "total": np.int64(game.total),
             **bonus_info(self.rules, game),
             "action_mask": self.action_masks().view(np.int8),
-            "illegal_action": illegal,
-            "illegal_actions": self._illegal_count,
+            "illegal_action": np.array(illegal),
+            "illegal_actions": np.int64(self._illegal_count),
         }
 
     def _sheet_image(self) -> np.ndarray:

@@ -339,15 +339,16 @@ class TableState:
 
 
 def bonus_info(rules: R.Rules, game: GameState) -> dict[str, Any]:
-    """The info keys of what the family's state adds (none for Yacht's presets): ``"upper"`` (the upper
-    subtotal, capped at the bonus threshold) with an upper bonus, ``"armed"`` (the five-of-a-kind box holds its
-    points) with a Yahtzee bonus; an int (bool) for one game, copies of the arrays for a batch."""
+    """The info keys of what the family's state adds (none for Yacht's presets): ``"upper"`` (int64, the upper
+    subtotal, capped at the bonus threshold) with an upper bonus, ``"armed"`` (bool, the five-of-a-kind box holds
+    its points) with a Yahtzee bonus; for one game an ``np.int64`` and a 0-d bool array (the envs' info types,
+    ``Yacht-v0``'s Information), for a batch new arrays of those dtypes."""
     info: dict[str, Any] = {}
     one = game.num_games is None
     if rules.upper_bonus:
-        info["upper"] = game.upper if one else game.upper.copy()
+        info["upper"] = np.int64(game.upper) if one else game.upper.astype(np.int64)
     if rules.yahtzee_bonus:
-        info["armed"] = bool(game.armed) if one else game.armed.astype(bool)
+        info["armed"] = np.array(bool(game.armed)) if one else game.armed.astype(bool)
     return info
 
 

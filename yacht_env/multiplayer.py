@@ -31,6 +31,10 @@ from yacht_env.rules import is_int
 
 MAX_PLAYERS = 10
 REWARD_MODES = ("score", "win")
+ILLEGAL_ACTION_HINT = (
+    "Yacht: an illegal action was ignored (the state did not change; infos[agent]['illegal_actions'] counts "
+    "them). Pass the action mask to the policy: observation['action_mask'] (the legal actions of the agent on turn)"
+)
 
 
 def env(**kwargs) -> AECEnv:
@@ -80,19 +84,26 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     action earns its actor ``illegal_action_penalty``.
 
     ## Information
-    Every agent's info, numbers and read-only arrays (new each step): ``"dice"`` (int8 (5,), the dice of
-    the player on turn),
-    ``"rolls_left"``, ``"player_on_turn"`` (its seat), ``"scores"`` (int16 (P, 12), -1 while open),
-    ``"totals"`` (P,), ``"illegal_action"``; at the end also ``"winners"`` (int8 (P,), 1 for each player
-    with the highest total).
+    Every agent's info, numpy values in ``Yacht-v0``'s types (numbers ``np.int64``, flags 0-d bool arrays,
+    read-only arrays new each step): ``"dice"`` (int8 (5,), the dice of the player on turn),
+    ``"rolls_left"`` (int64), ``"player_on_turn"`` (int64, its seat), ``"scores"`` (int16 (P, 12), -1 while
+    open), ``"totals"`` (int64 (P,)), ``"illegal_action"`` (bool: the last step's action was ignored as
+    illegal) and ``"illegal_actions"`` (int64: how many illegal actions *this agent* took this game, so each
+    agent's count is what ``Yacht-v0`` counts for its one player, and with one player it is exactly
+    ``Yacht-v0``'s); at the end also ``"winners"`` (int8 (P,), 1 for each player with the highest total).
 
     ## Illegal actions and episode end
-    ``Yacht-v0``'s policy: ignored (nothing changes; ``illegal_action="raise"`` raises ``ValueError``, naming
-    the agent, and the rejected step changes nothing, the actor's pending reward included), and the table is
-    truncated for everyone at the ``max_illegal_actions``-th illegal action of a game. Once the game is over each agent
-    leaves with a ``None`` step (PettingZoo's ``_was_dead_step``). The raw env's ``step``, ``last`` and
-    ``observe`` before the first ``reset``, and its ``step`` and ``last`` once every agent has left, raise
-    ``ValueError`` (``env()``'s ``OrderEnforcingWrapper`` answers those calls first, as PettingZoo documents).
+    ``Yacht-v0``'s policy: ignored (nothing changes and the agent stays on turn; its reward is
+    ``illegal_action_penalty``), and an unmasked policy is never silently wrong: the first illegal action
+    an env ignores warns once per env through Gymnasium's logger (naming the agent, with the hint to pass
+    ``observation["action_mask"]``), and ``infos[agent]["illegal_actions"]`` counts them.
+    ``illegal_action="raise"`` raises ``ValueError`` instead, naming the agent, and the rejected step changes
+    nothing, the actor's pending reward included. The table is truncated for everyone at the
+    ``max_illegal_actions``-th illegal action of a game (the agents' counts together: one table, one limit).
+    Once the game is over each agent leaves with a ``None`` step (PettingZoo's ``_was_dead_step``). The raw
+    env's ``step``, ``last`` and ``observe`` before the first ``reset``, and its ``step`` and ``last`` once
+    every agent has left, raise ``ValueError`` (``env()``'s ``OrderEnforcingWrapper`` answers those calls
+    first, as PettingZoo documents).
 
     ## Seeding
     ``reset(seed=s)`` reproduces a game: each player's ``(12, 3, 5)`` dice stream is drawn from the env's
@@ -111,7 +122,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     preset, and ``tests/test_openspiel.py`` cross-checks it against OpenSpiel's ``yacht``.
 
     ## Version History
-    * v0: initial release (yacht-rl 0.1.0; PettingZoo name ``yacht_v0``).
+    * v0: initial release (yacht-rl 0.1.0; PettingZoo name ``yacht_v0``). After 0.2.0: the first ignored
+      illegal action warns once per env, ``"illegal_actions"`` counts each agent's, and the info holds
+      ``Yacht-v0``'s numpy types (numbers were Python ints and the flag a Python bool).
     """
 
     metadata = {"render_modes": ["ansi", "human"], "name": "yacht_v0", "is_parallelizable": False}
@@ -149,7 +162,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._observation_space = spaces.Dict({"observation": self._encoder.space, "action_mask": mask_space})
         self._action_space = spaces.Discrete(self.rules.num_actions)
         self._table = TableState(self.rules, self.num_players, None, self.canonical_keeps)
-        self._illegal_count = 0
+        self._illegal_counts = np.zeros(self.num_players, dtype=np.int64)  # each seat's, this game
+        self._warned_illegal = False  # once per env, as Yacht-v0
         self._over = True
 
     def observation_space(self, agent: str) -> spaces.Space:
@@ -176,7 +190,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
-        self._illegal_count = 0
+        self._illegal_counts[:] = 0
         self._over = False
         self.agent_selection = self.agents[0]
         self._set_infos(illegal=False)
@@ -203,9 +217,15 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._cumulative_rewards[agent] = 0.0
         self.rewards = dict.fromkeys(self.agents, 0.0)
         if not legal:
-            self._illegal_count += 1
+            self._illegal_counts[self._seat[agent]] += 1
+            if not self._warned_illegal:
+                self._warned_illegal = True
+                reason = R.describe_illegal(
+                    action, player.roll, player.rolls_left, self.rules.categories, player.open_mask
+                )
+                gymnasium.logger.warn(f"{ILLEGAL_ACTION_HINT} (the first: {agent}, {reason})")
             self.rewards[agent] = self.illegal_action_penalty
-            if self.max_illegal_actions is not None and self._illegal_count >= self.max_illegal_actions:
+            if self.max_illegal_actions is not None and self._illegal_counts.sum() >= self.max_illegal_actions:
                 self.truncations = dict.fromkeys(self.agents, True)
                 self._over = True
         else:
@@ -264,22 +284,23 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     def _set_infos(self, illegal: bool) -> None:
         table = self._table
         on_turn = table.on_turn
-        totals = table.totals()
+        totals = table.totals().astype(np.int64)
         scores = table.sheets.copy()
         scores.flags.writeable = totals.flags.writeable = False  # new arrays each step, shared by every agent
         info = {
             "dice": R.ROLLS[on_turn.roll],  # a read-only row of the rules' table
-            "rolls_left": on_turn.rolls_left,
-            "player_on_turn": table.current,
+            "rolls_left": np.int64(on_turn.rolls_left),
+            "player_on_turn": np.int64(table.current),
             "scores": scores,
             "totals": totals,
-            "illegal_action": illegal,
+            "illegal_action": np.array(illegal),
         }
         if self._over and all(self.terminations.values()):
             winners = (totals == totals.max()).astype(np.int8)
             winners.flags.writeable = False
             info["winners"] = winners
-        self.infos = {agent: dict(info) for agent in self.agents}
+        counts = self._illegal_counts
+        self.infos = {agent: {**info, "illegal_actions": counts[self._seat[agent]]} for agent in self.agents}
 
     def _sheets(self) -> str:
         table, rules = self._table, self.rules

@@ -56,7 +56,7 @@ class BatchedEnv(VectorEnv):
         self.single_action_space = spaces.Discrete(self.rules.num_actions)
         self.action_space = spaces.MultiDiscrete(np.full(n, self.rules.num_actions))
         self._index = np.arange(n)
-        self._illegal_count = np.zeros(n, dtype=np.int32)
+        self._illegal_count = np.zeros(n, dtype=np.int64)
         self._awaiting_reset = np.zeros(n, dtype=bool)
         self._warned_illegal = False
         self._was_reset = False
@@ -273,9 +273,11 @@ class YachtVectorEnv(BatchedEnv):
 
     ## Information
     Batched ``info`` (every key paired with an all-True ``"_key"`` mask, as Gymnasium's vector envs do),
-    the single env's keys and types with a leading axis of N: ``"dice"`` int8 (N, 5) sorted,
-    ``"rolls_left"`` (N,), ``"scores"`` int16 (N, 12) with -1 for open categories, ``"total"`` (N,),
-    ``"action_mask"`` int8 (N, 44), ``"illegal_action"`` bool (N,), ``"illegal_actions"`` (N,).
+    the single env's keys and dtypes with a leading axis of N (the dtypes Gymnasium's sync and async vector
+    envs give over ``Yacht-v0``): ``"dice"`` int8 (N, 5) sorted, ``"rolls_left"`` int64 (N,), ``"scores"``
+    int16 (N, 12) with -1 for open categories, ``"total"`` int64 (N,), ``"action_mask"`` int8 (N, 44),
+    ``"illegal_action"`` bool (N,), ``"illegal_actions"`` int64 (N,); the family's ``"upper"`` int64 (N,)
+    and ``"armed"`` bool (N,); with ``same_step`` also ``"final_total"`` int64 (N,).
 
     ## Seeding
     ``reset(seed=s)`` draws every game's ``(12, 3, 5)`` dice stream from the env's ``np_random``, so the
@@ -376,14 +378,14 @@ class YachtVectorEnv(BatchedEnv):
         game = self._game
         return {
             "dice": R.ROLLS[game.roll],
-            "rolls_left": game.rolls_left.copy(),
+            "rolls_left": game.rolls_left.astype(np.int64),
             "scores": game.sheet.copy(),
-            "total": game.total.copy(),
+            "total": game.total.astype(np.int64),
             **bonus_info(self.rules, game),
         }
 
     def _final_info(self) -> dict[str, np.ndarray]:
-        return {"final_total": self._game.total.copy()}
+        return {"final_total": self._game.total.astype(np.int64)}
 
     def _describe_illegal(self, i: int, action: int) -> str:
         game = self._game

@@ -82,6 +82,21 @@ class Calibration:
             self.bin_predicted[b] += int(values[at].sum())
             self.bin_outcome[b] += int(outcomes[at].sum())
 
+    def merge(self, other: Calibration) -> None:
+        """Adds the sums of ``other``, of the same rounds, players and share unit and of some of these agents."""
+        if (other.rounds, other.players, other.share_unit) != (self.rounds, self.players, self.share_unit):
+            raise ValueError("cannot merge the calibrations of other rules or tables")
+        for name, count in other.count.items():
+            self.count[name] += count
+            self.predicted[name] = [a + b for a, b in zip(self.predicted[name], other.predicted[name], strict=True)]
+            self.outcome[name] += other.outcome[name]
+            self.squared[name] += other.squared[name]
+        self.constant += other.constant
+        for b in range(CALIBRATION_BINS):
+            self.bin_count[b] += other.bin_count[b]
+            self.bin_predicted[b] += other.bin_predicted[b]
+            self.bin_outcome[b] += other.bin_outcome[b]
+
     def to_dict(self) -> dict[str, object]:
         """Per agent its mean prediction (overall and by round), observed win share and Brier score; pooled:
         the Brier score, that of always predicting ``1 / P``, and the reliability table."""

@@ -26,6 +26,11 @@ decision at a time; each agent acts once per decision, in one batched ``act`` ca
 is on turn. An agent with ``table_players == P`` sees the table from its seat
 (:class:`~yacht_env.encoding.MultiplayerEncoder`); the others see their own game as ``Yacht-v0`` shows it.
 
+**Per deal.** Besides the sums, the result keeps each deal's outcome of every pair (``deal_outcomes``: uint8, one
+byte per deal and pair), from which :mod:`yacht_lab.ratings` fits the agents' ratings and resamples deals; with
+``keep_deals=True`` also each deal's sums per agent (``deal_sums``), from which :func:`merge_lineups` puts
+together a round robin whose pairs were played apart (on Ray: :mod:`yacht_lab.head_to_head_ray`).
+
 The win agent's model is checked against the outcomes in :mod:`yacht_lab.calibration`; the reports (text, JSON,
 the win-rate plot) are written by :mod:`yacht_lab.head_to_head_report`.
 """
@@ -203,6 +208,11 @@ class HeadToHead:
     share_unit: int
     calibration: Calibration | None = None
     seconds: float = 0.0
+    #: uint8 ``(deals, len(pairs))``: per deal and pair (in ``pairs``' order), 2 * wins of ``a`` + ties.
+    deal_outcomes: np.ndarray | None = None
+    #: With ``keep_deals``: per deal, ``"scores"`` and ``"shares"`` (int64 ``(deals, len(names))``, each agent's
+    #: summed totals and win shares over its games) and ``"first_seat"`` (int64 ``(deals,)``).
+    deal_sums: dict[str, np.ndarray] | None = None
 
     @property
     def games_per_deal(self) -> int:
@@ -262,6 +272,7 @@ def head_to_head(
     progress: bool = False,
     on_games_done: Callable[[int], None] | None = None,
     calibration: bool = True,
+    keep_deals: bool = False,
 ) -> HeadToHead:
     """Plays ``games`` deals of every table; see the module docstring.
 
@@ -281,6 +292,7 @@ def head_to_head(
             the outcomes (:class:`~yacht_lab.calibration.Calibration`; loads the rules' score distributions). Rules
             with bonuses (the family's) have no such distributions (:func:`yacht_env.distributions.unsupported`):
             there the report has no calibration.
+        keep_deals: Keep each deal's sums per agent (``deal_sums``), for :func:`merge_lineups`.
 
     Raises:
         ValueError: bad players, deals, seed or batch size (more than
@@ -327,7 +339,15 @@ def head_to_head(
         first_seat=Tally(),
         tables_per_deal=len(lineups) * per_deal,
         share_unit=share_unit,
+        deal_outcomes=np.zeros((games, len(pairs)), dtype=np.uint8),  # 2 * P * P <= 200
     )
+    column = {key: k for k, key in enumerate(pairs)}
+    if keep_deals:
+        result.deal_sums = {
+            "scores": np.zeros((games, len(names)), dtype=np.int64),
+            "shares": np.zeros((games, len(names)), dtype=np.int64),
+            "first_seat": np.zeros(games, dtype=np.int64),
+        }
     rounds = rules.num_categories
     calibration = calibration and unsupported(rules) is None  # the family's bonuses: no score distributions
     if calibration:
@@ -367,7 +387,8 @@ def head_to_head(
                     shares[names[k]] += share[:, :, i].sum(axis=1)
                     result.games[names[k]] += nd * per_deal
                 for i, j in itertools.combinations(range(p), 2):
-                    pair = result.pairs[pair_key(names[lineup[i]], names[lineup[j]])]
+                    key = pair_key(names[lineup[i]], names[lineup[j]])
+                    pair = result.pairs[key]
                     a, b = totals[:, :, i], totals[:, :, j]
                     wins_a, wins_b = (a > b).sum(axis=1), (a < b).sum(axis=1)
                     pair.games += nd * per_deal
@@ -375,6 +396,7 @@ def head_to_head(
                     pair.wins_b += int(wins_b.sum())
                     pair.ties += int(nd * per_deal - wins_a.sum() - wins_b.sum())
                     pair.outcome.add(wins_a + (per_deal - wins_b))  # 2 * wins + ties
+                    result.deal_outcomes[deals.start : deals.stop, column[key]] = wins_a + (per_deal - wins_b)
                     pair.margin.add((a - b).sum(axis=1))
                 if bar is not None:
                     bar.update(nd * per_deal)
@@ -384,8 +406,85 @@ def head_to_head(
                 result.scores[name].add(scores[name])
                 result.shares[name].add(shares[name])
             result.first_seat.add(first_seat)
+            if keep_deals:
+                result.deal_sums["first_seat"][deals.start : deals.stop] = first_seat
+                for k, name in enumerate(names):
+                    result.deal_sums["scores"][deals.start : deals.stop, k] = scores[name]
+                    result.deal_sums["shares"][deals.start : deals.stop, k] = shares[name]
     finally:
         if bar is not None:
             bar.close()
     result.seconds = time.perf_counter() - start
+    return result
+
+
+def merge_lineups(parts: Sequence[HeadToHead], names: Sequence[str]) -> HeadToHead:
+    """The head to head of ``names`` put together from its tables played apart (on Ray, say).
+
+    Args:
+        parts: One :func:`head_to_head` per table of the head to head, in its order (at two players each pair
+            ``(a, b)`` of ``names``, ``a`` given first, in ``itertools.combinations`` order; at more, the one
+            table), all of the same players, deals, seed and rules, played with ``keep_deals=True``.
+        names: The agents, in the order given.
+
+    Returns:
+        What :func:`head_to_head` of the agents of ``names`` returns (the JSON byte for byte, when no agent has its
+        own randomness: a ``random`` agent playing its pairs apart draws other dice than one playing them in turn).
+
+    Raises:
+        ValueError: parts that are not the tables of ``names``, or that do not fit together.
+    """
+    first = parts[0]
+    p, deals = first.num_players, first.deals
+    lineups = list(itertools.combinations(range(len(names)), 2)) if p == 2 else [tuple(range(len(names)))]
+    setting = (p, deals, first.seed, first.rules.name, first.calibration is None)
+    if [part.names for part in parts] != [[names[k] for k in lineup] for lineup in lineups] or any(
+        (part.num_players, part.deals, part.seed, part.rules.name, part.calibration is None) != setting
+        or part.deal_sums is None
+        for part in parts
+    ):
+        raise ValueError(f"the parts are not the tables of a {p}-player head to head of {', '.join(names)}")
+    names = list(names)
+    column = {name: k for k, name in enumerate(names)}
+    sums = {
+        "scores": np.zeros((deals, len(names)), dtype=np.int64),
+        "shares": np.zeros((deals, len(names)), dtype=np.int64),
+        "first_seat": np.zeros(deals, dtype=np.int64),
+    }
+    games = {name: 0 for name in names}
+    calibration = (
+        None if first.calibration is None else Calibration(names, first.rules.num_categories, p, first.share_unit)
+    )
+    pairs: dict[str, PairResult] = {}
+    for part in parts:
+        at = [column[name] for name in part.names]
+        sums["scores"][:, at] += part.deal_sums["scores"]
+        sums["shares"][:, at] += part.deal_sums["shares"]
+        sums["first_seat"] += part.deal_sums["first_seat"]
+        for name in part.names:
+            games[name] += part.games[name]
+        pairs.update(part.pairs)
+        if calibration is not None:
+            calibration.merge(part.calibration)
+    result = HeadToHead(
+        rules=first.rules,
+        num_players=p,
+        deals=deals,
+        seed=first.seed,
+        names=names,
+        pairs=pairs,
+        scores={name: Tally() for name in names},
+        shares={name: Tally() for name in names},
+        games=games,
+        first_seat=Tally(),
+        tables_per_deal=sum(part.tables_per_deal for part in parts),
+        share_unit=first.share_unit,
+        calibration=calibration,
+        deal_outcomes=np.concatenate([part.deal_outcomes for part in parts], axis=1),
+        deal_sums=sums,
+    )
+    for k, name in enumerate(names):  # the same exact integer sums as the deals' batches add
+        result.scores[name].add(sums["scores"][:, k])
+        result.shares[name].add(sums["shares"][:, k])
+    result.first_seat.add(sums["first_seat"])
     return result

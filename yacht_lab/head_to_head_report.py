@@ -14,11 +14,13 @@ import numpy as np
 
 from yacht_lab.evaluation import game_title
 from yacht_lab.head_to_head import CI_METHOD, HeadToHead, pair_key
+from yacht_lab.ratings import Ratings
 from yacht_lab.report import _short, figure_bytes, pyplot_for
 
 
-def format_report(result: HeadToHead) -> str:
-    """The human-readable report: the win-rate and margin matrices (row against column), pairs, agents."""
+def format_report(result: HeadToHead, ratings: Ratings | None = None) -> str:
+    """The human-readable report: the win-rate and margin matrices (row against column), pairs, agents, the
+    calibration and, if given, the ratings table."""
     report = result.to_dict()
     p, per_deal = result.num_players, result.games_per_deal
     pairs, agents = report["head_to_head"], report["agents"]
@@ -85,6 +87,8 @@ def format_report(result: HeadToHead) -> str:
     ]
     if "calibration" in report:
         lines += ["", *format_calibration(report["calibration"])]
+    if ratings is not None:
+        lines += ["", *ratings.format()]
     return "\n".join(lines)
 
 
@@ -120,9 +124,12 @@ def format_calibration(calibration: dict) -> list[str]:
     return lines
 
 
-def render_json(result: HeadToHead) -> bytes:
-    """:meth:`HeadToHead.to_dict` as indented JSON (UTF-8)."""
-    return (json.dumps(result.to_dict(), indent=2) + "\n").encode()
+def render_json(result: HeadToHead, ratings: Ratings | None = None) -> bytes:
+    """:meth:`HeadToHead.to_dict` as indented JSON (UTF-8), with ``"ratings"`` (:meth:`Ratings.to_dict`) if given."""
+    report = result.to_dict()
+    if ratings is not None:
+        report["ratings"] = ratings.to_dict()
+    return (json.dumps(report, indent=2) + "\n").encode()
 
 
 def render_plot(result: HeadToHead, fmt: str = "png") -> bytes:

@@ -7,6 +7,7 @@ Usage:
         --rules standard --json results.json --plot scores.png
     yacht-evaluate --players 2 --games 20000 --json h2h.json   # head to head: every pair of the agents
     yacht-evaluate --players 3 --agents random greedy optimal  # three agents at one table
+    yacht-evaluate --players 2 --games 2000 --ratings           # and the agents' ratings with their intervals
 
 (``python -m yacht_lab evaluate`` and the repository's ``python evaluate.py`` are the same program.)
 Agent specs: ``random``, ``greedy``, ``optimal``, ``win``, ``win:P``, ``ppo:NAME`` (a shipped model:
@@ -26,7 +27,10 @@ and the family's head to head has no calibration.
 ``--players P`` (2..10) plays the agents against each other instead (:mod:`yacht_lab.head_to_head`): with 2 every
 pair of them, with more exactly ``P`` agents at one table. ``--games`` is then the number of deals, each
 played ``P * P`` times (dice rotations x seat rotations); ``--json`` writes the head-to-head report and
-``--plot`` the 2-player win-rate matrix (not available for more players).
+``--plot`` the 2-player win-rate matrix (not available for more players). ``--ratings`` adds the agents' ratings
+(:mod:`yacht_lab.ratings`: a Bradley-Terry fit on the Elo scale, 95% intervals from a bootstrap over deals) to the
+report and the JSON; ``--address`` plays each table (each pair at 2 players) as a task on a Ray cluster
+(:mod:`yacht_lab.head_to_head_ray`; Ray comes with the sweep extra).
 Bad input prints one ``yacht-evaluate: error: ...`` line (named as the program was started) and exits with
 status 2, writing no file; Ctrl-C prints ``yacht-evaluate: interrupted`` and exits with status 130.
 """
@@ -97,6 +101,17 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         help=f"games stepped together, at most {MAX_BATCH_SIZE:,} (a batch holds some 5-30 KB per game; "
         "default: %(default)s)",
     )
+    parser.add_argument(
+        "--ratings",
+        action="store_true",
+        help="with --players 2 or more: fit the agents' ratings (Bradley-Terry, Elo scale, 95%% intervals from a "
+        "bootstrap over deals) and add them to the report and the JSON",
+    )
+    parser.add_argument(
+        "--address",
+        help="with --players 2 or more: play each table (each pair at 2 players) as a task on the Ray cluster at "
+        "this address: auto (the one `ray start` made on this machine) or HOST:PORT",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     if args.agents is None:
@@ -124,6 +139,10 @@ def players_problem(args: argparse.Namespace) -> str | None:
         return f"argument --agents: --players {p} seats exactly {p} agents at one table, got {count}: {agents}"
     if p > 2 and args.plot:
         return f"argument --plot: the plot is the 2-player win-rate matrix; there is none for --players {p}"
+    if p == 1 and args.ratings:
+        return "argument --ratings: ratings come from a head to head: give --players 2 (every pair) or more"
+    if p == 1 and args.address is not None:
+        return "argument --address: Ray plays a head to head's tables: give --players 2 (every pair) or more"
     return None
 
 
@@ -176,10 +195,21 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
 def _main(argv: list[str] | None, prog: str) -> int:
     args = parse_args(argv, prog)
+    import importlib.util
+
     from yacht_agents import make_agent
+    from yacht_agents.base import check_agents
+    from yacht_env.rules import get_rules
     from yacht_env.util import atomic_write
     from yacht_lab import head_to_head, head_to_head_report
     from yacht_lab.evaluation import evaluate, format_report, render_json, render_plot
+    from yacht_lab.ratings import fit_ratings
+
+    if args.address is not None and importlib.util.find_spec("ray") is None:
+        print(
+            f"{prog}: error: --address needs Ray, in the sweep extra (pip install 'yacht-rl[sweep]')", file=sys.stderr
+        )
+        return 2
 
     if args.players > 1:  # the head to head's report, JSON and plot
         format_report, render_json, render_plot = (
@@ -190,18 +220,28 @@ def _main(argv: list[str] | None, prog: str) -> int:
     try:
         agents = [make_agent(spec, rules=args.rules, seed=args.seed) for spec in args.agents]
         progress = not args.no_progress
+        extra = ()  # the ratings, as the head to head's report and JSON take them
         if args.players == 1:
             evaluation = evaluate(agents, args.games, args.seed, args.rules, args.batch_size, progress)
+        elif args.address is not None:
+            from yacht_lab.head_to_head_ray import head_to_head_on_ray
+
+            check_agents(agents, get_rules(args.rules), args.players)  # here, before the cluster is asked for anything
+            evaluation = head_to_head_on_ray(
+                args.agents, args.players, args.games, args.seed, args.rules, args.batch_size, address=args.address
+            )
         else:
             evaluation = head_to_head.head_to_head(
                 agents, args.players, args.games, args.seed, args.rules, args.batch_size, progress
             )
+        if args.ratings:
+            extra = (fit_ratings(evaluation),)
         # Both files are rendered before either is written, each written atomically.
         rendered = []
         if args.plot:
             rendered.append((args.plot, render_plot(evaluation, plot_format(args.plot))))
         if args.json:
-            rendered.append((args.json, render_json(evaluation)))
+            rendered.append((args.json, render_json(evaluation, *extra)))
         for path, data in rendered:
             atomic_write(path, data)
     except (ValueError, OSError) as error:
@@ -209,7 +249,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
         print(f"{prog}: error: {message}", file=sys.stderr)
         return 2
     try:
-        print(format_report(evaluation))
+        print(format_report(evaluation, *extra))
         for path, _ in rendered:
             print(f"wrote {path}")
         sys.stdout.flush()

@@ -9,7 +9,7 @@ The rules, for ``README.md`` and every ``docs/**/*.md`` (not the build output ``
   reason says why (fragments of another project's script, a library outside the test extra). A block after
   ``<!-- docs-test: slow -->`` takes over 10 s and is marked ``slow``. An example that trains keeps its budget
   tiny in the example itself. A block that needs an optional library which is not installed (torch, the SB3
-  libraries, PettingZoo, TorchRL) is skipped, as the torch-free CI runs are.
+  libraries, PettingZoo, TorchRL, Ray's RLlib) is skipped, as the torch-free CI runs are.
 * Each fenced ``bash``, ``console``, ``sh`` or ``shell`` block is read line by line (``\\`` continuations
   joined, ``#`` comments dropped, a ``$`` prompt removed, split at ``&&``, ``||``, ``|`` and ``;``). Every
   command that invokes one of the project's command-line programs, ``python train.py`` / ``evaluate.py`` /
@@ -46,7 +46,7 @@ SHELL_LANGUAGES = {"bash", "console", "sh", "shell"}
 # The project's programs: every name a documented line may use, mapped to the top-level script that runs it.
 SCRIPTS = ("train", "evaluate", "play", "sweep")
 PROGRAMS = {f"{name}.py": name for name in SCRIPTS} | {f"yacht-{name}": name for name in SCRIPTS}
-OPTIONAL = {"torch", "stable_baselines3", "sb3_contrib", "pettingzoo", "torchrl", "tensordict", "rich"}
+OPTIONAL = {"torch", "stable_baselines3", "sb3_contrib", "pettingzoo", "torchrl", "tensordict", "rich", "ray"}
 
 
 @dataclass(frozen=True)

@@ -778,7 +778,7 @@ def test_flat_observation_score_now_follows_the_preset(preset, points):
 # --------------------------------------------------------------------------------------------------
 def test_maskable_ppo_smoke():
     torch = pytest.importorskip("torch")
-    from sb3_contrib import MaskablePPO
+    MaskablePPO = pytest.importorskip("sb3_contrib").MaskablePPO  # noqa: N806 - the class, by its name
     from stable_baselines3.common.callbacks import BaseCallback
 
     class CountIllegal(BaseCallback):

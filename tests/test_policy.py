@@ -9,6 +9,7 @@ loading and playing as ``ppo:PATH``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import subprocess
@@ -52,25 +53,31 @@ def reroll_odds(kept: tuple[int, ...], index: dict[tuple[int, ...], int]) -> np.
     return odds / 6**n
 
 
+@functools.cache
+def keep_odds() -> tuple[list[tuple[int, ...]], dict[tuple[int, int], np.ndarray]]:
+    """The sorted rolls, and per ``(roll, keep mask)`` the chances of each next roll (the same for every preset)."""
+    rolls = [tuple(int(v) for v in dice) for dice in R.ROLLS]
+    index = {dice: r for r, dice in enumerate(rolls)}
+    kept = {
+        (r, mask): tuple(d for i, d in enumerate(dice) if mask >> i & 1)
+        for r, dice in enumerate(rolls)
+        for mask in range(R.KEEP_ALL)
+    }
+    odds = {k: reroll_odds(k, index) for k in set(kept.values())}
+    return rolls, {key: odds[k] for key, k in kept.items()}
+
+
 class BruteForce:
     """``values[t]``: per roll and category, the best expected score from that roll with ``t`` re-rolls left
     when playing for the category alone; ``after_keep(t, r, mask)``: the same after keeping ``mask``'s dice."""
 
     def __init__(self, rules: str, points=None) -> None:
         points = points or (lambda dice, k: R.score(dice, k, rules))  # what a category's roll is worth
-        self.rolls = [tuple(int(v) for v in dice) for dice in R.ROLLS]
-        index = {dice: r for r, dice in enumerate(self.rolls)}
+        self.rolls, self.odds = keep_odds()  # odds: (roll, mask) -> chances of the next roll
         categories = range(R.get_rules(rules).num_categories)
-        kept = {
-            (r, mask): tuple(d for i, d in enumerate(dice) if mask >> i & 1)
-            for r, dice in enumerate(self.rolls)
-            for mask in range(R.KEEP_ALL)
-        }
-        odds = {k: reroll_odds(k, index) for k in set(kept.values())}
-        self.odds = {key: odds[k] for key, k in kept.items()}  # (roll, mask) -> chances of the next roll
         self.values = [np.array([[points(dice, k) for k in categories] for dice in self.rolls], float)]
         for t in (1, 2):
-            best = np.array([[self.after_keep(t, r, mask) for mask in range(R.KEEP_ALL)] for r in index.values()])
+            best = np.array([[self.after_keep(t, r, mask) for mask in range(R.KEEP_ALL)] for r in range(R.NUM_ROLLS)])
             self.values.append(np.maximum(self.values[0], best.max(axis=1)))
 
     def after_keep(self, t: int, r: int, mask: int) -> np.ndarray:

@@ -67,7 +67,7 @@ print(json.dumps(out))
 # --------------------------------------------------------------------------------------------------
 def test_the_shipped_models_are_found_by_name():
     found = shipped_models()
-    assert sorted(found) == ["classic", "standard"]
+    assert sorted(found) == ["classic", "standard", "yahtzee", "yatzy"]
     for name, path in SHIPPED.items():
         assert found[name].samefile(path)
         assert resolve_model(name).samefile(path)

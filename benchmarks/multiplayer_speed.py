@@ -1,7 +1,9 @@
-"""Speed of multiplayer Yacht, side by side: OpenSpiel's ``yacht`` stepped from Python vs our PettingZoo AEC env.
+"""Speed of multiplayer Yacht, side by side: OpenSpiel's ``yacht`` stepped from Python vs our PettingZoo AEC env,
+and ``evaluate.py``'s head to head at 2 and 3 players.
 
 Usage:
-    python benchmarks/multiplayer_speed.py [--seconds 2] [--rounds 3] [--players 2] [--json PATH]
+    python benchmarks/multiplayer_speed.py [--seconds 2] [--rounds 3] [--players 2] [--h2h-deals 500]
+        [--h2h-agents random greedy optimal] [--json PATH]
 
 Every engine plays whole games with uniformly random legal actions (``random.choice`` over the legal actions),
 starting a new game as one ends; a step is one player decision, and the time counted is wall time for
@@ -12,6 +14,10 @@ everything, including drawing actions, resolving chance and starting new games:
   of outcome, the outcomes are equally likely) and ``apply_action`` (not counted as a step, but timed).
   OpenSpiel's decisions are not ours: its rolling phase offers 32 actions (31 re-rolls and "keep all"), and a
   pick before the third roll takes two decisions ("keep all", then the category).
+* ``aec env() loop``: the env as a user drives it: ``yacht_env.multiplayer.env(num_players=P)`` (with its
+  wrappers), ``for agent in env.agent_iter()``: ``env.last()``, ``None`` if the agent is done or else a choice
+  from ``observation["action_mask"]``, ``env.step(action)``; ``env.reset()`` when the loop ends. A step is one
+  decision; the agents' ``None`` steps at the end of a game and the resets are timed, not counted.
 * ``aec``: ``yacht_env.multiplayer.raw_env(num_players=P)``; a step is ``env.last()`` (the observation, with
   its action mask) + a choice from the mask + ``env.step``, the PettingZoo loop an agent runs.
 * ``aec step only``: the same env without ``last()``: the legal actions come straight from the table's mask
@@ -20,6 +26,11 @@ everything, including drawing actions, resolving chance and starting new games:
 Each engine runs ``--rounds`` slices of ``--seconds``, interleaved with the others, and the median slice is
 reported, so a burst of load on a shared machine hits every engine alike. The ratios matter more than the
 absolute figures.
+
+The head to head (``--h2h-deals`` deals, 0 to skip): ``yacht_lab.head_to_head.head_to_head``, what
+``evaluate.py --players P --agents ...`` runs (its calibration included), for the same agents at 2 players (every
+pair: a round robin) and at 3 (the three at one table; ``--h2h-agents`` takes exactly three), ``--rounds`` times
+each, interleaved; the games/s are the head to head's own (``evaluate.py``'s figure), the median kept.
 """
 
 from __future__ import annotations
@@ -100,6 +111,36 @@ class AECRunner:
         return steps, clock() - start
 
 
+class AECUserRunner:
+    """Our AEC env as a user drives it: ``env()``, ``agent_iter``, ``last()`` + ``step``, ``reset`` between games."""
+
+    name = "aec env() loop"
+
+    def __init__(self, players: int, seed: int) -> None:
+        from yacht_env.multiplayer import env
+
+        self._env = env(num_players=players)
+        self._env.reset(seed=seed)
+        self._rng = random.Random(seed)
+
+    def run(self, budget_s: float) -> tuple[int, float]:
+        """Plays whole games for about ``budget_s`` seconds; returns (decisions, seconds)."""
+        env, choice, flatnonzero, steps = self._env, self._rng.choice, np.flatnonzero, 0
+        start = clock()
+        deadline = start + budget_s
+        while clock() < deadline:
+            for _agent in env.agent_iter():
+                observation, _, termination, truncation, _ = env.last()
+                if termination or truncation:
+                    action = None
+                else:
+                    action = choice(flatnonzero(observation["action_mask"]).tolist())
+                    steps += 1
+                env.step(action)
+            env.reset()
+        return steps, clock() - start
+
+
 class AECStepRunner(AECRunner):
     """Our AEC env's ``step`` alone: the legal actions read from the table, no observation built."""
 
@@ -124,7 +165,12 @@ class AECStepRunner(AECRunner):
 
 def measure(players: int, seconds: float, rounds: int, seed: int) -> dict[str, float]:
     """Median steps per second of each engine over ``rounds`` interleaved slices of ``seconds``."""
-    runners = [OpenSpielRunner(players, seed), AECRunner(players, seed), AECStepRunner(players, seed)]
+    runners = [
+        OpenSpielRunner(players, seed),
+        AECUserRunner(players, seed),
+        AECRunner(players, seed),
+        AECStepRunner(players, seed),
+    ]
     for runner in runners:  # warm-up: imports, caches, first games
         runner.run(min(0.2, seconds))
     rates: dict[str, list[float]] = {runner.name: [] for runner in runners}
@@ -133,6 +179,21 @@ def measure(players: int, seconds: float, rounds: int, seed: int) -> dict[str, f
             steps, elapsed = runner.run(seconds)
             rates[runner.name].append(steps / elapsed)
     return {name: statistics.median(values) for name, values in rates.items()}
+
+
+def measure_head_to_head(agents: list[str], deals: int, rounds: int, seed: int) -> dict[str, float]:
+    """Median games/s of the head to head of ``agents`` at 2 and at 3 players over ``rounds`` interleaved runs."""
+    from yacht_agents import make_agent
+    from yacht_lab.head_to_head import head_to_head
+
+    tables = {players: [make_agent(spec, seed=seed) for spec in agents] for players in (2, 3)}
+    for players, table in tables.items():  # warm-up: the solver's tables and score distributions, loaded once
+        head_to_head(table, players, 20, seed=seed)
+    rates: dict[int, list[float]] = {players: [] for players in tables}
+    for _ in range(rounds):
+        for players, table in tables.items():
+            rates[players].append(head_to_head(table, players, deals, seed=seed).games_per_second)
+    return {str(players): statistics.median(values) for players, values in rates.items()}
 
 
 def _version(package: str) -> str:
@@ -147,11 +208,19 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one slice per engine (default 2)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved slices per engine; the median is kept")
     parser.add_argument("--players", type=int, nargs="+", default=[2], help="player counts (default: 2)")
+    parser.add_argument("--h2h-deals", type=int, default=500, help="deals of each head to head (default 500; 0: skip)")
+    parser.add_argument(
+        "--h2h-agents",
+        nargs=3,
+        default=["random", "greedy", "optimal"],
+        metavar="AGENT",
+        help="the three agents of both head to heads (default: random greedy optimal)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
-    if args.seconds <= 0 or args.rounds < 1:
-        parser.error("--seconds must be positive and --rounds at least 1")
+    if args.seconds <= 0 or args.rounds < 1 or args.h2h_deals < 0:
+        parser.error("--seconds must be positive, --rounds at least 1 and --h2h-deals at least 0")
 
     results = {
         "python": sys.version.split()[0],
@@ -170,6 +239,22 @@ def main(argv: list[str] | None = None) -> dict:
         results["players"][str(players)] = {"steps_per_s": rates, "ratio_to_openspiel": ratios}
         for name, rate in rates.items():
             print(f"{players:>7}  {name:<20} {rate:>10,.0f}  {ratios[name]:>10.2f}x")
+    if args.h2h_deals:
+        rates = measure_head_to_head(args.h2h_agents, args.h2h_deals, args.rounds, args.seed)
+        ratio = rates["3"] / rates["2"]
+        results["head_to_head"] = {
+            "agents": args.h2h_agents,
+            "deals": args.h2h_deals,
+            "games_per_s": rates,
+            "ratio_3_to_2": ratio,
+        }
+        agents = " ".join(args.h2h_agents)
+        print(
+            f"\nhead to head (evaluate.py --agents {agents} --games {args.h2h_deals}), games/s, median of {args.rounds}"
+        )
+        print(f"{'players':>7}  {'games/s':>10}  {'x 2 players':>11}")
+        for players, rate in rates.items():
+            print(f"{players:>7}  {rate:>10,.0f}  {rate / rates['2']:>10.2f}x")
     if args.json:
         with open(args.json, "w") as file:
             json.dump(results, file, indent=2)

@@ -173,6 +173,22 @@ def test_decode_inverts_flat_on_every_roll_and_rolls_left(rules):
     assert encoder.decode(encoder.flat(5, 1, 7)) == (5, 1, 7, 0, 0)  # one observation: ints (no upper, armed)
 
 
+@pytest.mark.parametrize("rules", ["standard", THIRTEEN], ids=["standard", "thirteen"])
+def test_one_states_flat_is_the_batchs_byte_for_byte(rules):
+    """The one-state path (Python ints: the single env's, from rows made once) gives the batched path's float32
+    observation exactly, for every roll and rolls left, each with many open masks."""
+    encoder = ObservationEncoder(rules)
+    rng = np.random.default_rng(1)
+    roll = np.repeat(np.arange(R.NUM_ROLLS), R.ROLLS_PER_TURN * 8)
+    rolls_left = np.tile(np.repeat(np.arange(R.ROLLS_PER_TURN), 8), R.NUM_ROLLS)
+    open_mask = rng.integers(0, encoder.rules.num_open_masks, size=len(roll))
+    batch = encoder.flat(roll, rolls_left, open_mask)
+    states = zip(roll.tolist(), rolls_left.tolist(), open_mask.tolist(), strict=True)
+    for state, expected in zip(states, batch, strict=True):
+        one = encoder.flat(*state)
+        assert one.dtype == np.float32 and one.tobytes() == expected.tobytes(), state
+
+
 def test_decode_inverts_flat_on_every_open_mask():
     encoder = ObservationEncoder()
     open_mask = np.arange(R.NUM_OPEN_MASKS)

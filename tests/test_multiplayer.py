@@ -238,6 +238,138 @@ def test_the_raw_env_before_reset_and_after_the_game_is_one_clear_error():
     assert table.agents == ["player_0"] and table.last()[1] == 0.0
 
 
+def outcome(call, *args):
+    """What ``call(*args)`` gives: its value, or its exception's type and message."""
+    try:
+        return "value", call(*args)
+    except (AssertionError, AttributeError, KeyError, ValueError) as error:
+        return type(error).__name__, str(error)
+
+
+def same(a, b) -> bool:
+    """Equal values of the same types, arrays with the same dtype, shape, bytes and writeability."""
+    if isinstance(a, np.ndarray):
+        return type(b) is np.ndarray and (a.dtype, a.shape, a.tobytes(), a.flags.writeable) == (
+            b.dtype,
+            b.shape,
+            b.tobytes(),
+            b.flags.writeable,
+        )
+    if isinstance(a, dict):
+        return type(b) is dict and list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def test_env_is_pettingzoos_own_wrappers_in_every_call():
+    """``env()``'s wrappers read the raw env directly where PettingZoo's forward attribute by attribute: the same
+    values and the same errors as ``OrderEnforcingWrapper(AssertOutOfBoundsWrapper(raw_env()))``, call for call
+    (before reset, legal and illegal actions, out-of-range actions, the agents leaving, after the game)."""
+    from pettingzoo.utils import wrappers
+
+    ours = aec_env(num_players=3, illegal_action_penalty=-1.0)
+    theirs = raw_env(num_players=3, illegal_action_penalty=-1.0)
+    theirs = wrappers.OrderEnforcingWrapper(wrappers.AssertOutOfBoundsWrapper(theirs))
+    names = ("agents", "agent_selection", "rewards", "terminations", "truncations", "infos", "num_agents")
+    reads = [lambda e, name=name: getattr(e, name) for name in (*names, "_cumulative_rewards")]
+    reads += [lambda e: e.last(), lambda e: e.observe("player_1"), lambda e: e.observe("nobody"), str]
+
+    def check(call, *args):
+        assert same(outcome(call(ours), *args), outcome(call(theirs), *args))
+
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the illegal-action warning and PettingZoo's step after the end
+        for read in reads:  # before reset
+            assert same(outcome(read, ours), outcome(read, theirs))
+        check(lambda e: e.step, 0)
+        check(lambda e: lambda: next(iter(e.agent_iter())))
+        for game in range(3):
+            ours.reset(seed=game)
+            theirs.reset(seed=game)
+            for agent, other in zip(ours.agent_iter(), theirs.agent_iter(), strict=True):
+                assert agent == other
+                for read in reads:
+                    assert same(outcome(read, ours), outcome(read, theirs))
+                observation, _, terminated, truncated, _ = ours.last()
+                draw = rng.random()
+                if terminated or truncated:
+                    action = None
+                elif draw < 0.05:  # out of the space, or None while playing: the assertion
+                    action = [44, -1, None, 1.5, np.array([3])][int(rng.integers(5))]
+                elif draw < 0.15:
+                    action = int(rng.integers(44))  # often illegal: ignored, penalised
+                else:
+                    action = uniform(rng, observation["action_mask"])
+                    action = np.int64(action) if draw < 0.3 else action
+                check(lambda e: e.step, action)
+        for read in reads:  # every agent has left
+            assert same(outcome(read, ours), outcome(read, theirs))
+        check(lambda e: e.step, None)
+
+
+@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
+@pytest.mark.parametrize("num_players", [2, 3, 5])
+def test_observations_and_infos_are_built_fresh_every_step(num_players, rules):
+    """What the env keeps between picks (each seat's table part of its observation, the infos' scores and totals)
+    is never stale: at every step every agent's observation is the encoder's, built from the table there and then,
+    and the infos hold the table's sheets and totals."""
+    from yacht_env.encoding import MultiplayerEncoder
+
+    table = raw_env(num_players=num_players, rules=rules, illegal_action_penalty=-1.0)
+    encoder = MultiplayerEncoder(rules, num_players)
+    rng = np.random.default_rng(num_players)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the illegal-action warning
+        for game in range(3):
+            table.reset(seed=game)
+            for _ in table.agent_iter():
+                state = table.unwrapped._table
+                for seat, other in enumerate(table.possible_agents):
+                    expected = encoder.observe(state, seat)
+                    np.testing.assert_array_equal(table.observe(other)["observation"], expected)
+                for info in table.infos.values():
+                    np.testing.assert_array_equal(info["scores"], state.sheets)
+                    np.testing.assert_array_equal(info["totals"], state.totals())
+                observation, _, terminated, truncated, _ = table.last()
+                if terminated or truncated:
+                    table.step(None)
+                else:
+                    illegal = rng.random() < 0.1
+                    table.step(int(rng.integers(44)) if illegal else uniform(rng, observation["action_mask"]))
+
+
+@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
+@pytest.mark.parametrize("num_players", [1, 2, 3, 5])
+def test_the_table_view_of_one_table_is_the_batchs(num_players, rules):
+    """``MultiplayerEncoder.observe`` of one table (its own game, then ``table_part``) equals the batched
+    observation of the same table, for every seat at every step of random games (to a float32 rounding: one table
+    computes the totals and the margin in float64, a batch in float32)."""
+    from yacht_env.encoding import MultiplayerEncoder
+    from yacht_env.game import TableState, draw_stream
+
+    n, rng = 16, np.random.default_rng(num_players)
+    encoder = MultiplayerEncoder(rules, num_players)
+    batch = TableState(rules, num_players, n)
+    streams = draw_stream(rng, rules, n * num_players)
+    batch.start(streams.reshape(n, num_players, *streams.shape[1:]))
+    one = TableState(rules, num_players)
+    fields = ("roll", "rolls_left", "open_mask", "total", "upper", "armed")
+    playing = np.ones(n, dtype=bool)
+    while playing.any():
+        for seat in range(num_players):
+            views = encoder.observe(batch, np.full(n, seat))
+            for t in range(n):
+                for p, game in enumerate(one.players):
+                    for name in fields:
+                        setattr(game, name, int(getattr(batch.players, name)[t * num_players + p]))
+                np.testing.assert_allclose(encoder.observe(one, seat), views[t], rtol=0, atol=1e-7)
+        actions = np.where(batch.mask, rng.random(batch.mask.shape), -1.0).argmax(axis=1)
+        _, over = batch.play(actions, playing)
+        playing &= ~over
+
+
 # --------------------------------------------------------------------------------------------------
 # Versus envs
 # --------------------------------------------------------------------------------------------------

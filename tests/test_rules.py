@@ -444,6 +444,21 @@ def test_reroll_keeps_kept_dice_and_takes_the_first_fresh_dice():
             assert scalar == batched[j]
 
 
+def test_one_games_reroll_on_python_ints_equals_the_arrays():
+    """A game on Python ints (``GameState``'s single path) passes its fresh row as a list: the same roll, an int,
+    for every roll, keep-mask and a fresh row each; and ``roll_from_code`` of an int is the array lookup."""
+    rng = np.random.default_rng(1)
+    rolls, masks = np.meshgrid(np.arange(252), np.arange(31), indexing="ij")
+    rolls, masks = rolls.reshape(-1), masks.reshape(-1)
+    codes = R.prefix_codes(rng.integers(1, 7, size=(len(rolls), 5)))
+    expected = R.reroll(rolls, masks, codes)
+    got = [R.reroll(r, m, row) for r, m, row in zip(rolls.tolist(), masks.tolist(), codes.tolist(), strict=True)]
+    assert all(type(roll) is int for roll in got)
+    assert got == expected.tolist()
+    every = R.prefix_codes(np.array(ALL_ORDERED_ROLLS))[:, 5]
+    assert [R.roll_from_code(code) for code in every.tolist()] == R.roll_from_code(every).tolist()
+
+
 # --------------------------------------------------------------------------------------------------
 # 6. legal_action_mask
 # --------------------------------------------------------------------------------------------------

@@ -208,6 +208,60 @@ def test_table_win_probabilities_exact_with_only_the_yacht_open():
     np.testing.assert_allclose(three[1], [first, (1 - first) / 2, (1 - first) / 2], atol=1e-12)
 
 
+def per_player_reference(dist, open_masks, totals):
+    """The model one player at a time, as it was computed before the shared rows: per player the opponents'
+    polynomial (``final_win_probability``, the agent's own) summed against its own distribution."""
+    from yacht_agents.win import cdf_before, final_win_probability
+
+    cdf, (n, p), width = cdf_before(dist), open_masks.shape, dist.width
+    result = np.empty((n, p))
+    for i in range(p):
+        others = [j for j in range(p) if j != i]
+        final = final_win_probability(cdf, open_masks[:, others], totals[:, others])
+        reach = np.minimum(totals[:, i, None] + np.arange(width), width - 1)
+        result[:, i] = np.einsum("nx,nx->n", dist.start[open_masks[:, i]], np.take_along_axis(final, reach, axis=1))
+    return result
+
+
+@pytest.mark.parametrize("players", [3, 4, 5])
+def test_table_win_probabilities_equal_the_per_player_reference(players):
+    """Every player's probability equals the per-player computation to 1e-12 on game-like tables, ties included:
+    players in the same state, equal totals, repeated tables (computed once), game starts and last rounds."""
+    from yacht_agents.win import table_win_probabilities
+
+    dist = score_distributions("standard")
+    rng = np.random.default_rng(players)
+    n = 1_500
+    _, _, open_mask, total, opponent_open, opponent_total = random_states(rng, n, players)
+    masks = np.concatenate([open_mask[:, None], opponent_open], axis=1)
+    totals = np.concatenate([total[:, None], opponent_total], axis=1)
+    masks[:200, 1], totals[:200, 1] = masks[:200, 0], totals[:200, 0]  # two players in one state
+    masks[200:300, 2], totals[200:300, 2] = masks[200:300, 1], totals[200:300, 1] // 2
+    most = (BEST * (1 - R.OPEN_BITS[masks[300:400]])).sum(-1)  # level where the filled categories allow it
+    totals[300:400] = np.minimum(totals[300:400, :1], most)
+    masks[400:450], totals[400:450] = (1 << 12) - 1, 0  # the game's start: everyone level
+    last = 1 << rng.integers(0, 12, (50, players))  # the last round: one category open each
+    masks[450:500], totals[450:500] = last, rng.integers(100, 200, (50, players))
+    masks[500:600], totals[500:600] = masks[600:700], totals[600:700]  # repeated tables
+    masks[700:800], totals[700:800] = masks[800:900, ::-1], totals[800:900, ::-1]  # and with the players reversed
+    chances = table_win_probabilities(dist, masks, totals)
+    np.testing.assert_allclose(chances, per_player_reference(dist, masks, totals), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(chances.sum(axis=1), 1, atol=1e-12)
+    np.testing.assert_array_equal(chances[500:600], chances[600:700])
+    np.testing.assert_array_equal(chances[700:800], chances[800:900, ::-1])
+    np.testing.assert_allclose(chances[400:450], 1 / players, atol=1e-12)
+
+
+def test_table_win_probabilities_refuse_totals_past_the_largest_final_total():
+    from yacht_agents.win import table_win_probabilities
+
+    dist = score_distributions("standard")
+    with pytest.raises(ValueError, match="totals must be"):
+        table_win_probabilities(dist, [[4095, 4095, 4095]], [[0, 10, 0]])  # 10 points with nothing filled
+    with pytest.raises(ValueError, match="totals must be"):
+        table_win_probabilities(dist, [[1, 1, 1]], [[0, -1, 0]])
+
+
 @pytest.mark.parametrize("players", [2, 3])
 def test_table_win_probabilities_match_the_agents_model_and_sum_to_one(players):
     """Probabilities in [0, 1], each table's summing to 1 (ties split), seat 0's equal to brute-force sums over the

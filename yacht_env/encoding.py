@@ -229,6 +229,7 @@ class ObservationEncoder:
         open_bits = R.open_bits(n).astype(np.float32)
         self._by_open = np.concatenate([open_bits, open_bits.mean(axis=1, keepdims=True)], axis=1)
         self._base_size = self._roll_part + self._by_open.shape[1]
+        self._rows: tuple[list[np.ndarray], ...] | None = None  # _flat_one's rows, made on its first call
         self.flat_space = spaces.Box(0.0, 1.0, shape=(self.size,), dtype=np.float32)
         parts = {
             "dice": spaces.Box(1, R.NUM_FACES, shape=(R.NUM_DICE,), dtype=np.int8),
@@ -246,9 +247,7 @@ class ObservationEncoder:
         """The flat ``float32`` observation, shape ``(..., size)`` (``upper`` and ``armed``: the family's state)."""
         if not self._bonuses:
             if type(roll) is int:  # the single env's fast path: same tables, fewer numpy calls
-                out = np.concatenate((self._by_roll[roll * R.ROLLS_PER_TURN + rolls_left], self._by_open[open_mask]))
-                out[self._score_now] *= out[self._open]
-                return out
+                return self._flat_one(roll, rolls_left, open_mask)
             roll = np.asarray(roll)
             out = np.empty((*roll.shape, self.size), dtype=np.float32)
             # Gathers straight into the output: much faster than concatenating gathered pieces.
@@ -273,6 +272,25 @@ class ObservationEncoder:
         if self.rules.yahtzee_bonus:
             out[..., self.layout["armed"].start] = armed != 0
         return out
+
+    def _flat_one(self, roll: int, rolls_left: int, open_mask: int, *tail: np.ndarray) -> np.ndarray:
+        """:meth:`flat` of one state of rules without bonuses, followed by ``tail`` in the same array: the tables'
+        rows (views made once, read from lists) and the score-now part (the scores times the open bits) joined in
+        one call, the same float32 values as the batched path."""
+        if self._rows is None:
+            n = self.rules.num_categories
+            before = self._by_roll[:, : self._score_now.start]  # per (roll, rolls left): the dice, counts, rolls left
+            scores = self._by_roll[:: R.ROLLS_PER_TURN, self._score_now]  # per roll: every category's score now
+            self._rows = tuple(list(table) for table in (before, scores, self._by_open[:, :n], self._by_open))
+        before, scores, open_bits, by_open = self._rows
+        return np.concatenate(
+            (
+                before[roll * R.ROLLS_PER_TURN + rolls_left],
+                scores[roll] * open_bits[open_mask],
+                by_open[open_mask],
+                *tail,
+            )
+        )
 
     def decode(self, obs: np.ndarray) -> State:
         """The state behind flat observations: :meth:`flat`'s inverse.
@@ -344,6 +362,12 @@ class ObservationEncoder:
         return out
 
 
+@functools.cache
+def _open_bit_lists(num_categories: int) -> list[list[float]]:
+    """Per open mask, its open bits as Python floats (1.0 = open): a table part is built from them in one call."""
+    return R.open_bits(num_categories).astype(float).tolist()
+
+
 class MultiplayerEncoder:
     """Observations of a multiplayer table from one player's point of view (the PettingZoo and versus envs).
 
@@ -382,30 +406,40 @@ class MultiplayerEncoder:
         self._open_bits = R.open_bits(n).astype(np.float32)
         # Per seat: the opponents in seat order after it, and where each one's part of the observation lies.
         self._order = [[(seat + j) % num_players for j in range(1, num_players)] for seat in range(num_players)]
-        self._parts = [
-            slice(self.solo.size + j * self.opponent_size, self.solo.size + (j + 1) * self.opponent_size - 1)
-            for j in range(num_players - 1)
-        ]
 
-    def observe(self, table: TableState, seat) -> np.ndarray:
+    def table_part(self, table: TableState, seat: int) -> np.ndarray:
+        """One table: the observation of the player at ``seat`` after its own game (the opponents' open categories
+        and totals, its own total, the margin), ``(size - solo size,)`` float32: it changes only when someone picks.
+        """
+        games, scale, open_bits = table.players, self.max_total, _open_bit_lists(self.rules.num_categories)
+        own = games[seat]
+        values: list[float] = []  # Python floats, made float32 at once (as assigning each would round it)
+        best = None
+        for opponent in self._order[seat]:
+            game = games[opponent]
+            values += open_bits[game.open_mask]
+            values.append(game.total / scale)
+            best = game.total if best is None else max(best, game.total)
+        best = own.total if best is None else best
+        values += (own.total / scale, (own.total - best) / scale / 2 + 0.5)
+        return np.array(values, dtype=np.float32)
+
+    def observe(self, table: TableState, seat, table_part: np.ndarray | None = None) -> np.ndarray:
         """The observation of the player at ``seat``: ``(size,)`` for one table, ``(num_tables, size)`` for a
-        batch (``seat`` an int, or an array ``(num_tables,)``)."""
+        batch (``seat`` an int, or an array ``(num_tables,)``).
+
+        One table only: ``table_part``, if given, is :meth:`table_part` of this table and seat (a caller that keeps
+        it between picks, when it cannot change, builds only the player's own game).
+        """
         p = self.num_players
-        if table.num_tables is None:  # one table: fill the parts in place (a few small copies, no gathers)
-            games, scale = table.players, self.max_total
-            own = games[seat]
-            out = np.empty(self.size, dtype=np.float32)
-            out[: self.solo.size] = self.solo.flat(own.roll, own.rolls_left, own.open_mask, own.upper, own.armed)
-            best = None
-            for part, opponent in zip(self._parts, self._order[seat], strict=True):
-                game = games[opponent]
-                out[part] = self._open_bits[game.open_mask]
-                out[part.stop] = game.total / scale
-                best = game.total if best is None else max(best, game.total)
-            best = own.total if best is None else best
-            out[-2] = own.total / scale
-            out[-1] = (own.total - best) / scale / 2 + 0.5
-            return out
+        if table.num_tables is None:  # one table: the player's own game, then the rest of the table
+            own = table.players[seat]
+            if table_part is None:
+                table_part = self.table_part(table, seat)
+            if not self.solo._bonuses:  # one array: the own game's table rows and the table part
+                return self.solo._flat_one(own.roll, own.rolls_left, own.open_mask, table_part)
+            solo = self.solo.flat(own.roll, own.rolls_left, own.open_mask, own.upper, own.armed)
+            return np.concatenate((solo, table_part))
         order = (np.asarray(seat)[..., None] + np.arange(1, p)) % p  # opponents in seat order after the player
         games = table.players
         rows = np.arange(table.num_tables) * p

@@ -22,11 +22,18 @@ the row of five fresh dice behind roll ``j`` of the turn (0 = the automatic firs
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from yacht_env import rules as R
+
+
+@functools.cache
+def _score_rows(rules: R.Rules) -> list[list[int]]:
+    """:func:`yacht_env.rules.score_table` as Python lists (one game's picks read it without numpy scalars)."""
+    return R.score_table(rules).tolist()
 
 
 class GameState:
@@ -63,8 +70,11 @@ class GameState:
         self.stream = np.zeros((*batch, self.rules.stream_rows, R.NUM_DICE + 1), dtype=np.int32)
         self.mask = np.zeros((*batch, self.rules.num_actions), dtype=bool)
         self._bonuses = self.rules.has_bonuses
+        self._num_categories = self.rules.num_categories
         if num_games is None:
             self.roll = self.rolls_left = self.open_mask = self.turn = self.total = self.upper = self.armed = 0
+            self._score_rows = _score_rows(self.rules)  # one game works on Python ints: its tables as lists
+            self._codes = self.stream.tolist()
         else:
             self.roll = np.zeros(num_games, dtype=np.intp)
             self.rolls_left = np.zeros(num_games, dtype=np.intp)
@@ -85,7 +95,8 @@ class GameState:
         """
         if self.num_games is None:
             self.stream = stream
-            self.roll = R.roll_from_code(stream[0, R.NUM_DICE])
+            self._codes = stream.tolist()  # the same stream as Python ints: play reads it by list lookups
+            self.roll = R.roll_from_code(self._codes[0][R.NUM_DICE])
             self.rolls_left, self.open_mask, self.turn, self.total = R.MAX_ROLLS_LEFT, self.rules.all_open, 0, 0
             self.upper = self.armed = 0
             self.sheet[:] = -1
@@ -123,7 +134,7 @@ class GameState:
             points, finished = 0, False
             if action < R.PICK_OFFSET:
                 row = self.turn * R.ROLLS_PER_TURN + R.ROLLS_PER_TURN - self.rolls_left
-                self.roll = R.reroll(self.roll, action, self.stream[row])
+                self.roll = R.reroll(self.roll, action, self._codes[row])
                 self.rolls_left -= 1
             else:
                 category = action - R.PICK_OFFSET
@@ -132,7 +143,7 @@ class GameState:
                         self.rules, self.roll, category, self.open_mask, self.upper, self.armed
                     )
                 else:
-                    points = int(self._score[self.roll, category])
+                    points = self._score_rows[self.roll][category]
                     self.sheet[category] = points
                 self.total += points
                 self.open_mask &= ~(1 << category)
@@ -141,7 +152,7 @@ class GameState:
                     self.rolls_left = 0
                 else:
                     self.turn += 1
-                    self.roll = R.roll_from_code(self.stream[self.turn * R.ROLLS_PER_TURN, R.NUM_DICE])
+                    self.roll = R.roll_from_code(self._codes[self.turn * R.ROLLS_PER_TURN][R.NUM_DICE])
                     self.rolls_left = R.MAX_ROLLS_LEFT
             self.mask = self._legal(self.roll, self.rolls_left, self.open_mask)
             if finished:
@@ -208,7 +219,7 @@ class GameState:
     def _legal(self, roll, rolls_left, open_mask) -> np.ndarray:
         """The legal actions (:func:`yacht_env.rules.legal_action_mask` with the joker's placement rule)."""
         picks = R.legal_picks(self.rules, roll, open_mask) if self._bonuses else open_mask
-        return R.legal_action_mask(roll, rolls_left, picks, self.canonical_keeps, self.rules.num_categories)
+        return R.legal_action_mask(roll, rolls_left, picks, self.canonical_keeps, self._num_categories)
 
     def _update_mask(self) -> None:
         self.mask = self._legal(self.roll, self.rolls_left, self.open_mask)

@@ -30,6 +30,7 @@ from yacht_env.game import TableState, draw_stream, parse_dice_stream, win_rewar
 from yacht_env.rules import is_int
 
 MAX_PLAYERS = 10
+_DICE = list(R.ROLLS)  # the read-only rows of the rules' table of rolls, made once (the infos' "dice")
 REWARD_MODES = ("score", "win")
 ILLEGAL_ACTION_HINT = (
     "Yacht: an illegal action was ignored (the state did not change; infos[agent]['illegal_actions'] counts "
@@ -40,8 +41,73 @@ ILLEGAL_ACTION_HINT = (
 def env(**kwargs) -> AECEnv:
     """The raw env in PettingZoo's usual wrappers (actions checked against the space, call order enforced)."""
     aec = raw_env(**kwargs)
-    aec = wrappers.AssertOutOfBoundsWrapper(aec)
-    return wrappers.OrderEnforcingWrapper(aec)
+    aec = _AssertOutOfBounds(aec)
+    return _OrderEnforcing(aec)
+
+
+# PettingZoo's wrappers read the env's attributes through ``__getattr__``, one failed lookup per wrapper: five reads
+# in ``last()``, more in each step's check and ``agent_iter`` turn, which cost the PettingZoo loop more than the game
+# itself. These subclasses read the raw env directly in those places: the same checks, errors and values
+# (tests/test_multiplayer.py compares them with PettingZoo's own, call for call).
+def _forwarded(name: str) -> property:
+    """``name`` read straight from the raw env once reset (before: PettingZoo's ``OrderEnforcingWrapper`` error)."""
+
+    def read(self):
+        return getattr(self._raw, name) if self._has_reset else self.__getattr__(name)
+
+    return property(read)
+
+
+class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
+    """PettingZoo's ``OrderEnforcingWrapper``, reading the per-step attributes, ``last()`` and ``observe()``
+    straight from the raw env."""
+
+    def __init__(self, aec: AECEnv) -> None:
+        super().__init__(aec)
+        self._raw = aec.unwrapped
+
+    agents = _forwarded("agents")
+    agent_selection = _forwarded("agent_selection")
+    rewards = _forwarded("rewards")
+    terminations = _forwarded("terminations")
+    truncations = _forwarded("truncations")
+    infos = _forwarded("infos")
+
+    def step(self, action) -> None:
+        if self._has_reset and self._raw.agents:  # what OrderEnforcingWrapper.step does then, without its hops
+            self._has_updated = True
+            self.env.step(action)
+        else:
+            super().step(action)
+
+    def observe(self, agent: str):
+        return self._raw.observe(agent) if self._has_reset else super().observe(agent)
+
+    def last(self, observe: bool = True):
+        # AECEnv.last on the raw env reads what it reads through the wrappers (none of which changes them).
+        return AECEnv.last(self._raw, observe) if self._has_reset else super().last(observe)
+
+    def __str__(self) -> str:
+        return str(self.env)  # PettingZoo's name for its own class (yacht_v0), not _OrderEnforcing<yacht_v0>
+
+
+class _AssertOutOfBounds(wrappers.AssertOutOfBoundsWrapper):
+    """PettingZoo's ``AssertOutOfBoundsWrapper``, its check read straight from the raw env (an int in range passes
+    at once, anything else goes through the space's ``contains``)."""
+
+    def __init__(self, aec: AECEnv) -> None:
+        super().__init__(aec)
+        self._raw = aec.unwrapped
+
+    def step(self, action) -> None:
+        aec = self._raw
+        agent = aec.agent_selection
+        assert (
+            (type(action) is int and 0 <= action < aec._num_actions)
+            or (action is None and (aec.terminations[agent] or aec.truncations[agent]))
+            or aec.action_space(agent).contains(action)
+        ), "action is not in action space"
+        aec.step(action)
 
 
 class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
@@ -85,7 +151,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
 
     ## Information
     Every agent's info, numpy values in ``Yacht-v0``'s types (numbers ``np.int64``, flags 0-d bool arrays,
-    read-only arrays new each step): ``"dice"`` (int8 (5,), the dice of the player on turn),
+    read-only arrays; ``"scores"`` and ``"totals"`` new after each pick, shared by every agent and step
+    until the next): ``"dice"`` (int8 (5,), the dice of the player on turn),
     ``"rolls_left"`` (int64), ``"player_on_turn"`` (int64, its seat), ``"scores"`` (int16 (P, 12), -1 while
     open), ``"totals"`` (int64 (P,)), ``"illegal_action"`` (bool: the last step's action was ignored as
     illegal) and ``"illegal_actions"`` (int64: how many illegal actions *this agent* took this game, so each
@@ -155,7 +222,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
 
         self.possible_agents = [f"player_{p}" for p in range(self.num_players)]
         self._seat = {agent: seat for seat, agent in enumerate(self.possible_agents)}
-        self._no_actions = np.zeros(self.rules.num_actions, dtype=np.int8)
+        self._num_actions = self.rules.num_actions
+        self._no_actions = np.zeros(self._num_actions, dtype=np.int8)
         self.agents = []
         self._encoder = MultiplayerEncoder(self.rules, self.num_players)
         mask_space = spaces.Box(0, 1, shape=(self.rules.num_actions,), dtype=np.int8)
@@ -163,8 +231,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._action_space = spaces.Discrete(self.rules.num_actions)
         self._table = TableState(self.rules, self.num_players, None, self.canonical_keeps)
         self._illegal_counts = np.zeros(self.num_players, dtype=np.int64)  # each seat's, this game
+        self._illegal_numbers = [np.int64(0)] * self.num_players  # the same as np.int64 scalars, for the infos
         self._warned_illegal = False  # once per env, as Yacht-v0
         self._over = True
+        # What changes only with a pick, kept until the next one: each seat's table part of its observation
+        # (MultiplayerEncoder.table_part) and the infos' read-only scores and totals.
+        self._table_parts: list[np.ndarray | None] = [None] * self.num_players
+        self._sheet_info: tuple[np.ndarray, np.ndarray] | None = None
+        self._numbers = tuple(np.int64(k) for k in range(max(self.num_players, R.ROLLS_PER_TURN)))  # immutable
 
     def observation_space(self, agent: str) -> spaces.Space:
         return self._observation_space
@@ -185,12 +259,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         if streams is None:
             streams = draw_stream(self._np_random, self.rules, self.num_players)
         self._table.start(streams)
+        self._picked()
         self.agents = list(self.possible_agents)
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
         self._illegal_counts[:] = 0
+        self._illegal_numbers = [np.int64(0)] * self.num_players
         self._over = False
         self.agent_selection = self.agents[0]
         self._set_infos(illegal=False)
@@ -203,9 +279,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        if isinstance(action, np.ndarray) and action.shape == ():
+        if type(action) is not int and isinstance(action, np.ndarray) and action.shape == ():
             action = action[()]
-        if not is_int(action) or not 0 <= action < self.rules.num_actions:
+        if not (type(action) is int or is_int(action)) or not 0 <= action < self._num_actions:
             raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
         action = int(action)
         table = self._table
@@ -217,7 +293,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._cumulative_rewards[agent] = 0.0
         self.rewards = dict.fromkeys(self.agents, 0.0)
         if not legal:
-            self._illegal_counts[self._seat[agent]] += 1
+            seat = self._seat[agent]
+            self._illegal_counts[seat] += 1
+            self._illegal_numbers[seat] = self._illegal_counts[seat]
             if not self._warned_illegal:
                 self._warned_illegal = True
                 reason = R.describe_illegal(
@@ -230,6 +308,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
                 self._over = True
         else:
             points, game_over = table.play(action)
+            if action >= R.PICK_OFFSET:
+                self._picked()
             if self.reward_mode == "score":
                 self.rewards[agent] = float(points)
             if game_over:
@@ -254,10 +334,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         if agent not in self._seat:
             raise ValueError(f"unknown agent {agent!r}; the agents are {self.possible_agents}")
         if not self._over and agent == self.agent_selection:
-            mask = self._table.mask.astype(np.int8)
+            mask = self._table.mask.view(np.int8).copy()  # the bool mask's bytes are 0 and 1: astype's values
         else:
             mask = self._no_actions.copy()
-        return {"observation": self._encoder.observe(self._table, self._seat[agent]), "action_mask": mask}
+        seat = self._seat[agent]
+        part = self._table_parts[seat]
+        if part is None:
+            part = self._table_parts[seat] = self._encoder.table_part(self._table, seat)
+        return {"observation": self._encoder.observe(self._table, seat, part), "action_mask": mask}
 
     def render(self) -> str | None:
         if self.render_mode not in self.metadata["render_modes"]:
@@ -281,16 +365,24 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         if not self.agents:
             raise ValueError(f"the game is over and every agent has left it; call reset() before {call}")
 
+    def _picked(self) -> None:
+        """A pick (or a new game): the table parts and the scores and totals are built again when next needed."""
+        self._table_parts = [None] * self.num_players
+        self._sheet_info = None
+
     def _set_infos(self, illegal: bool) -> None:
         table = self._table
         on_turn = table.on_turn
-        totals = table.totals().astype(np.int64)
-        scores = table.sheets.copy()
-        scores.flags.writeable = totals.flags.writeable = False  # new arrays each step, shared by every agent
+        if self._sheet_info is None:  # new read-only arrays after each pick, shared by every agent until the next
+            totals = np.asarray(table.totals(), dtype=np.int64)  # a new array: no copy
+            scores = table.sheets.copy()
+            scores.flags.writeable = totals.flags.writeable = False
+            self._sheet_info = scores, totals
+        scores, totals = self._sheet_info
         info = {
-            "dice": R.ROLLS[on_turn.roll],  # a read-only row of the rules' table
-            "rolls_left": np.int64(on_turn.rolls_left),
-            "player_on_turn": np.int64(table.current),
+            "dice": _DICE[on_turn.roll],  # a read-only row of the rules' table
+            "rolls_left": self._numbers[on_turn.rolls_left],
+            "player_on_turn": self._numbers[table.current],
             "scores": scores,
             "totals": totals,
             "illegal_action": np.array(illegal),
@@ -299,8 +391,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
             winners = (totals == totals.max()).astype(np.int8)
             winners.flags.writeable = False
             info["winners"] = winners
-        counts = self._illegal_counts
-        self.infos = {agent: {**info, "illegal_actions": counts[self._seat[agent]]} for agent in self.agents}
+        numbers, seat = self._illegal_numbers, self._seat
+        self.infos = {agent: {**info, "illegal_actions": numbers[seat[agent]]} for agent in self.agents}
 
     def _sheets(self) -> str:
         table, rules = self._table, self.rules

@@ -818,6 +818,16 @@ _KEEP_ROWS = {  # row 3 * roll + rolls_left: the legal keep-masks as 32 bools
     canonical: np.unpackbits(words.view(np.uint8).reshape(-1, 8), axis=1, count=NUM_KEEPS, bitorder="little").view(bool)
     for canonical, words in _KEEP_WORDS.items()
 }
+_KEEP_ROW_VIEWS = {canonical: list(rows) for canonical, rows in _KEEP_ROWS.items()}  # one game's rows, made once
+
+
+@functools.cache
+def _pick_rows(num_categories: int) -> list[np.ndarray]:
+    """Per open mask, the legal actions with no re-roll left (the open categories' picks), ``(32 + n,)`` bool rows
+    made once: one game's mask is a copy of its row, with the legal keeps written in while re-rolls are left."""
+    rows = np.zeros((1 << num_categories, NUM_KEEPS + num_categories), dtype=bool)
+    rows[:, NUM_KEEPS:] = open_bits(num_categories)
+    return list(rows)
 
 
 def legal_action_mask(
@@ -828,9 +838,11 @@ def legal_action_mask(
     Keep-masks are legal while re-rolls are left (never ``31``; only canonical masks unless
     ``canonical_keeps`` is False); a category pick is legal iff that category is open.
     """
-    if type(roll) is int:  # the single env's fast path
-        keeps = _KEEP_ROWS[canonical_keeps][roll * ROLLS_PER_TURN + rolls_left]
-        return np.concatenate((keeps, open_bits(num_categories)[open_mask]))
+    if type(roll) is int:  # the single env's fast path: a copy of a row made once, the keeps written in
+        mask = _pick_rows(num_categories)[open_mask].copy()
+        if rolls_left:
+            mask[:NUM_KEEPS] = _KEEP_ROW_VIEWS[canonical_keeps][roll * ROLLS_PER_TURN + rolls_left]
+        return mask
     # Action a is bit a of one 64-bit word per state; unpacking the words is faster than gathers.
     words = _KEEP_WORDS[canonical_keeps][np.asarray(roll) * ROLLS_PER_TURN + rolls_left] | (
         np.asarray(open_mask, dtype=np.uint64) << np.uint64(NUM_KEEPS)
@@ -852,6 +864,10 @@ KEPT_CODE.flags.writeable = False
 #: ``REROLLED[m]``: how many dice keep-mask ``m`` re-rolls.
 REROLLED = NUM_DICE - KEEP_BITS.sum(axis=1).astype(np.intp)
 REROLLED.flags.writeable = False
+# The re-roll's tables as Python lists, for one game on Python ints (a list lookup costs less than a numpy scalar).
+_KEPT_CODE_LISTS = KEPT_CODE.tolist()
+_REROLLED_LIST = REROLLED.tolist()
+_CODE_TO_ROLL_LIST = _CODE_TO_ROLL.tolist()
 
 
 def _prefix_table() -> np.ndarray:
@@ -893,6 +909,8 @@ def rows_of_dice(values: np.ndarray) -> np.ndarray:
 
 def roll_from_code(code) -> np.ndarray | int:
     """The sorted-roll index of a five-dice multiset code (e.g. ``prefix_codes(dice)[..., 5]``)."""
+    if type(code) is int:  # one game on Python ints: a list lookup
+        return _CODE_TO_ROLL_LIST[code]
     index = _CODE_TO_ROLL[code]
     return int(index) if isinstance(index, np.generic) else index.astype(np.intp)
 
@@ -904,8 +922,11 @@ def reroll(roll, keep_mask, fresh_codes) -> np.ndarray | int:
         roll: Sorted-roll index (or array of them).
         keep_mask: Keep-mask 0..30 over the sorted dice.
         fresh_codes: :func:`prefix_codes` of a row of five fresh dice, shape ``(..., 6)``; the
-            ``m`` re-rolled dice take the row's first ``m`` values.
+            ``m`` re-rolled dice take the row's first ``m`` values. One game may pass the row as a list of
+            Python ints (with ``roll`` and ``keep_mask`` ints): then the result comes from list lookups.
     """
+    if type(fresh_codes) is list:  # one game on Python ints (GameState's): the same tables as lists
+        return _CODE_TO_ROLL_LIST[_KEPT_CODE_LISTS[roll][keep_mask] + fresh_codes[_REROLLED_LIST[keep_mask]]]
     fresh_codes = np.asarray(fresh_codes)
     m = REROLLED[keep_mask]
     if fresh_codes.ndim == 1:

@@ -65,6 +65,10 @@ class YachtSB3VecEnv(VecEnv):
     * ``opponents``: ``None`` for solo games (:class:`~yacht_env.vector.YachtVectorEnv`); a list of agents
       or specs for games against them (:class:`~yacht_env.versus.YachtVersusVectorEnv`, the learner in
       ``seat``).
+    * ``pool`` (with ``players``, ``pool_weights``): instead of ``opponents``, tables whose opponents are drawn
+      from a pool at each game's start (:class:`~yacht_env.versus.YachtVersusVectorEnv`; ``vector_env`` changes
+      the pool between rollouts). A finished game's info then also holds ``"opponents"`` (the member at each
+      opponent seat, in seat order), ``"totals"`` (every seat's final total) and ``"seat"`` (the learner's).
     * ``env_kwargs``: any other argument of those envs except ``observation_type`` (SB3's ``MlpPolicy``
       wants the flat observation), ``render_mode`` and ``autoreset_mode``.
 
@@ -77,11 +81,12 @@ class YachtSB3VecEnv(VecEnv):
         for name in ("observation_type", "render_mode", "autoreset_mode"):
             if name in env_kwargs:
                 raise ValueError(f"{name} is fixed by the SB3 adapter and cannot be passed")
-        if opponents is None:
+        self.versus = opponents is not None or env_kwargs.get("pool") is not None
+        if not self.versus:
             self.vector_env = YachtVectorEnv(num_envs, autoreset_mode="same_step", **env_kwargs)
         else:
             self.vector_env = YachtVersusVectorEnv(num_envs, opponents, autoreset_mode="same_step", **env_kwargs)
-        self.versus = opponents is not None
+        self._drawn = self.versus and self.vector_env.opponents is None  # opponents drawn from a pool
         self.render_mode = None
         super().__init__(num_envs, self.vector_env.single_observation_space, self.vector_env.single_action_space)
         self._actions = np.zeros(num_envs, dtype=np.intp)
@@ -138,6 +143,12 @@ class YachtSB3VecEnv(VecEnv):
                         "t": round(now - self._episode_start[i], 6),
                     },
                 }
+                if self._drawn:  # whom the game was against, for a league's results
+                    infos[i].update(
+                        opponents=info["final_opponents"][i],
+                        totals=info["final_totals"][i],
+                        seat=int(info["final_seat"][i]),
+                    )
             self._episode_return[dones] = 0.0
             self._episode_illegal[dones] = 0
             self._episode_length[dones] = 0

@@ -11,6 +11,11 @@ is :func:`yacht_agents.make_agent`), so ``yacht_env`` never imports the players.
 as ``Yacht-v0`` shows it (the flat solo observation and its action mask); all the opponents on turn at
 many tables act in one batched call. An agent whose ``table_players`` is the table's size (a PPO model
 trained in ``YachtVersus-v0``) sees the table from its seat instead, as the learner does.
+
+Instead of a fixed lineup, the vector env can draw each opponent from a *pool* of agents at each game's start
+(``pool=``, ``players=``, ``pool_weights=``: a league for self-play, :mod:`yacht_lab.league`); the pool can grow
+and its weights change between rollouts (:meth:`YachtVersusVectorEnv.add_members`, ``set_weights``,
+``retire_members``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.env import checked_render_mode, configure_from
 from yacht_env.game import TableState, draw_stream, parse_dice_stream, win_rewards
+from yacht_env.pool import AgentPool
 from yacht_env.rules import is_int
 from yacht_env.vector import BatchedEnv
 
@@ -70,16 +76,18 @@ def resolve_opponents(
     """
     if isinstance(opponents, str) or not isinstance(opponents, Sequence) or not 1 <= len(opponents) <= 9:
         raise ValueError(f"opponents must be a list of 1..9 agents or agent specs, got {opponents!r}")
-    resolved = []
-    for i, opponent in enumerate(opponents):
-        if isinstance(opponent, str):
-            resolver = resolver or agent_resolver()
-            opponent = resolver(opponent, rules, seed=i)
-        if not callable(getattr(opponent, "act", None)):
-            raise ValueError(f"opponent {i} must be an agent with act(observations, action_masks), got {opponent!r}")
-        check_rules(opponent, rules, f"opponent {i}")
-        resolved.append(opponent)
-    return resolved
+    return [_resolve(opponent, rules, resolver, i, "opponent") for i, opponent in enumerate(opponents)]
+
+
+def _resolve(agent: Any, rules: R.Rules, resolver: Callable[..., Any] | None, i: int, who: str) -> Any:
+    """One agent of ``agent`` (an object, or a spec built by ``resolver(spec, rules, seed=i)``), checked."""
+    if isinstance(agent, str):
+        resolver = resolver or agent_resolver()
+        agent = resolver(agent, rules, seed=i)
+    if not callable(getattr(agent, "act", None)):
+        raise ValueError(f"{who} {i} must be an agent with act(observations, action_masks), got {agent!r}")
+    check_rules(agent, rules, f"{who} {i}")
+    return agent
 
 
 def check_rules(agent: Any, rules: R.Rules, who: str = "agent") -> None:
@@ -164,11 +172,13 @@ def act_at_tables(
 
 
 class YachtVersusVectorEnv(BatchedEnv):
-    """N tables of Yacht, the learner in one seat of each, fixed opponents in the others.
+    """N tables of Yacht, the learner in one seat of each, opponents in the others: a fixed lineup, or agents
+    drawn from a pool at each game's start.
 
     Args:
         num_envs: Tables stepped together.
-        opponents: One agent or spec per other seat (1..9): the table has ``len(opponents) + 1`` players.
+        opponents: A fixed lineup: one agent or spec per other seat (1..9), the table has ``len(opponents) + 1``
+            players (default, without ``pool``: ``["greedy"]``).
         seat: The learner's seat, an int, or ``"random"`` (drawn for each game from the env's generator).
         rules: The rules every player plays.
         reward: ``"score"`` (the learner's points per pick; its rewards sum to its total) or ``"win"``
@@ -183,20 +193,35 @@ class YachtVersusVectorEnv(BatchedEnv):
         autoreset_mode: ``"next_step"`` or ``"same_step"``, as :class:`yacht_env.vector.YachtVectorEnv`.
         resolver: Builds an opponent from a spec string, ``resolver(spec, rules, seed=i)``; default: the one
             installed packages declare (:func:`agent_resolver`, yacht-rl's :func:`yacht_agents.make_agent`).
+        pool: Instead of ``opponents``: the agents (or specs) drawn for the opponents' seats, member ``i`` being
+            ``pool[i]`` (the ``i`` of ``info["opponents"]``).
+        players: The table's size with a pool, 2..10 (default 2).
+        pool_weights: The members' draw weights (non-negative, not all zero; normalised); default: equal.
 
     A learner step is one decision of the learner; after its pick the opponents after it play their whole
     turns inside the step, up to the learner's next turn (or the end of the game). Opponents seated before
     the learner play their first turns at reset.
 
-    Info (batched, every key with an all-True ``"_key"`` mask): ``"dice"`` int8 (N, 5) the learner's dice,
-    ``"rolls_left"``, ``"scores"`` int16 (N, P, 12), ``"totals"`` (N, P), ``"seat"`` (N,),
-    ``"action_mask"`` int8 (N, 44), ``"illegal_action"``, ``"illegal_actions"``; with ``same_step`` also
-    ``"final_obs"``, ``"final_totals"`` and ``"final_seat"`` where a game ended.
+    **The pool.** At each game's start, after its dice and the learner's seat, every opponent seat of the table
+    draws a member, independently, by weight (:mod:`yacht_env.pool`: inverse CDF on one uniform per seat,
+    ``np_random.random((tables, players - 1))``, the opponents in seat order). A game keeps its opponents to its
+    end; all the tables where one member is on turn act in one batched call. :meth:`add_members`,
+    :meth:`set_weights` and :meth:`retire_members` change the pool between steps, from each table's next game on;
+    member indices never change.
 
-    Seeding: ``reset(seed=s)`` draws the seats and every player's dice from the env's generator, and
-    reseeds opponents that have a ``reseed`` method (the ``random`` agent). ``reset(options={"dice_stream":
-    S})`` with ``S`` of shape ``(N, P, 12, 3, 5)`` deals ``S[t, 0]`` to the learner and ``S[t, 1 + i]`` to
-    opponent ``i``, whatever their seats.
+    Info (batched, every key with an all-True ``"_key"`` mask; ``Yacht-v0``'s dtypes): ``"dice"`` int8 (N, 5)
+    the learner's dice, ``"rolls_left"`` int64 (N,), ``"scores"`` int16 (N, P, 12), ``"totals"`` int64 (N, P),
+    ``"seat"`` int64 (N,), ``"action_mask"`` int8 (N, 44), ``"illegal_action"`` bool (N,), ``"illegal_actions"``
+    int64 (N,); with ``same_step`` also ``"final_obs"``, ``"final_totals"`` and ``"final_seat"`` where a game
+    ended. With a pool also ``"opponents"`` int64 (N, P - 1): the member at each opponent seat of the game
+    shown, in seat order (the learner's seat skipped), and with ``same_step`` ``"final_opponents"``: those of
+    the game that ended.
+
+    Seeding: ``reset(seed=s)`` draws the seats, every player's dice and the pool's draws from the env's
+    generator, and reseeds opponents (members) that have a ``reseed`` method (the ``random`` agent).
+    ``reset(options={"dice_stream": S})`` with ``S`` of shape ``(N, P, 12, 3, 5)`` deals ``S[t, 0]`` to the
+    learner and ``S[t, 1 + i]`` to opponent ``i`` (the ``i``-th opponent seat in seat order with a pool),
+    whatever their seats.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
@@ -204,22 +229,40 @@ class YachtVersusVectorEnv(BatchedEnv):
     def __init__(
         self,
         num_envs: int,
-        opponents: Sequence[Any] = ("greedy",),
+        opponents: Sequence[Any] | None = None,
         seat: int | str = "random",
         rules: str | R.Rules = "standard",
         reward: str = "score",
         autoreset_mode: str | AutoresetMode = "next_step",
         render_mode: str | None = None,
         resolver: Callable[..., Any] | None = None,
+        pool: Sequence[Any] | None = None,
+        players: int | None = None,
+        pool_weights: Sequence[float] | None = None,
         **options: Any,
     ) -> None:
         configure_from(self, options, rules=rules, observation_type="flat", observation_types=OBSERVATION_TYPES)
-        self.opponents = resolve_opponents(opponents, self.rules, resolver)
-        self.num_players = p = len(self.opponents) + 1
-        for i, opponent in enumerate(self.opponents):
-            players = getattr(opponent, "table_players", None)
-            if players not in (None, p):
-                raise ValueError(f"opponent {i} acts at a table of {players} players; this table has {p}")
+        self._resolver, self._pool = resolver, None
+        if pool is None:
+            if players is not None or pool_weights is not None:
+                raise ValueError("players and pool_weights go with a pool; a fixed lineup has len(opponents) + 1")
+            self.opponents = resolve_opponents(("greedy",) if opponents is None else opponents, self.rules, resolver)
+            self.num_players = p = len(self.opponents) + 1
+            for i, opponent in enumerate(self.opponents):
+                table = getattr(opponent, "table_players", None)
+                if table not in (None, p):
+                    raise ValueError(f"opponent {i} acts at a table of {table} players; this table has {p}")
+        else:
+            if opponents is not None:
+                raise ValueError("give opponents (a fixed lineup) or pool (members drawn for each game), not both")
+            p = 2 if players is None else players
+            if not (is_int(p) and 2 <= p <= 10):
+                raise ValueError(f"players must be an int in 2..10, got {players!r}")
+            if isinstance(pool, str) or not isinstance(pool, Sequence) or not pool:
+                raise ValueError(f"pool must be a non-empty list of agents or agent specs, got {pool!r}")
+            self.opponents, self.num_players = None, int(p)
+            p = self.num_players
+            self._pool = AgentPool([self._member(member, i) for i, member in enumerate(pool)], pool_weights)
         if not (seat == "random" or (is_int(seat) and 0 <= seat < p)):
             raise ValueError(f"seat must be 'random' or an int in 0..{p - 1}, got {seat!r}")
         if not isinstance(reward, str) or reward not in REWARD_MODES:
@@ -240,26 +283,87 @@ class YachtVersusVectorEnv(BatchedEnv):
         self._learner_seat = np.zeros(n, dtype=np.intp)
         self._opponent_at = np.zeros((n, p), dtype=np.intp)  # opponent index at each seat (-1: the learner)
         self._over = np.zeros(n, dtype=bool)
+        # With a pool: the member at each opponent seat (seat order, the learner's skipped).
+        self._members = None if self._pool is None else np.zeros((n, p - 1), dtype=np.intp)
+
+    @property
+    def pool(self) -> list[Any]:
+        """The agents that act: the fixed lineup (opponent ``i`` is member ``i``), or the pool's members."""
+        return self.opponents if self._pool is None else self._pool.agents
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         if seed is not None:
-            for i, opponent in enumerate(self.opponents):
+            for i, opponent in enumerate(self.pool):
                 if callable(getattr(opponent, "reseed", None)):
                     opponent.reseed([seed, i])
         return super().reset(seed=seed, options=options)
+
+    # The pool ------------------------------------------------------------------------------------
+    @property
+    def pool_weights(self) -> np.ndarray | None:
+        """The members' draw probabilities (``None`` for a fixed lineup)."""
+        return None if self._pool is None else self._pool.weights
+
+    def add_members(self, agents: Sequence[Any]) -> list[int]:
+        """Appends ``agents`` (objects, or specs resolved as the constructor's) to the pool, with weight 0:
+        :meth:`set_weights` then gives them their share. Returns their member indices.
+
+        Raises:
+            ValueError: a fixed lineup (no pool), or an agent that is not one, plays other rules or acts at
+                another table size.
+        """
+        start = len(self._checked_pool().agents)
+        added = [self._member(agent, start + j) for j, agent in enumerate(agents)]
+        return self._pool.add(added)
+
+    def set_weights(self, weights: Sequence[float]) -> None:
+        """The members' draw weights from each table's next game on (:mod:`yacht_env.pool`); lets go of the
+        retired members no table seats.
+
+        Raises:
+            ValueError: a fixed lineup, not one finite non-negative weight per member, all zero, or weight for a
+                retired member.
+        """
+        self._checked_pool().set_weights(weights)
+        self._pool.let_go(self._members)
+
+    def retire_members(self, members: Sequence[int]) -> None:
+        """Members never drawn again; the env lets go of each (``pool[i]`` becomes ``None``) once no table seats
+        it, checked here and at each :meth:`set_weights`.
+
+        Raises:
+            ValueError: a fixed lineup, an index out of range, or retiring every member that has weight.
+        """
+        self._checked_pool().retire(members)
+        self._pool.let_go(self._members)
+
+    def _checked_pool(self) -> AgentPool:
+        if self._pool is None:
+            raise ValueError("a fixed lineup has no pool: build the env with pool=[...]")
+        return self._pool
+
+    def _member(self, agent: Any, i: int) -> Any:
+        agent = _resolve(agent, self.rules, self._resolver, i, "pool member")
+        players = getattr(agent, "table_players", None)
+        if players not in (None, self.num_players):
+            raise ValueError(f"pool member {i} acts at a table of {players} players; this table has {self.num_players}")
+        return agent
 
     # The hooks of BatchedEnv ----------------------------------------------------------------------
     def _parse_streams(self, options: dict[str, Any] | None, seed: int | None) -> np.ndarray | None:
         return parse_dice_stream(options, self.rules, (self.num_envs, self.num_players))
 
     def _deal(self, tables: np.ndarray, streams: np.ndarray | None) -> None:
-        """Deals new games at ``tables``: seats, each player's dice, then the opponents before the learner play."""
+        """Deals new games at ``tables``: seats, each player's dice, the pool's members, then the opponents before
+        the learner play."""
         n, p = len(tables), self.num_players
         if streams is None:
             streams = draw_stream(self.np_random, self.rules, n * p).reshape(
                 n, p, *self._table.players.stream.shape[1:]
             )
         seats = self.np_random.integers(0, p, size=n) if self.seat == "random" else np.full(n, self.seat)
+        if self._members is not None:
+            self._members[tables] = self._pool.draw(self.np_random, (n, p - 1))
         # Player identity at each seat: the learner (0) at its seat, opponents 1..p-1 in order at the others.
         seat_index = np.arange(p)
         player_at = np.where(seat_index < seats[:, None], seat_index + 1, seat_index)
@@ -298,14 +402,19 @@ class YachtVersusVectorEnv(BatchedEnv):
         rows = self._index * self.num_players + self._learner_seat
         return {
             "dice": R.ROLLS[games.roll[rows]],
-            "rolls_left": games.rolls_left[rows],
+            "rolls_left": games.rolls_left[rows].astype(np.int64),
             "scores": self._table.sheets.copy(),
-            "totals": self._table.totals().copy(),
-            "seat": self._learner_seat.copy(),
+            "totals": self._table.totals().astype(np.int64),
+            "seat": self._learner_seat.astype(np.int64),
+            **({} if self._members is None else {"opponents": self._members.astype(np.int64)}),
         }
 
     def _final_info(self) -> dict[str, np.ndarray]:
-        return {"final_totals": self._table.totals().copy(), "final_seat": self._learner_seat.copy()}
+        return {
+            "final_totals": self._table.totals().astype(np.int64),
+            "final_seat": self._learner_seat.astype(np.int64),
+            **({} if self._members is None else {"final_opponents": self._members.astype(np.int64)}),
+        }
 
     def _describe_illegal(self, i: int, action: int) -> str:
         games = self._table.players
@@ -321,12 +430,14 @@ class YachtVersusVectorEnv(BatchedEnv):
     # ---------------------------------------------------------------------------------------------
     def _play_opponents(self, tables: np.ndarray) -> None:
         """Opponents on turn at ``tables`` (bool (N,)) play, one decision per table per pass, in batch per
-        opponent, until the learner is on turn again or the game is over."""
+        opponent (per pool member), until the learner is on turn again or the game is over."""
         table = self._table
         active = np.flatnonzero(tables & (table.current != self._learner_seat) & ~self._over)
         while active.size:
             who = self._opponent_at[active, table.current[active]]
-            actions = act_at_tables(self.opponents, who, table, active, self._solo, self._encoder)
+            if self._members is not None:
+                who = self._members[active, who]
+            actions = act_at_tables(self.pool, who, table, active, self._solo, self._encoder)
             _, over = table.play(actions, None, active)
             self._over[active] |= over
             active = active[~over & (table.current[active] != self._learner_seat[active])]
@@ -357,8 +468,9 @@ class YachtVersusEnv(gym.Env):
     ``observation_type="masked"``: ``{"observation": ..., "action_mask": ...}``.
 
     ## Action mask
-    ``env.action_masks()`` gives the learner's legal actions (bool (44,)); ``info["action_mask"]`` the
-    same as int8.
+    ``info["action_mask"]`` gives the learner's legal actions (int8 (44,)), and the method ``action_masks()``
+    the same as bool (on a ``gym.make``'d env, whose wrappers do not forward methods:
+    ``env.get_wrapper_attr("action_masks")()``).
 
     ## Actions
     ``Discrete(44)``, ``Yacht-v0``'s encoding, for the learner's decisions (a bool is no action:
@@ -379,8 +491,10 @@ class YachtVersusEnv(gym.Env):
     (checked against the env's own mask, not the copy the opponent was given).
 
     ## Information
-    ``"dice"`` int8 (5,) the learner's dice, ``"rolls_left"``, ``"scores"`` int16 (P, 12), ``"totals"``
-    (P,), ``"seat"``, ``"action_mask"`` int8 (44,), ``"illegal_action"``, ``"illegal_actions"``.
+    ``Yacht-v0``'s types (numbers ``np.int64``, flags 0-d bool arrays): ``"dice"`` int8 (5,) the learner's
+    dice, ``"rolls_left"`` int64, ``"scores"`` int16 (P, 12), ``"totals"`` int64 (P,), ``"seat"`` int64,
+    ``"action_mask"`` int8 (44,), ``"illegal_action"`` bool and ``"illegal_actions"`` int64 (the learner's
+    ignored illegal actions this episode).
 
     ## Seeding
     ``reset(seed=s)`` draws the seat and every player's dice from the env's generator, and reseeds
@@ -397,7 +511,11 @@ class YachtVersusEnv(gym.Env):
     tables = gym.make_vec("YachtVersus-v0", num_envs=4096, opponents=["optimal", "greedy"])  # 4,096 tables
     ```
     * ``opponents``: one agent or spec per other seat (1..9): the table has ``len(opponents) + 1``
-      players.
+      players (default ``["greedy"]``).
+    * ``pool``, ``players``, ``pool_weights``: instead of ``opponents``, a pool of agents (or specs) drawn for
+      each opponent seat at each game's start, by weight, at a table of ``players`` (2..10; default 2); the
+      ``info`` then also has ``"opponents"``, the member at each opponent seat (int64 (P - 1,)). The draw,
+      and changing the pool between games, are :class:`YachtVersusVectorEnv`'s.
     * ``seat``: the learner's seat, an int, or ``"random"`` (default; drawn for each game).
     * ``rules``, ``reward`` (``"score"`` or ``"win"``), ``observation_type`` (``"flat"`` or
       ``"masked"``), and ``action_mask_dtype``, ``canonical_keeps``, ``illegal_action``,
@@ -408,12 +526,13 @@ class YachtVersusEnv(gym.Env):
 
     ## Version History
     * v0: initial release (yacht-rl 0.1.0). Opponent specs are resolved through the ``yacht_rl.agents``
-      entry points since 0.2.0, with the same agents: no behaviour change, so the version stays v0.
+      entry points since 0.2.0, with the same agents: no behaviour change, so the version stays v0. The
+      pool (``pool``, ``players``, ``pool_weights``) is an addition: a fixed lineup plays exactly as before.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
 
-    def __init__(self, opponents: Sequence[Any] = ("greedy",), render_mode: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, opponents: Sequence[Any] | None = None, render_mode: str | None = None, **kwargs: Any) -> None:
         if "autoreset_mode" in kwargs or "num_envs" in kwargs:
             raise ValueError("autoreset_mode and num_envs belong to the vector env, YachtVersusVectorEnv")
         self._tables = YachtVersusVectorEnv(1, opponents, **kwargs)
@@ -480,10 +599,11 @@ class YachtVersusEnv(gym.Env):
 
     @staticmethod
     def _one_info(info: dict[str, Any]) -> dict[str, Any]:
+        # Table 0's entries in Yacht-v0's types: numbers np.int64 scalars, arrays as they are, flags 0-d bool
+        # arrays (a numpy bool scalar would be batched into an object array by Gymnasium's vector envs).
         one = {}
         for key, value in info.items():
             if key.startswith("_"):
                 continue
-            item = value[0]
-            one[key] = item.item() if isinstance(item, np.generic) else item
+            one[key] = np.array(value[0]) if value.dtype == np.bool_ and value.ndim == 1 else value[0]
         return one

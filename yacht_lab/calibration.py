@@ -30,7 +30,6 @@ CALIBRATION_METHOD = (
     "(ties split) under the win agent's model: final total = total + D[open mask] (the solver's policy), "
     "independent across players; outcome: the player's win share of the game (ties split)"
 )
-_PREDICT_CHUNK = 8192  # table states per model evaluation: bounds the (rows, width) temporaries to ~20 MB
 
 
 class Calibration:
@@ -142,9 +141,5 @@ def predict_round_starts(distributions: ScoreDistributions, round_starts: np.nda
     """The model's win probabilities at the round starts :func:`~yacht_lab.head_to_head.play_tables` recorded:
     float ``(N, C, P)``."""
     n, c, _, p = round_starts.shape
-    flat = round_starts.reshape(n * c, 2, p)
-    predicted = np.empty((n * c, p))
-    for first in range(0, n * c, _PREDICT_CHUNK):
-        rows = flat[first : first + _PREDICT_CHUNK]
-        predicted[first : first + _PREDICT_CHUNK] = table_win_probabilities(distributions, rows[:, 0], rows[:, 1])
-    return predicted.reshape(n, c, p)
+    flat = round_starts.reshape(n * c, 2, p)  # one call: it bounds its own temporaries and computes each table once
+    return table_win_probabilities(distributions, flat[:, 0], flat[:, 1]).reshape(n, c, p)

@@ -219,14 +219,15 @@ class CurveCallback(BaseCallback):
 class RunCheckpointCallback(BaseCallback):
     """Saves ``checkpoints/step_<N>.zip`` every ``every`` timesteps, between two PPO updates.
 
+    ``on_save(timesteps)``, if given, is called after each save (the task's ``checkpoint``: a league's state).
     Not SB3's ``CheckpointCallback``: that one saves from ``_on_step``, in the middle of a rollout (so a
     checkpoint would hold a policy not yet trained on the steps it is named after), names files
     ``<prefix>_<N>_steps.zip`` and writes them in place, where a kill leaves a torn zip.
     """
 
-    def __init__(self, folder: Path, every: int) -> None:
+    def __init__(self, folder: Path, every: int, on_save=None) -> None:
         super().__init__()
-        self.folder, self.every = folder, every
+        self.folder, self.every, self.on_save = folder, every, on_save
         self.last: int | None = None
         self.last_path: Path | None = None
 
@@ -244,6 +245,8 @@ class RunCheckpointCallback(BaseCallback):
         self.last = self.model.num_timesteps
         path = self.folder / f"step_{self.model.num_timesteps}.zip"
         save_atomically(self.model, path)
+        if self.on_save is not None:  # what belongs beside the checkpoint (a league's state)
+            self.on_save(self.model.num_timesteps)
         self.last_path = path
         return path
 

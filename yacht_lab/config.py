@@ -38,6 +38,12 @@ MAX_OPPONENTS = 9
 OPPONENT_SPECS = ("random", "greedy", "optimal")
 #: The kinds of :func:`yacht_agents.parse_spec` a training run seats as opponents.
 OPPONENT_KINDS = (*OPPONENT_SPECS, "ppo")
+#: How a league draws its members (:mod:`yacht_lab.league`).
+LEAGUE_SAMPLING = ("uniform", "pfsp")
+#: The kinds of :func:`yacht_agents.parse_spec` a league seats as fixed members (``win`` is sized to the table).
+LEAGUE_KINDS = (*OPPONENT_SPECS, "win", "ppo")
+#: Fixed members of a league, and snapshots kept in it.
+MAX_FIXED_MEMBERS, MAX_SNAPSHOTS = 16, 100
 #: Hidden layers of the MLPs, and units per layer (a square layer of 8,192 is 256 MB of float32 weights).
 MAX_LAYERS = 16
 MAX_LAYER_WIDTH = 8192
@@ -102,6 +108,35 @@ class EvalConfig:
 
 
 @dataclass
+class LeagueConfig:
+    """A league of opponents (:mod:`yacht_lab.league`): each opponent seat of each table draws a member at each
+    game's start, among the fixed agents and frozen snapshots of the learner."""
+
+    fixed: list[str] = field(default_factory=lambda: ["optimal"])
+    """The fixed members, agent specs (``random``, ``greedy``, ``optimal``, ``win`` (at the league's table size),
+    ``ppo:PATH``; 1..:data:`MAX_FIXED_MEMBERS`, no repeats). Each evaluation plays the learner against each of
+    them (``league_curve.csv``); the first is the opponent of ``learning_curve.csv``."""
+    players: int = 2
+    """Players at a table: the learner and ``players - 1`` drawn opponents (2..10)."""
+    sampling: str = "pfsp"
+    """``uniform`` (every member alike) or ``pfsp`` (prioritised fictitious self-play: weight
+    ``max((1 - p) ** pfsp_power, pfsp_floor)``, ``p`` the learner's estimated win rate against the member)."""
+    pfsp_power: float = 2.0
+    """The exponent of PFSP's weighting (AlphaStar's "hard" weighting; 0 is uniform)."""
+    pfsp_decay: float = 0.9
+    """Each rollout multiplies every member's counted results by this before adding its own (1: count all)."""
+    pfsp_floor: float = 0.05
+    """The least PFSP weight of a member (0..1]: none is ever dropped."""
+    snapshot_every_timesteps: int = 1_000_000
+    """Freeze a copy of the learner into the league (``league/snapshot_<N>.zip``) this often."""
+    max_snapshots: int = 10
+    """Snapshots kept in the league (0..:data:`MAX_SNAPSHOTS`; 0: none taken); past it the oldest is retired."""
+    snapshot_share: float | None = None
+    """``null``: all members drawn by weight from one pool. A number in 0..1: the snapshots' share of the draws
+    (once there is one), the fixed members sharing the rest, each group by weight."""
+
+
+@dataclass
 class TrainConfig:
     rules: str = "standard"
     """Rules preset: a name of :data:`yacht_env.rules.PRESETS` (Yacht's ``standard``, ``classic``, ``knizia``, or the
@@ -113,7 +148,7 @@ class TrainConfig:
     at ``n_envs`` tables of ``YachtVersus-v0`` (``len(opponents) + 1`` players; it sees the table's view, 79
     values for 2 players), and the curve is its win rate against them (:func:`yacht_lab.head_to_head.head_to_head`
     on ``eval.games`` deals). A ``ppo:PATH`` opponent must load and fit the table (a solo model, or one
-    trained at a table of this size)."""
+    trained at a table of this size). Empty with a ``league``, whose members are drawn instead."""
     reward: str = "score"
     """``score`` (the learner's points per pick, as solo) or ``win`` (versus only: at the end of a game, the
     learner's share of +1 shared by the winners, -1 by the others). ``reward_scale`` applies to both: keep it
@@ -141,6 +176,9 @@ class TrainConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint_every_timesteps: int = 2_000_000
     """Save ``checkpoints/step_<N>.zip`` this often."""
+    league: LeagueConfig | None = None
+    """A league of opponents instead of ``opponents`` (which must then be empty): :class:`LeagueConfig`. ``None``
+    (the default, left out of a saved config): no league."""
     init: str | None = None
     """Start a new run from this model's weights (a path, or a shipped model's name such as ``standard``):
     :mod:`yacht_lab.warm_start`. The network the config describes must be the model's; a model of one game
@@ -150,10 +188,18 @@ class TrainConfig:
     @property
     def env_id(self) -> str:
         """The env the run trains on: ``YachtVersus-v0`` with opponents, else ``Yacht-v0``."""
-        return "YachtVersus-v0" if self.opponents else "Yacht-v0"
+        return "YachtVersus-v0" if self.opponents or self.league is not None else "Yacht-v0"
+
+    @property
+    def players(self) -> int:
+        """Players at a table: 1 solo, ``len(opponents) + 1``, or the league's ``players``."""
+        return self.league.players if isinstance(self.league, LeagueConfig) else len(self.opponents) + 1
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if data["league"] is None:  # a config without a league reads (and is saved) as before leagues existed
+            del data["league"]
+        return data
 
 
 def _from_dict(cls: type, data: Any, where: str):
@@ -165,8 +211,9 @@ def _from_dict(cls: type, data: Any, where: str):
         raise ValueError(f"unknown config key {where + '.' if where else ''}{unknown[0]}; accepted: {sorted(known)}")
     kwargs = {}
     for name, value in data.items():
-        sub = {"policy": PolicyConfig, "ppo": PPOConfig, "eval": EvalConfig}.get(name) if cls is TrainConfig else None
-        kwargs[name] = _from_dict(sub, value, name) if sub else value
+        sections = {"policy": PolicyConfig, "ppo": PPOConfig, "eval": EvalConfig, "league": LeagueConfig}
+        sub = sections.get(name) if cls is TrainConfig else None
+        kwargs[name] = _from_dict(sub, value, name) if sub and not (name == "league" and value is None) else value
     return cls(**kwargs)
 
 
@@ -234,13 +281,63 @@ def _check_versus(config: TrainConfig) -> None:
                 )
     if not isinstance(config.reward, str) or config.reward not in ("score", "win"):
         raise ValueError(f"reward must be 'score' or 'win', got {config.reward!r}")
-    if config.reward == "win" and not opponents:
-        raise ValueError("reward 'win' needs opponents: a solo game has no winner")
+    if config.reward == "win" and not opponents and config.league is None:
+        raise ValueError("reward 'win' needs opponents or a league: a solo game has no winner")
+    players, size = (players, f"opponents: {len(opponents)}") if config.league is None else _check_league(config)
     seat = config.seat
     if not (seat == "random" or (is_int(seat) and 0 <= seat < players)):
-        raise ValueError(
-            f"seat must be 'random' or an int in 0..{players - 1} (opponents: {len(opponents)}), got {seat!r}"
-        )
+        raise ValueError(f"seat must be 'random' or an int in 0..{players - 1} ({size}), got {seat!r}")
+
+
+def _check_league(config: TrainConfig) -> tuple[int, str]:
+    """The ``league`` section; its ``win`` and ``ppo:PATH`` members are built (they must fit the table).
+    Returns the table's size and how to name it in an error."""
+    from yacht_lab.league import make_member
+
+    league = config.league
+    if not isinstance(league, LeagueConfig):
+        raise ValueError(f"league must be a mapping of league keys or null, got {league!r}")
+    if config.opponents:
+        raise ValueError("opponents must be empty with a league: its members are the opponents (league.fixed)")
+    players = league.players
+    if not (is_int(players) and 2 <= players <= MAX_OPPONENTS + 1):
+        raise ValueError(f"league.players must be an int in 2..{MAX_OPPONENTS + 1}, got {players!r}")
+    fixed = league.fixed
+    if not isinstance(fixed, list) or not 1 <= len(fixed) <= MAX_FIXED_MEMBERS:
+        raise ValueError(f"league.fixed must be a list of 1..{MAX_FIXED_MEMBERS} agent specs, got {fixed!r}")
+    for i, spec in enumerate(fixed):
+        try:
+            kind, _ = parse_spec(spec)
+        except ValueError:
+            kind = None
+        if kind not in LEAGUE_KINDS:
+            raise ValueError(
+                f"league.fixed[{i}] is an unknown agent {spec!r}; expected one of "
+                f"{', '.join(OPPONENT_SPECS)}, win, ppo:PATH"
+            )
+        if spec in fixed[:i]:
+            raise ValueError(f"league.fixed lists {spec!r} twice")
+        if kind in ("win", "ppo"):  # built now: the file must load, the agent fit the rules and the table
+            try:
+                make_member(spec, config.rules, players)
+            except ValueError as error:
+                raise ValueError(f"league.fixed[{i}]: {error}") from None
+    if league.sampling not in LEAGUE_SAMPLING:
+        raise ValueError(f"league.sampling must be 'uniform' or 'pfsp', got {league.sampling!r}")
+    _check_number("league.pfsp_power", league.pfsp_power, float, 0)
+    for name in ("pfsp_decay", "pfsp_floor"):
+        value = getattr(league, name)
+        _check_number(f"league.{name}", value, float, 0, low_inclusive=False)
+        if value > 1:
+            raise ValueError(f"league.{name} must be in (0, 1], got {value!r}")
+    _check_number("league.snapshot_every_timesteps", league.snapshot_every_timesteps, int, 1)
+    _check_number("league.max_snapshots", league.max_snapshots, int, 0, high=MAX_SNAPSHOTS)
+    share = league.snapshot_share
+    if share is not None:
+        _check_number("league.snapshot_share", share, float, 0)
+        if share > 1:
+            raise ValueError(f"league.snapshot_share must be null or in 0..1, got {share!r}")
+    return players, f"league.players: {players}"
 
 
 def validate(config: TrainConfig) -> TrainConfig:

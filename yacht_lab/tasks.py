@@ -116,6 +116,16 @@ class SoloTask:
         config = self.config
         self.levels = reference_levels(config.rules, config.eval.games, config.eval.seed)
 
+    def attach(self, run_dir: Path, model, resumed: bool) -> None:
+        """Work done once the run's model exists, before anything is written (a league is seated here)."""
+
+    def callbacks(self) -> list:
+        """The task's own callbacks, placed after the curve's and before the checkpoints'."""
+        return []
+
+    def checkpoint(self, timesteps: int) -> None:
+        """Called after each checkpoint is saved (a league writes its state beside it)."""
+
     def evaluate(self, model) -> dict[str, float]:
         """The curve columns of ``model`` now (all but ``timesteps``, ``wall_minutes`` and ``steps_per_second``)."""
         config = self.config
@@ -162,6 +172,16 @@ class TableTask(SoloTask):
     metric = "win_rate"
     logged = ("win_rate", "mean_score", "mean_margin", "percent_of_optimal")
 
+    @property
+    def players(self) -> int:
+        """Players at a table."""
+        return len(self.config.opponents) + 1
+
+    @property
+    def against(self) -> list[str]:
+        """The opponents the curve's win rate is measured against."""
+        return list(self.config.opponents)
+
     def make_env(self):
         from yacht_env.sb3 import YachtSB3VecEnv
 
@@ -182,7 +202,7 @@ class TableTask(SoloTask):
     def describe(self, row: dict[str, float]) -> str:
         return (
             f"eval win rate {100 * row['win_rate']:.1f}% +- {100 * row['win_rate_ci95']:.1f} against "
-            f"{', '.join(self.config.opponents)}, score {row['mean_score']:.2f} +- {row['score_ci95']:.2f}, "
+            f"{', '.join(self.against)}, score {row['mean_score']:.2f} +- {row['score_ci95']:.2f}, "
             f"margin {row['mean_margin']:+.2f}"
         )
 
@@ -192,7 +212,7 @@ class TableTask(SoloTask):
         from yacht_lab.report import _short
 
         config = self.config
-        even = 1 / (len(config.opponents) + 1)
+        even = 1 / self.players
 
         def decorate(fig, axes) -> None:
             for ax in axes:
@@ -202,7 +222,7 @@ class TableTask(SoloTask):
             seat = "a random seat" if config.seat == "random" else f"seat {config.seat}"
             fig.suptitle(
                 f"MaskablePPO on YachtVersus-v0 ({config.rules}, reward {config.reward}, {seat}) "
-                f"against {', '.join(_short(spec, 32) for spec in config.opponents)}",
+                f"against {', '.join(_short(spec, 32) for spec in self.against)}",
                 fontsize=10,
             )
 
@@ -211,7 +231,12 @@ class TableTask(SoloTask):
 
 
 def task_for(config: TrainConfig) -> SoloTask:
-    """The task of a config: :class:`TableTask` if it names opponents, else :class:`SoloTask`."""
+    """The task of a config: :class:`yacht_lab.league.LeagueTask` with a league, :class:`TableTask` if it names
+    opponents, else :class:`SoloTask`."""
+    if config.league is not None:
+        from yacht_lab.league import LeagueTask
+
+        return LeagueTask(config)
     return TableTask(config) if config.opponents else SoloTask(config)
 
 

@@ -218,6 +218,7 @@ def train(
                 model, rows = make_model(config, env, tensorboard_dir), []
                 if config.init is not None:
                     warm_start(model, config)
+            task.attach(run_dir, model, resumed=resume is not None)  # a league: restored and seated
             remaining = config.total_timesteps - model.num_timesteps
             if remaining <= 0:
                 raise ValueError(
@@ -237,14 +238,18 @@ def train(
         wall_offset = rows[-1]["wall_minutes"] * 60 if rows else 0.0
         speed = SpeedCallback(config.total_timesteps, progress)
         curve = CurveCallback(task, run_dir / CURVE_FILE, rows, start, wall_offset, speed)
-        checkpoints = RunCheckpointCallback(run_dir / "checkpoints", config.checkpoint_every_timesteps)
+        checkpoints = RunCheckpointCallback(
+            run_dir / "checkpoints", config.checkpoint_every_timesteps, on_save=task.checkpoint
+        )
         stopper = StopCallback(stop, config.max_minutes, start, speed)
         entropy = EntropyScheduleCallback(config.ppo.ent_coef, config.ppo.ent_coef_final, config.total_timesteps)
-        # The order matters: at a rollout's start evaluate, then checkpoint, then report both; at each step update
-        # the bar, then look for a stop; at a rollout's end set the coming update's entropy bonus and measure the
-        # speed.
+        # The order matters: at a rollout's start evaluate, then the task's own (a league: fold the results, take a
+        # snapshot, new weights), then checkpoint, then report both; at each step update the bar, then look for a
+        # stop; at a rollout's end set the coming update's entropy bonus and measure the speed.
         reporter = ReportCallback(report, curve, checkpoints) if report is not None else None
-        callbacks = CallbackList([curve, checkpoints, *([reporter] if reporter else []), speed, stopper, entropy])
+        callbacks = CallbackList(
+            [curve, *task.callbacks(), checkpoints, *([reporter] if reporter else []), speed, stopper, entropy]
+        )
         stop.arm()
         try:
             model.learn(remaining, callback=callbacks, reset_num_timesteps=resume is None, tb_log_name="ppo")

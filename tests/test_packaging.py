@@ -93,7 +93,7 @@ def test_an_unknown_name_is_one_value_error_listing_the_shipped_models(spec, tmp
         make_agent(spec)
     message = str(error.value)
     assert message.startswith(f"cannot load PPO model '{spec[4:]}': no shipped model of that name")
-    assert "(shipped: classic, standard)" in message and "\n" not in message
+    assert "(shipped: classic, standard, yahtzee, yatzy)" in message and "\n" not in message
 
 
 def test_an_agent_of_a_shipped_model_keeps_the_spec_as_its_name():

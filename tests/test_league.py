@@ -412,6 +412,7 @@ def test_the_selfplay_recipe_is_a_valid_league_config():
 # --------------------------------------------------------------------------------------------------
 # train.py end to end
 # --------------------------------------------------------------------------------------------------
+@pytest.mark.slow  # an end-to-end training run: python -m pytest -m slow (CI runs it)
 def test_train_py_trains_against_a_league_from_init_and_resumes_it(tmp_path):
     config = tmp_path / "league.yaml"
     config.write_text(

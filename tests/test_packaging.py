@@ -252,13 +252,12 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     assert {f"yacht_lab/configs/{name}.yaml" for name in ("ppo", "sweep", "versus")} <= names
     assert {f"yacht_lab/scripts/{name}.py" for name in COMMANDS} | {"yacht_lab/__main__.py"} <= names
     data = {name for name in names if not name.endswith(".py") and ".dist-info/" not in name}
-    assert data == {
-        "yacht_agents/models/ppo_standard.zip",
-        "yacht_agents/models/ppo_classic.zip",
-        "yacht_lab/configs/ppo.yaml",
-        "yacht_lab/configs/sweep.yaml",
-        "yacht_lab/configs/versus.yaml",
-    }  # no run folder, no checkpoint, no benchmark
+    models = {f"yacht_agents/models/ppo_{name}.zip" for name in ("standard", "classic", "yahtzee", "yatzy")}
+    configs = {f"yacht_lab/configs/{name}.yaml" for name in ("ppo", "sweep", "versus", "yahtzee", "yatzy", "selfplay")}
+    assert data == models | configs  # no run folder, no checkpoint, no benchmark
+    # every model and config of the repository, none forgotten as new ones come
+    assert {f"yacht_agents/models/{path.name}" for path in (REPO / "models").glob("*.zip")} == models
+    assert {f"yacht_lab/configs/{path.name}" for path in (REPO / "configs").glob("*.yaml")} == configs
     assert not any(name.startswith(("agents/", "models/", "tests/", "benchmarks/")) for name in names)
     top = {name.split("/")[0] for name in names if ".dist-info/" not in name}
     assert top == {"yacht_env", "yacht_agents", "yacht_lab"}  # no top-level agents: openai-agents keeps its name

@@ -349,6 +349,7 @@ def test_the_default_recipe_trains_an_odds_policy_and_plain_configs_an_mlp():
     assert type(model.policy).__name__ == "MaskableActorCriticPolicy"
 
 
+@pytest.mark.slow  # an end-to-end training run: python -m pytest -m slow (CI runs it)
 def test_an_odds_policy_trains_at_a_table():
     config = TrainConfig(n_envs=4, opponents=["greedy"])
     config.ppo.n_steps, config.ppo.batch_size = 32, 64

@@ -116,6 +116,7 @@ def test_a_table_model_starts_only_a_table_of_its_size(tmp_path):
     )
 
 
+@pytest.mark.slow  # an end-to-end training run: python -m pytest -m slow (CI runs it)
 def test_train_py_init_runs_at_a_table_and_records_its_start(tmp_path):
     config = tmp_path / "init.yaml"
     config.write_text(

@@ -52,7 +52,16 @@ FLAGS = {"armed", "illegal_action"}
 SOLO_KEYS = {"dice", "rolls_left", "scores", "total", "action_mask", "illegal_action", "illegal_actions"}
 FAMILY_KEYS = {"standard": set(), "yahtzee": {"upper", "armed"}}
 VERSUS_KEYS = {"dice", "rolls_left", "scores", "totals", "seat", "action_mask", "illegal_action", "illegal_actions"}
-TABLE_KEYS = {"dice", "rolls_left", "player_on_turn", "scores", "totals", "illegal_action", "illegal_actions"}
+TABLE_KEYS = {
+    "dice",
+    "rolls_left",
+    "player_on_turn",
+    "scores",
+    "totals",
+    "illegal_action",
+    "illegal_actions",
+    "winners",
+}
 ILLEGAL_WARNING = ".*Yacht: an illegal action was ignored"
 
 
@@ -162,7 +171,7 @@ def env_dtypes(name: str, rules: str) -> tuple[dict[str, np.dtype], set[str]]:
         infos, keys, one = vector_infos(envs), VERSUS_KEYS | {"final_obs", "final_totals", "final_seat"}, False
     else:
         pytest.importorskip("pettingzoo")
-        infos, keys, one = table_infos(3, rules), TABLE_KEYS | {"winners"}, True
+        infos, keys, one = table_infos(3, rules), TABLE_KEYS, True
     seen: dict[str, set[np.dtype]] = {}
     for info in infos:
         dtypes = check_one_game_info(info) if one else check_vector_info(info, n)

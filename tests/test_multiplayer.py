@@ -26,6 +26,8 @@ from yacht_env.multiplayer import raw_env  # noqa: E402
 from yacht_env.versus import YachtVersusEnv, YachtVersusVectorEnv  # noqa: E402
 
 PRESETS = ("standard", "classic", "knizia")
+#: Every agent's info keys, the same at every step from the reset on ("winners" all zeros until the end).
+INFO_KEYS = {"dice", "rolls_left", "player_on_turn", "scores", "totals", "illegal_action", "illegal_actions", "winners"}
 
 
 @pytest.mark.parametrize("rules", PRESETS)
@@ -100,6 +102,7 @@ def test_invariants_over_many_seeded_games(num_players, reward):
                 continue
             seat = agents.index(agent)
             assert seat == expected_seat == info["player_on_turn"]  # whole turns in seat order
+            assert info.keys() == INFO_KEYS and not info["winners"].any()  # every key at every step; no winner yet
             for other in agents:  # the mask is all zeros for agents not on turn
                 assert table.observe(other)["action_mask"].any() == (other == agent)
             action = uniform(rng, observation["action_mask"])
@@ -193,6 +196,7 @@ def test_illegal_actions_follow_yacht_v0s_policy():
         table.step(31)  # the table's third: the agents' counts together reach max_illegal_actions
         assert illegal_counts(table) == {"player_0": 1, "player_1": 2}
         assert all(table.truncations.values())
+        assert all(not info["winners"].any() for info in table.infos.values())  # a truncated game has no winner
         table.reset(seed=1)
         assert illegal_counts(table) == {"player_0": 0, "player_1": 0}  # counted per game
         table.step(31)

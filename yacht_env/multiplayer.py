@@ -157,7 +157,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     open), ``"totals"`` (int64 (P,)), ``"illegal_action"`` (bool: the last step's action was ignored as
     illegal) and ``"illegal_actions"`` (int64: how many illegal actions *this agent* took this game, so each
     agent's count is what ``Yacht-v0`` counts for its one player, and with one player it is exactly
-    ``Yacht-v0``'s); at the end also ``"winners"`` (int8 (P,), 1 for each player with the highest total).
+    ``Yacht-v0``'s) and ``"winners"`` (int8 (P,): all zeros until the game ends, then 1 for each player with
+    the highest total; still zeros after a truncation). Every key is there at every step, reset included, so
+    libraries that build an info spec from the first infos (TorchRL's ``PettingZooWrapper``) take them as they are.
 
     ## Illegal actions and episode end
     ``Yacht-v0``'s policy: ignored (nothing changes and the agent stays on turn; its reward is
@@ -239,6 +241,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._table_parts: list[np.ndarray | None] = [None] * self.num_players
         self._sheet_info: tuple[np.ndarray, np.ndarray] | None = None
         self._numbers = tuple(np.int64(k) for k in range(max(self.num_players, R.ROLLS_PER_TURN)))  # immutable
+        self._no_winners = np.zeros(self.num_players, dtype=np.int8)  # "winners" until the game ends
+        self._no_winners.flags.writeable = False
 
     def observation_space(self, agent: str) -> spaces.Space:
         return self._observation_space
@@ -386,6 +390,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
             "scores": scores,
             "totals": totals,
             "illegal_action": np.array(illegal),
+            "winners": self._no_winners,
         }
         if self._over and all(self.terminations.values()):
             winners = (totals == totals.max()).astype(np.int8)

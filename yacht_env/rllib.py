@@ -143,6 +143,6 @@ def log_table_metrics(*, episode: Any, metrics_logger: Any, **kwargs: Any) -> No
     for agent, info in finals.items():
         seat = int(agent.rsplit("_", 1)[1])
         metrics_logger.log_value(("yacht", "total", agent), int(info["totals"][seat]), reduce="mean", window=100)
-        if "winners" in info:  # absent when the game was truncated
+        if info["winners"].any():  # all zeros when the game was truncated
             share = info["winners"][seat] / info["winners"].sum()
             metrics_logger.log_value(("yacht", "win", agent), float(share), reduce="mean", window=100)

@@ -206,6 +206,15 @@ def copy_run(run: Path, destination: Path) -> Path:
 # --------------------------------------------------------------------------------------------------
 # The library: config loading and validation
 # --------------------------------------------------------------------------------------------------
+def test_the_learning_rate_schedule_runs_from_start_to_end_and_stays_at_end_past_it():
+    schedule = training.linear_schedule(3e-4, 1e-5)
+    assert schedule(1.0) == 3e-4 and schedule(0.0) == 1e-5
+    assert schedule(0.5) == pytest.approx(1e-5 + 0.5 * (3e-4 - 1e-5), rel=1e-15)
+    # SB3's last rollout can end past total_timesteps: its negative progress_remaining keeps the final rate
+    assert schedule(-0.0006) == 1e-5 and training.linear_schedule(3e-4, 0.0)(-0.0006) == 0.0
+    assert schedule(1.5) == 3e-4
+
+
 def test_the_dataclass_defaults_are_configs_ppo_yaml():
     # One source of truth: the default config names every field with the dataclass's default value.
     raw = yaml.safe_load((REPO / "configs" / "ppo.yaml").read_text())

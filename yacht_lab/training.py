@@ -55,10 +55,15 @@ __all__ = ["Abort", "load_checkpoint", "make_model", "resume_config", "train"]
 # A new model, or a checkpoint to continue
 # --------------------------------------------------------------------------------------------------
 def linear_schedule(start: float, end: float):
-    """SB3 schedule: ``start`` at the beginning of training to ``end`` at the end."""
+    """SB3 schedule: ``start`` at the beginning of training to ``end`` at the end, and ``end`` past it.
+
+    SB3 collects whole rollouts, so the last one can end past ``total_timesteps`` and its update sees a negative
+    ``progress_remaining``; clamped, that update's rate is ``end`` (never below it: with ``end = 0`` a negative
+    rate would step up the loss), as the entropy bonus's schedule already is.
+    """
 
     def schedule(progress_remaining: float) -> float:
-        return end + (start - end) * progress_remaining
+        return end + (start - end) * min(max(progress_remaining, 0.0), 1.0)
 
     return schedule
 

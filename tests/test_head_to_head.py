@@ -351,3 +351,59 @@ def test_round_starts_are_recorded_at_every_round_start():
     assert (filled == np.arange(12)[None, :, None]).all()
     assert (starts[:, 0, 1] == 0).all()
     assert (np.diff(starts[:, :, 1], axis=1) >= 0).all() and (starts[:, -1, 1] <= totals).all()
+
+
+# --------------------------------------------------------------------------------------------------
+# Paired differences against a common opponent
+# --------------------------------------------------------------------------------------------------
+def test_paired_differences_are_the_per_deal_differences_of_the_solo_games():
+    """Deal g's streams are solo games 2g and 2g + 1; a pair's outcome per deal follows from the solo scores, so
+    the paired difference against a common opponent is known exactly, deal by deal."""
+    deals = 400
+    agents = [make_agent("optimal"), make_agent("greedy"), make_agent("ppo:standard")]  # solo and deterministic
+    result = head_to_head(agents, 2, deals, seed=5)
+    solo = evaluate(agents, 2 * deals, seed=5)
+    score = {name: solo.results[name].scores.reshape(deals, 2) for name in ("optimal", "greedy", "ppo:standard")}
+
+    def outcome(x, c):  # per deal: 2 * wins of x against c + ties, over its 4 games (x on each stream, each seat)
+        a, b = score[x], score[c]
+        wins = (a[:, 0] > b[:, 1]).astype(int) + (a[:, 1] > b[:, 0])
+        ties = (a[:, 0] == b[:, 1]).astype(int) + (a[:, 1] == b[:, 0])
+        return 2 * (2 * wins + ties)
+
+    names = ("optimal", "greedy", "ppo:standard")
+    for a, b, c in ((names[0], names[1], names[2]), (names[0], names[2], names[1]), (names[1], names[2], names[0])):
+        per_deal = (outcome(a, c) - outcome(b, c)) / 8
+        difference, (lo, hi) = result.paired_difference(a, b, c)
+        assert difference == pytest.approx(per_deal.mean(), abs=1e-12)
+        half = 1.959963984540054 * per_deal.std(ddof=1) / np.sqrt(deals)
+        assert (lo, hi) == pytest.approx((per_deal.mean() - half, per_deal.mean() + half), abs=1e-12)
+        assert result.paired_difference(b, a, c)[0] == pytest.approx(-difference, abs=1e-15)
+    rates = result.to_dict()["head_to_head"]
+    # The mean difference is the difference of the two win rates; its interval is narrower than the unpaired one
+    # (the same dice make the two pairs' outcomes correlate).
+    difference, (lo, hi) = result.paired_difference("optimal", "greedy", "ppo:standard")
+    a, b = rates["optimal vs ppo:standard"], rates["greedy vs ppo:standard"]
+    assert difference == pytest.approx(a["win_rate_a"] - b["win_rate_a"], abs=2e-6)
+    widths = [pair["win_rate_a_ci95"][1] - pair["win_rate_a_ci95"][0] for pair in (a, b)]
+    assert hi - lo < 0.95 * np.hypot(*widths)
+    paired = result.to_dict()["paired"]
+    assert list(paired) == list(names)
+    assert list(paired["ppo:standard"]) == ["optimal - greedy"] and list(paired["optimal"]) == ["greedy - ppo:standard"]
+    assert paired["ppo:standard"]["optimal - greedy"]["difference"] == round(difference, 6)
+
+
+def test_copies_of_one_agent_differ_by_exactly_zero_against_anyone():
+    result = head_to_head([make_agent("greedy"), GreedyAgent(name="greedy_b"), make_agent("optimal")], 2, 300, seed=2)
+    assert result.paired_difference("greedy", "greedy_b", "optimal") == (0.0, [0.0, 0.0])
+
+
+def test_paired_differences_need_three_agents_of_the_head_to_head_at_two_players():
+    two = head_to_head([make_agent("greedy"), make_agent("optimal")], 2, 50, seed=0)
+    assert "paired" not in two.to_dict()
+    with pytest.raises(ValueError, match="three different agents"):
+        two.paired_difference("greedy", "optimal", "greedy")
+    three = head_to_head([make_agent(spec, seed=0) for spec in ("random", "greedy", "optimal")], 3, 20, seed=0)
+    assert "paired" not in three.to_dict()  # one table of three: no common opponent met apart
+    with pytest.raises(ValueError, match="three different agents"):
+        three.paired_difference("random", "greedy", "win")

@@ -240,9 +240,52 @@ class HeadToHead:
             }
         )
 
+    def paired_difference(self, a: str, b: str, against: str) -> tuple[float, list[float]]:
+        """How much more often ``a`` beats ``against`` than ``b`` does (win rates, ties count half), on the same
+        deals: the mean over deals of the difference of the two pairs' outcomes, with its 95% CI over deals.
+
+        Pairing removes the dice's common share of the spread (a deal that is hard to win against ``against`` is
+        hard for both), so the interval is narrower than the two win rates' unpaired one, and much narrower for
+        agents that play alike (a model and its fine-tuned self).
+
+        Raises:
+            ValueError: names that are not three different agents of the head to head, or no per-deal outcomes.
+        """
+        if len({a, b, against}) != 3 or not {a, b, against} <= set(self.names):
+            raise ValueError(f"paired_difference needs three different agents of {self.names}, got {a}, {b}, {against}")
+        if self.deal_outcomes is None:
+            raise ValueError("this head to head kept no per-deal outcomes")
+        keys = list(self.pairs)
+        full = 2 * self.games_per_deal
+
+        def outcomes(x: str) -> np.ndarray:  # per deal: 2 * (wins of x against `against`) + ties
+            if pair_key(x, against) in self.pairs:
+                return self.deal_outcomes[:, keys.index(pair_key(x, against))].astype(np.int64)
+            return full - self.deal_outcomes[:, keys.index(pair_key(against, x))].astype(np.int64)
+
+        tally = Tally()
+        tally.add(outcomes(a) - outcomes(b))
+        return tally.mean_ci(full)
+
+    def paired_differences(self) -> dict[str, dict[str, dict[str, object]]]:
+        """At two players with three agents or more: :meth:`paired_difference` of every pair of agents (in the
+        order given) against every other agent, ``{against: {"a - b": {"difference", "difference_ci95"}}}``."""
+        if self.num_players != 2 or len(self.names) < 3 or self.deal_outcomes is None:
+            return {}
+        table: dict[str, dict[str, dict[str, object]]] = {}
+        for against in self.names:
+            others = [name for name in self.names if name != against]
+            for a, b in itertools.combinations(others, 2):
+                difference, ci = self.paired_difference(a, b, against)
+                table.setdefault(against, {})[f"{a} - {b}"] = _rounded(
+                    {"difference": difference, "difference_ci95": ci}
+                )
+        return table
+
     def to_dict(self) -> dict[str, object]:
         """The JSON report: deterministic for given agents, deals, seed and rules (no timings in it)."""
         first, first_ci = self.first_seat.mean_ci(self.tables_per_deal * self.share_unit)
+        paired = self.paired_differences()
         return {
             "rules": self.rules.name,
             "players": self.num_players,
@@ -254,6 +297,7 @@ class HeadToHead:
             "agents": {name: self.agent_summary(name) for name in self.names},
             "first_seat_win_rate": round(first, 6),
             "first_seat_win_rate_ci95": _rounded(first_ci),
+            **({"paired": paired} if paired else {}),
             **({"calibration": self.calibration.to_dict()} if self.calibration is not None else {}),
         }
 

@@ -70,6 +70,8 @@ def format_report(result: HeadToHead, ratings: Ratings | None = None) -> str:
             f"{100 * pair['win_rate_a']:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}]  "
             f"{pair['mean_margin_a']:+.2f} [{mlo:+.2f}, {mhi:+.2f}]"
         )
+    if "paired" in report:
+        lines += ["", *format_paired(report["paired"])]
     lines += ["", "agents: games, mean score [95% CI], win share (ties split) [95% CI]"]
     label = max(len(name) for name in names)
     for name, stats in agents.items():
@@ -90,6 +92,31 @@ def format_report(result: HeadToHead, ratings: Ratings | None = None) -> str:
     if ratings is not None:
         lines += ["", *ratings.format()]
     return "\n".join(lines)
+
+
+#: The text report lists the paired differences up to this many lines (the JSON always has all of them).
+MAX_PAIRED_LINES = 30
+
+
+def format_paired(paired: dict[str, dict[str, dict]]) -> list[str]:
+    """The paired differences against each common opponent (:meth:`HeadToHead.paired_differences`)."""
+    count = sum(len(rows) for rows in paired.values())
+    title = (
+        "paired on the same deals: how much more often a beats c than b does "
+        "(win rates, ties half; percentage points) [95% CI]"
+    )
+    if count > MAX_PAIRED_LINES:
+        return [f'{title}: {count} comparisons, in the JSON\'s "paired"']
+    lines = [f"{title}:"]
+    label = max(len(key) for rows in paired.values() for key in rows)
+    for against, rows in paired.items():
+        for key, row in rows.items():
+            lo, hi = row["difference_ci95"]
+            lines.append(
+                f"  {key:<{label}}  against {against}: "
+                f"{100 * row['difference']:+.2f} [{100 * lo:+.2f}, {100 * hi:+.2f}]"
+            )
+    return lines
 
 
 def format_calibration(calibration: dict) -> list[str]:

@@ -13,12 +13,18 @@ with other packages, openai-agents among them). The experiment lab that seats th
 * ``"ppo:PATH"``: a saved sb3-contrib ``MaskablePPO`` model (needs the ``train`` extra); ``PATH`` may also name a
   shipped model, ``ppo:standard`` or ``ppo:classic`` (:func:`yacht_agents.ppo.resolve_model`).
 
+Any spec may end with ``#LABEL`` (letters, digits, ``_`` or ``-``, up to 32): the same agent under another name,
+so that copies of one agent can sit at a table together (``evaluate.py --players 3 --agents ppo:standard optimal
+optimal#2``).
+
 Specs are parsed in one place, :func:`parse_spec`. The envs that seat opponents (``YachtVersus-v0``) take agent
 objects, or resolve spec strings through :func:`make_agent`, which this package declares as the
 ``yacht_rl.agents`` entry point (the env layer never imports the players).
 """
 
 from __future__ import annotations
+
+import re
 
 from yacht_agents.base import Agent
 from yacht_env import rules as R
@@ -28,13 +34,29 @@ AGENT_SPECS = ("random", "greedy", "optimal", "win", "win:P", "ppo:PATH")
 AGENT_KINDS = ("random", "greedy", "optimal", "win", "ppo")
 
 
+#: A copy's label at the end of a spec (``optimal#2``).
+_LABEL = re.compile(r"#[A-Za-z0-9_-]{1,32}\Z")
+
+
 def parse_spec(spec: str) -> tuple[str, str | None]:
     """The one parser of agent specs: ``(kind, argument)``, e.g. ``("ppo", "models/x.zip")``, ``("win", "3")``,
-    ``("greedy", None)``. It checks the spec's form only (a ``ppo`` file is read by :func:`make_agent`).
+    ``("greedy", None)``; a ``#LABEL`` at the end names a copy and changes nothing else (``"optimal#2"`` is
+    ``("optimal", None)``). It checks the spec's form only (a ``ppo`` file is read by :func:`make_agent`).
 
     Raises:
         ValueError: not a spec of :data:`AGENT_SPECS`.
     """
+    if isinstance(spec, str) and (label := _LABEL.search(spec)) and label.start() > 0:
+        try:
+            return _parse_unlabelled(spec[: label.start()])
+        except ValueError:
+            raise ValueError(
+                f"unknown agent {spec!r}; expected one of {', '.join(AGENT_SPECS)}, optionally followed by #LABEL"
+            ) from None
+    return _parse_unlabelled(spec)
+
+
+def _parse_unlabelled(spec: str) -> tuple[str, str | None]:
     if spec in ("random", "greedy", "optimal", "win"):
         return spec, None
     if isinstance(spec, str) and spec.startswith("win:"):
@@ -52,7 +74,7 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
 def make_agent(
     spec: str, rules: str | R.Rules = "standard", seed: int | None = None, players: int | None = None
 ) -> Agent:
-    """Builds the agent named by ``spec`` for ``rules``; its ``name`` is ``spec``.
+    """Builds the agent named by ``spec`` for ``rules``; its ``name`` is ``spec`` (its ``#LABEL`` included).
 
     Args:
         spec: ``"random"``, ``"greedy"``, ``"optimal"``, ``"win"``, ``"win:P"`` or ``"ppo:PATH"``.
@@ -67,6 +89,11 @@ def make_agent(
     """
     rules = R.get_rules(rules)
     kind, argument = parse_spec(spec)
+    label = _LABEL.search(spec)
+    if label and label.start() > 0:  # a copy: the agent of the spec before its label, named by the whole spec
+        agent = make_agent(spec[: label.start()], rules, seed, players)
+        agent.name = spec
+        return agent
     if kind == "random":
         from yacht_agents.random import RandomAgent
 

@@ -291,3 +291,38 @@ def test_model_of_other_spaces_is_rejected(tmp_path, obs_size, num_actions):
     message = f"^cannot use PPO model '{re.escape(str(path))}': it was trained on observation space"
     with pytest.raises(ValueError, match=message):
         make_agent(f"ppo:{path}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Copies: a #LABEL at the end of a spec
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("spec", "parsed"),
+    [
+        ("optimal#2", ("optimal", None)),
+        ("greedy#b", ("greedy", None)),
+        ("random#seat_3", ("random", None)),
+        ("win:3#a-1", ("win", "3")),
+        ("ppo:standard#copy", ("ppo", "standard")),
+        ("ppo:models/x#y.zip", ("ppo", "models/x#y.zip")),  # not a label: a dot is no label character
+    ],
+)
+def test_a_label_names_a_copy_and_changes_nothing_else(spec, parsed):
+    from yacht_agents import parse_spec
+
+    assert parse_spec(spec) == parsed
+
+
+def test_a_copy_acts_as_its_agent_under_its_own_name():
+    obs, masks = observe("standard", *random_states(0))
+    for base in ("optimal", "greedy"):
+        copy = make_agent(f"{base}#2")
+        assert copy.name == f"{base}#2" and type(copy) is type(make_agent(base))
+        assert copy.act(obs, masks).tolist() == make_agent(base).act(obs, masks).tolist()
+    assert make_agent("win:3#x").table_players == 3
+
+
+@pytest.mark.parametrize("bad", ["#2", "greedy#", "greedy#x#y", "foo#2", "greedy#" + "a" * 33, "greedy#a b", "ppo:#x"])
+def test_a_bad_label_or_a_bad_spec_before_it_is_a_value_error(bad):
+    with pytest.raises(ValueError, match=r"^unknown agent "):
+        make_agent(bad)

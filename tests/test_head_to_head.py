@@ -252,6 +252,17 @@ def test_script_writes_the_head_to_head_json_byte_for_byte(tmp_path):
     assert list(report["agents"]) == ["greedy", "random"]
 
 
+def test_script_seats_copies_of_one_agent_by_their_labels(tmp_path):
+    path = tmp_path / "copies.json"
+    args = ["--players", "3", "--agents", "greedy", "optimal", "optimal#2", "--games", "30", "--json", str(path)]
+    done = run_script(*args, "--no-progress")
+    assert done.returncode == 0, done.stderr
+    agents = json.loads(path.read_bytes())["agents"]
+    assert list(agents) == ["greedy", "optimal", "optimal#2"]
+    # one agent twice: each copy plays every stream of every deal, so their scores are equal exactly
+    assert agents["optimal"]["mean_score"] == agents["optimal#2"]["mean_score"]
+
+
 def test_script_plots_the_two_player_matrix(tmp_path):
     path = tmp_path / "matrix.png"
     done = run_script("--players", "2", "--agents", "greedy", "optimal", "--games", "20", "--plot", str(path))

@@ -275,7 +275,7 @@ class WinAgent(Agent):
         policy = dist.policy.astype(np.intp)
         rolls = np.arange(R.NUM_ROLLS)
         self._pick = np.where(policy >= R.PICK_OFFSET, policy - R.PICK_OFFSET, -1)
-        self._kept = S._KEEP_PROPER[rolls, np.where(policy >= R.PICK_OFFSET, 0, policy)]
+        self._kept = S.KEEP_PROPER[rolls, np.where(policy >= R.PICK_OFFSET, 0, policy)]
         self._pick_score = self._score[rolls, np.maximum(self._pick, 0)]
         self._roll_as_kept = R.KEEP[:, R.KEEP_ALL].astype(np.intp)  # roll r is kept multiset KEPT[...]
         # Each category's possible scores lie on an arithmetic progression (k * 0..5, 0 and 30, 5..30, ...):
@@ -343,7 +343,7 @@ class WinAgent(Agent):
         values = np.full((n, self.rules.num_actions), -np.inf)
         values[:, R.PICK_OFFSET :] = after_pick[inverse[:, None], np.arange(c), self._score[roll]]
         re_roll = np.flatnonzero(rolls_left > 0)
-        kept = S._KEEP_PROPER[roll[re_roll]]  # (m, 32)
+        kept = S.KEEP_PROPER[roll[re_roll]]  # (m, 32)
         values[re_roll, : R.NUM_KEEPS] = keep[inverse[re_roll, None], rolls_left[re_roll, None] - 1, kept]
         legal = R.legal_action_mask(roll, rolls_left, open_mask, True, c)
         return np.where(legal, values, -np.inf)

@@ -146,7 +146,8 @@ def test_a_thirteen_category_preset_plays_through_the_envs_and_the_solver():
 def test_no_module_outside_the_rules_layer_hardcodes_yachts_sizes():
     """No literal 12, 44 or 64 (Yacht's categories, actions, observation size) in the env code's logic."""
     root = Path(yacht_env.__file__).parent
-    for name in ("env.py", "vector.py", "game.py", "sb3.py", "solver.py", "encoding.py"):
+    modules = ("env.py", "vector.py", "game.py", "sb3.py", "solver.py", "family_solver.py", "encoding.py")
+    for name in (*modules, "opponents.py", "versus.py", "multiplayer.py", "pool.py", "distributions.py"):
         tree = ast.parse((root / name).read_text())
         literals = [
             node.value

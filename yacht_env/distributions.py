@@ -89,7 +89,7 @@ def _policy(solution: S.Solution) -> np.ndarray:
     rolls = np.arange(R.NUM_ROLLS)
     keep_legal = R.legal_action_mask(rolls[:, None], np.arange(R.ROLLS_PER_TURN), rules.all_open, True, c)
     keep_legal = keep_legal[..., : R.NUM_KEEPS]  # (252, 3, 32): keep legality depends on the roll only
-    keep_index = S._KEEP_PROPER  # (252, 32), keep-all pointed at column 0 (never legal)
+    keep_index = S.KEEP_PROPER  # (252, 32), keep-all pointed at column 0 (never legal)
     policy = np.zeros((R.ROLLS_PER_TURN, rules.num_open_masks, R.NUM_ROLLS), dtype=np.uint8)
     for first in range(1, rules.num_open_masks, _MASK_CHUNK):
         masks = np.arange(first, min(first + _MASK_CHUNK, rules.num_open_masks))
@@ -235,7 +235,7 @@ class ScoreDistributions:
                 source = column - score[roll[at], k][:, None]
                 out[at, R.PICK_OFFSET + k] = np.where(source >= 0, rest[np.maximum(source, 0)], 0.0)
             re_roll = at[rolls_left[at] > 0]
-            kept = S._KEEP_PROPER[roll[re_roll]]  # (m, 32)
+            kept = S.KEEP_PROPER[roll[re_roll]]  # (m, 32)
             out[re_roll, : R.NUM_KEEPS] = keep[rolls_left[re_roll, None] - 1, kept]
         out *= legal[..., None]
         return out.reshape(*shape, rules.num_actions, self.width)

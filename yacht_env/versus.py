@@ -6,11 +6,12 @@
 
 Opponents are agents (objects with ``act(observations, action_masks)``, like those of :mod:`yacht_agents`) or spec
 strings (``"random"``, ``"greedy"``, ``"optimal"``, ``"ppo:PATH"``), resolved when the env is built by the
-function installed packages declare in the ``yacht_rl.agents`` entry points (:func:`agent_resolver`: yacht-rl's
-is :func:`yacht_agents.make_agent`), so ``yacht_env`` never imports the players. An opponent sees its own game
-as ``Yacht-v0`` shows it (the flat solo observation and its action mask); all the opponents on turn at
-many tables act in one batched call. An agent whose ``table_players`` is the table's size (a PPO model
-trained in ``YachtVersus-v0``) sees the table from its seat instead, as the learner does.
+function installed packages declare in the ``yacht_rl.agents`` entry points
+(:func:`~yacht_env.opponents.agent_resolver`: yacht-rl's is :func:`yacht_agents.make_agent`), so ``yacht_env``
+never imports the players (:mod:`yacht_env.opponents`). An opponent sees its own game as ``Yacht-v0`` shows it
+(the flat solo observation and its action mask); all the opponents on turn at many tables act in one batched call.
+An agent whose ``table_players`` is the table's size (a PPO model trained in ``YachtVersus-v0``) sees the table
+from its seat instead, as the learner does.
 
 Instead of a fixed lineup, the vector env can draw each opponent from a *pool* of agents at each game's start
 (``pool=``, ``players=``, ``pool_weights=``: a league for self-play, :mod:`yacht_lab.league`); the pool can grow
@@ -33,142 +34,14 @@ from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.env import checked_render_mode, configure_from
 from yacht_env.game import TableState, draw_stream, parse_dice_stream, win_rewards
+from yacht_env.opponents import act_at_tables, resolve_agent, resolve_opponents
+from yacht_env.opponents import agent_resolver as agent_resolver  # re-exported: yacht_env.versus.agent_resolver
 from yacht_env.pool import AgentPool
 from yacht_env.rules import is_int
 from yacht_env.vector import BatchedEnv
 
 REWARD_MODES = ("score", "win")
 OBSERVATION_TYPES = ("flat", "masked")
-
-
-#: The entry-point group through which spec strings become agents: the env layer never imports the players.
-#: yacht-rl declares ``make_agent = "yacht_agents:make_agent"`` in it; another package can declare its own.
-AGENT_RESOLVER_GROUP = "yacht_rl.agents"
-
-
-def agent_resolver(name: str = "make_agent") -> Callable[..., Any]:
-    """The function that builds an agent from a spec string, ``resolver(spec, rules, seed=...)``, found by its
-    ``name`` in the :data:`AGENT_RESOLVER_GROUP` entry points of the installed packages.
-
-    Raises:
-        ValueError: no installed package declares it (agent objects can always be passed instead).
-    """
-    from importlib.metadata import entry_points
-
-    found = entry_points(group=AGENT_RESOLVER_GROUP, name=name)
-    if not found:
-        raise ValueError(
-            f"agent specs need a resolver: no installed package declares {name!r} in the {AGENT_RESOLVER_GROUP!r} "
-            "entry points (install yacht-rl, or pass agent objects)"
-        )
-    return next(iter(found)).load()
-
-
-def resolve_opponents(
-    opponents: Sequence[Any], rules: R.Rules, resolver: Callable[..., Any] | None = None
-) -> list[Any]:
-    """Agents for ``opponents``: objects are kept as they are, spec strings built by ``resolver(spec, rules,
-    seed=i)`` (default: :func:`agent_resolver`, which is :func:`yacht_agents.make_agent`).
-
-    Raises:
-        ValueError: no opponent, more than 9, an unknown spec, an object without ``act``, or an agent whose
-            ``rules`` attribute (where it has one) names other rules than ``rules``.
-    """
-    if isinstance(opponents, str) or not isinstance(opponents, Sequence) or not 1 <= len(opponents) <= 9:
-        raise ValueError(f"opponents must be a list of 1..9 agents or agent specs, got {opponents!r}")
-    return [_resolve(opponent, rules, resolver, i, "opponent") for i, opponent in enumerate(opponents)]
-
-
-def _resolve(agent: Any, rules: R.Rules, resolver: Callable[..., Any] | None, i: int, who: str) -> Any:
-    """One agent of ``agent`` (an object, or a spec built by ``resolver(spec, rules, seed=i)``), checked."""
-    if isinstance(agent, str):
-        resolver = resolver or agent_resolver()
-        agent = resolver(agent, rules, seed=i)
-    if not callable(getattr(agent, "act", None)):
-        raise ValueError(f"{who} {i} must be an agent with act(observations, action_masks), got {agent!r}")
-    check_rules(agent, rules, f"{who} {i}")
-    return agent
-
-
-def check_rules(agent: Any, rules: R.Rules, who: str = "agent") -> None:
-    """Refuses an agent built for other rules: one whose ``rules`` attribute (a preset name or
-    :class:`~yacht_env.rules.Rules`; an agent without one is taken as it is) is not ``rules``.
-
-    Raises:
-        ValueError: naming the agent, its rules and ``rules``.
-    """
-    theirs = getattr(agent, "rules", None)
-    if theirs is None:
-        return
-    try:
-        same = R.get_rules(theirs) == rules
-    except (TypeError, ValueError):
-        same = False
-    if not same:
-        name = getattr(theirs, "name", theirs)
-        raise ValueError(
-            f"{who} ({getattr(agent, 'name', agent)!r}) plays the {name!r} rules, not {rules.name!r} (the env's)"
-        )
-
-
-def act_at_tables(
-    agents: Sequence[Any],
-    who: np.ndarray,
-    table: TableState,
-    tables: np.ndarray,
-    solo: ObservationEncoder,
-    view: MultiplayerEncoder,
-) -> np.ndarray:
-    """One decision of the player on turn at each of ``tables``, played by ``agents[who[j]]``: one batched
-    ``act`` call per agent, on the observation it asks for (its own game as ``Yacht-v0`` shows it, or the
-    table from its seat when its ``table_players`` is set). The versus envs and the head-to-head benchmark
-    seat agents through this. Each agent gets its own copy of its masks (and new observation arrays): what it
-    writes into them changes nothing, and its actions are checked against the table's own masks.
-
-    Args:
-        agents: The agents.
-        who: ``(len(tables),)``: the index in ``agents`` of the player on turn at each table.
-        table: The batched :class:`~yacht_env.game.TableState`.
-        tables: Indices of the tables that take a decision.
-        solo, view: The encoders of the two observations.
-
-    Returns:
-        ``(len(tables),)`` intp actions, each legal for its player.
-
-    Raises:
-        ValueError: an agent returned something other than one int action per table, or an illegal one
-            (naming the agent, the action and the table).
-    """
-    games, num_actions = table.players, table.rules.num_actions
-    rows = table.on_turn[tables]
-    actions = np.zeros(len(tables), dtype=np.intp)
-    views = None
-    for i, agent in enumerate(agents):
-        at = np.flatnonzero(who == i)
-        if at.size == 0:
-            continue
-        r = rows[at]
-        masks = games.mask[r]
-        if getattr(agent, "table_players", None) is None:
-            observations = solo.flat(
-                games.roll[r], games.rolls_left[r], games.open_mask[r], games.upper[r], games.armed[r]
-            )
-        else:
-            views = view.observe(table, table.current) if views is None else views
-            observations = views[tables[at]]
-        name = getattr(agent, "name", agent)
-        # The agent gets its own copy: one writing into it (``action_masks[:] = True``) cannot make an illegal
-        # action pass the check below, which reads ``masks``. The observations are new arrays each call.
-        chosen = np.asarray(agent.act(observations, masks.copy())).reshape(-1)
-        if chosen.shape != (at.size,) or not np.issubdtype(chosen.dtype, np.integer):
-            raise ValueError(f"agent {name!r} returned {chosen.dtype} {chosen.shape}, not {at.size} int actions")
-        legal = (chosen >= 0) & (chosen < num_actions)
-        legal &= masks[np.arange(at.size), np.where(legal, chosen, 0)]
-        if not legal.all():
-            bad = int(np.flatnonzero(~legal)[0])
-            raise ValueError(f"agent {name!r} chose illegal action {int(chosen[bad])} at table {int(tables[at[bad]])}")
-        actions[at] = chosen
-    return actions
 
 
 class YachtVersusVectorEnv(BatchedEnv):
@@ -192,7 +65,8 @@ class YachtVersusVectorEnv(BatchedEnv):
             changes nothing), and one whose ``rules`` attribute names other rules is refused (``ValueError``).
         autoreset_mode: ``"next_step"`` or ``"same_step"``, as :class:`yacht_env.vector.YachtVectorEnv`.
         resolver: Builds an opponent from a spec string, ``resolver(spec, rules, seed=i)``; default: the one
-            installed packages declare (:func:`agent_resolver`, yacht-rl's :func:`yacht_agents.make_agent`).
+            installed packages declare (:func:`~yacht_env.opponents.agent_resolver`, yacht-rl's
+            :func:`yacht_agents.make_agent`).
         pool: Instead of ``opponents``: the agents (or specs) drawn for the opponents' seats, member ``i`` being
             ``pool[i]`` (the ``i`` of ``info["opponents"]``).
         players: The table's size with a pool, 2..10 (default 2).
@@ -343,7 +217,7 @@ class YachtVersusVectorEnv(BatchedEnv):
         return self._pool
 
     def _member(self, agent: Any, i: int) -> Any:
-        agent = _resolve(agent, self.rules, self._resolver, i, "pool member")
+        agent = resolve_agent(agent, self.rules, self._resolver, i, "pool member")
         players = getattr(agent, "table_players", None)
         if players not in (None, self.num_players):
             raise ValueError(f"pool member {i} acts at a table of {players} players; this table has {self.num_players}")

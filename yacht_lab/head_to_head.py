@@ -50,8 +50,8 @@ from yacht_env import rules as R
 from yacht_env.distributions import score_distributions, unsupported
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import TableState, game_streams
+from yacht_env.opponents import act_at_tables
 from yacht_env.rules import is_int
-from yacht_env.versus import act_at_tables
 from yacht_lab.calibration import Calibration, predict_round_starts
 from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MAX_GAMES
 from yacht_lab.report import Z_95, _rounded, progress_bar

@@ -66,8 +66,9 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         "--agents",
         nargs="+",
         metavar="SPEC",
-        help=f"agents to compare, each one of {', '.join(AGENT_SPECS)}, optionally followed by #LABEL to seat "
-        f"copies (optimal optimal#2) (default: {' '.join(DEFAULT_AGENTS)}, plus ppo:<rules>, the shipped model, with the train extra)",
+        help=f"agents to compare, each one of {', '.join(AGENT_SPECS)}, optionally followed by #LABEL "
+        "to seat copies (optimal optimal#2) "
+        f"(default: {' '.join(DEFAULT_AGENTS)}, plus ppo:<rules>, the shipped model, with the train extra)",
     )
     parser.add_argument(
         "--players",

@@ -2,12 +2,16 @@
 
 No network: no intersphinx. The API reference is written at build time: every module of ``yacht_env``,
 ``yacht_agents`` and ``yacht_lab`` found by walking the packages (``pkgutil``) gets an ``automodule``, so modules
-added or split later appear without editing the docs. The environment pages ``docs/envs/*.md`` are generated from
-the envs' docstrings by ``docs/_scripts/gen_env_pages.py`` (and checked by ``tests/test_docs.py``).
+added or split later appear without editing the docs; a package that re-exports its modules' names (its
+``__all__``, as ``yacht_env.rules`` does) is documented module by module, and a reference through the package
+(``yacht_env.rules.Rules``) goes to the module that documents the name. The environment pages ``docs/envs/*.md``
+are generated from the envs' docstrings by ``docs/_scripts/gen_env_pages.py`` (and checked by
+``tests/test_docs.py``).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import pkgutil
@@ -73,6 +77,51 @@ def write_api_pages(app) -> None:
         (API_DIR / f"{package}.md").write_text("\n".join(lines))
 
 
+@functools.cache
+def reexports() -> dict[str, list[str]]:
+    """``yacht_env.rules.Rules`` -> ``["yacht_env.rules.presets.Rules"]``: each name a package re-exports (its
+    ``__all__``) and where its modules hold that very object: the API pages document a name only where it is defined,
+    once, and a reference may name it through the package."""
+    found = {}
+    for package in PACKAGES:
+        names = modules(package)
+        for name in names:
+            module = importlib.import_module(name)
+            if not hasattr(module, "__path__"):
+                continue
+            for attr in getattr(module, "__all__", ()):
+                value = getattr(module, attr)
+                found[f"{name}.{attr}"] = [
+                    f"{inner}.{attr}"
+                    for inner in names
+                    if inner.startswith(f"{name}.") and getattr(sys.modules[inner], attr, None) is value
+                ]
+    return found
+
+
+def resolve_reexports(app, env, node, contnode):
+    """A Python reference left unresolved that names a re-exported object through its package
+    (``yacht_env.rules.Rules.max_total``, or ``Rules`` in a docstring of ``yacht_env.rules`` or of one of its
+    modules) resolves to where the object is documented."""
+    if node.get("refdomain") != "py":
+        return None
+    domain = env.get_domain("py")
+    target = node["reftarget"].removesuffix("()")
+    module = node.get("py:module") or ""
+    parts = module.split(".") if module else []
+    targets = [target] + [f"{'.'.join(parts[:i])}.{target}" for i in range(len(parts), 0, -1)]
+    for name in targets:
+        for alias, homes in reexports().items():
+            if name != alias and not name.startswith(f"{alias}."):
+                continue
+            documented = [home + name[len(alias) :] for home in homes if home + name[len(alias) :] in domain.objects]
+            if len(documented) == 1:
+                return domain.resolve_xref(
+                    env, node["refdoc"], app.builder, node["reftype"], documented[0], node, contnode
+                )
+    return None
+
+
 def _env_pages() -> dict[str, str]:
     """Object path (``yacht_env.env.YachtEnv``) -> the env page generated from its docstring."""
     spec = importlib.util.spec_from_file_location("gen_env_pages", DOCS / "_scripts" / "gen_env_pages.py")
@@ -103,3 +152,4 @@ def markdown_docstrings(app, what, name, obj, options, lines) -> None:
 def setup(app) -> None:
     app.connect("builder-inited", write_api_pages)
     app.connect("autodoc-process-docstring", markdown_docstrings)
+    app.connect("missing-reference", resolve_reexports)

@@ -251,6 +251,8 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     assert {"yacht_agents/models/ppo_standard.zip", "yacht_agents/models/ppo_classic.zip"} <= names
     assert {f"yacht_lab/configs/{name}.yaml" for name in ("ppo", "sweep", "versus")} <= names
     assert {f"yacht_lab/scripts/{name}.py" for name in COMMANDS} | {"yacht_lab/__main__.py"} <= names
+    # every module of the game, its subpackages included (the rules package)
+    assert {path.relative_to(REPO).as_posix() for path in (REPO / "yacht_env").rglob("*.py")} <= names
     data = {name for name in names if not name.endswith(".py") and ".dist-info/" not in name}
     models = {f"yacht_agents/models/ppo_{name}.zip" for name in ("standard", "classic", "yahtzee", "yatzy")}
     configs = {f"yacht_lab/configs/{name}.yaml" for name in ("ppo", "sweep", "versus", "yahtzee", "yatzy", "selfplay")}

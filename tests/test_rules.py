@@ -22,7 +22,8 @@ from reference import EXPECTED_CATEGORIES, kept_dice, reference_score
 import yacht_env
 from yacht_env import rules as R
 
-RULES_PATH = Path(R.__file__)
+RULES_DIR = Path(R.__file__).parent  # the rules layer is one package: yacht_env/rules/
+RULES_SOURCES = sorted(RULES_DIR.glob("*.py"))
 PRESET_NAMES = ("standard", "classic")
 FAMILY = ("yahtzee", "yahtzee_forced_joker", "yahtzee_no_joker", "yahtzee_no_bonus", "yatzy")
 
@@ -534,24 +535,31 @@ def test_legal_action_mask_default_is_canonical():
 # 7. The rules module is pure
 # --------------------------------------------------------------------------------------------------
 def test_rules_module_imports_only_numpy_and_the_standard_library():
-    tree = ast.parse(RULES_PATH.read_text())
+    """Every module of the rules package imports numpy, the standard library and its own siblings (``from .x``),
+    nothing else: not another module of ``yacht_env``."""
+    assert RULES_DIR / "__init__.py" in RULES_SOURCES and len(RULES_SOURCES) > 1  # every module of the package
     imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"relative import in rules.py: from {'.' * node.level}{node.module}"
-            imported.add(node.module.split(".")[0])
+    for path in RULES_SOURCES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                relative = f"from {'.' * node.level}{node.module or ''}"
+                assert node.level in (0, 1), f"relative import out of the rules package in {path.name}: {relative}"
+                if node.level == 0:
+                    imported.add(node.module.split(".")[0])
     assert "numpy" in imported
     allowed = set(sys.stdlib_module_names) | {"numpy"}
-    assert imported <= allowed, f"rules.py imports {sorted(imported - allowed)}"
+    assert imported <= allowed, f"the rules package imports {sorted(imported - allowed)}"
 
 
 def test_rules_module_loads_without_gymnasium_or_torch():
-    """Executed on its own (not through the package), rules.py pulls in neither gymnasium nor torch."""
+    """Executed on its own (not through ``yacht_env``), the rules package pulls in neither gymnasium nor torch."""
+    init, folder = str(RULES_DIR / "__init__.py"), str(RULES_DIR)
     code = (
         "import importlib.util, sys\n"
-        f"spec = importlib.util.spec_from_file_location('standalone_rules', {str(RULES_PATH)!r})\n"
+        f"spec = importlib.util.spec_from_file_location('standalone_rules', {init!r}, "
+        f"submodule_search_locations=[{folder!r}])\n"
         "module = importlib.util.module_from_spec(spec)\n"
         "sys.modules[spec.name] = module\n"
         "spec.loader.exec_module(module)\n"

@@ -46,14 +46,21 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     Raises:
         ValueError: not a spec of :data:`AGENT_SPECS`.
     """
-    if isinstance(spec, str) and (label := _LABEL.search(spec)) and label.start() > 0:
+    base = _without_label(spec)
+    if base is not spec:
         try:
-            return _parse_unlabelled(spec[: label.start()])
+            return _parse_unlabelled(base)
         except ValueError:
             raise ValueError(
                 f"unknown agent {spec!r}; expected one of {', '.join(AGENT_SPECS)}, optionally followed by #LABEL"
             ) from None
     return _parse_unlabelled(spec)
+
+
+def _without_label(spec: str) -> str:
+    """``spec`` without its ``#LABEL`` (``"optimal#2"`` -> ``"optimal"``); ``spec`` itself if it has none."""
+    label = _LABEL.search(spec) if isinstance(spec, str) else None
+    return spec[: label.start()] if label and label.start() > 0 else spec
 
 
 def _parse_unlabelled(spec: str) -> tuple[str, str | None]:
@@ -89,9 +96,9 @@ def make_agent(
     """
     rules = R.get_rules(rules)
     kind, argument = parse_spec(spec)
-    label = _LABEL.search(spec)
-    if label and label.start() > 0:  # a copy: the agent of the spec before its label, named by the whole spec
-        agent = make_agent(spec[: label.start()], rules, seed, players)
+    base = _without_label(spec)
+    if base is not spec:  # a copy: the agent of the spec before its label, named by the whole spec
+        agent = make_agent(base, rules, seed, players)
         agent.name = spec
         return agent
     if kind == "random":

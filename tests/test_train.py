@@ -28,7 +28,7 @@ from sb3_contrib import MaskablePPO
 from yacht_agents import make_agent
 from yacht_env.solver import solve
 from yacht_lab import runs, tasks, training
-from yacht_lab.callbacks import Abort, StopFlag
+from yacht_lab.callbacks import Abort, StopFlag, actor_parameters
 from yacht_lab.config import TrainConfig, load_config
 from yacht_lab.evaluation import evaluate
 from yacht_lab.runs import CURVE_FIELDS, VERSUS_CURVE_FIELDS, claim_run_folder
@@ -280,6 +280,8 @@ def test_load_config_validates_the_overrides(tmp_path):
         ({"ppo": {"batch_size": 1}}, "ppo.batch_size"),
         ({"ppo": {"n_epochs": 0}}, "ppo.n_epochs"),
         ({"ppo": {"max_grad_norm": float("nan")}}, "ppo.max_grad_norm"),
+        ({"ppo": {"critic_warmup_timesteps": -1}}, "ppo.critic_warmup_timesteps"),
+        ({"ppo": {"critic_warmup_timesteps": 0.5}}, "ppo.critic_warmup_timesteps"),
         ({"eval": {"every_timesteps": 0}}, "eval.every_timesteps"),
         ({"eval": {"seed": -1}}, "eval.seed"),
         ({"ppo": None}, "ppo"),
@@ -604,6 +606,26 @@ def test_a_checkpoint_holds_the_policy_trained_on_its_steps(library_runs):
     initial = {k: v.clone() for k, v in make_model(config, env, None).policy.state_dict().items()}
     env.close()
     assert not same_parameters(parameters(run / "checkpoints/step_1024.zip"), initial)
+
+
+def test_the_critic_warmup_trains_only_the_critic_then_both(tmp_path):
+    # Two rollouts of 1,024 steps, a warm-up of the first: the first update leaves every actor weight as it was
+    # and changes the critic's; the second changes the actor too.
+    path = write_config(tmp_path / "tiny.yaml", ppo={"learning_rate_final": 3e-4, "critic_warmup_timesteps": 1024})
+    config = load_config(path)
+    run = train(config, tmp_path / "run", command="test", progress=False)
+    env = make_vec_env(config)
+    model = make_model(config, env, None)
+    env.close()
+    actor = {name for name, p in model.policy.named_parameters() if any(p is q for q in actor_parameters(model.policy))}
+    assert actor and "action_net.weight" in actor and "value_net.weight" not in actor
+    assert not any(name.startswith("mlp_extractor.value_net") for name in actor)
+    initial = {k: v.clone() for k, v in model.policy.state_dict().items()}
+    first, second = parameters(run / "checkpoints/step_1024.zip"), parameters(run / "checkpoints/step_2048.zip")
+    critic = set(initial) - actor
+    assert same_parameters({k: first[k] for k in actor}, {k: initial[k] for k in actor})
+    assert not same_parameters({k: first[k] for k in critic}, {k: initial[k] for k in critic})
+    assert not same_parameters({k: second[k] for k in actor}, {k: first[k] for k in actor})
 
 
 # --------------------------------------------------------------------------------------------------

@@ -94,6 +94,10 @@ class PPOConfig:
     """Value loss weight."""
     max_grad_norm: float = 0.5
     """Gradient clipping."""
+    critic_warmup_timesteps: int = 0
+    """For this many first timesteps only the critic learns: every update leaves the actor's weights as they are
+    (:class:`yacht_lab.callbacks.CriticWarmupCallback`). For a run started from a model (``init``) under a new
+    reward, whose critic starts at zero: the policy follows its advantages once the critic knows the reward."""
 
 
 @dataclass
@@ -384,6 +388,7 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_number("ppo.clip_range", p.clip_range, float, 0, low_inclusive=False)
     _check_number("ppo.vf_coef", p.vf_coef, float, 0)
     _check_number("ppo.max_grad_norm", p.max_grad_norm, float, 0, low_inclusive=False)
+    _check_number("ppo.critic_warmup_timesteps", p.critic_warmup_timesteps, int, 0)
     for name in ("gamma", "gae_lambda"):
         value = getattr(p, name)
         _check_number(f"ppo.{name}", value, float, 0)

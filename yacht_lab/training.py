@@ -25,6 +25,7 @@ from stable_baselines3.common.callbacks import CallbackList
 
 from yacht_lab.callbacks import (
     Abort,
+    CriticWarmupCallback,
     CurveCallback,
     EntropyScheduleCallback,
     ReportCallback,
@@ -250,10 +251,11 @@ def train(
         entropy = EntropyScheduleCallback(config.ppo.ent_coef, config.ppo.ent_coef_final, config.total_timesteps)
         # The order matters: at a rollout's start evaluate, then the task's own (a league: fold the results, take a
         # snapshot, new weights), then checkpoint, then report both; at each step update the bar, then look for a
-        # stop; at a rollout's end set the coming update's entropy bonus and measure the speed.
+        # stop; at a rollout's end set the coming update's entropy bonus, measure the speed, freeze or free the actor.
+        warmup = CriticWarmupCallback(config.ppo.critic_warmup_timesteps)
         reporter = ReportCallback(report, curve, checkpoints) if report is not None else None
         callbacks = CallbackList(
-            [curve, *task.callbacks(), checkpoints, *([reporter] if reporter else []), speed, stopper, entropy]
+            [curve, *task.callbacks(), checkpoints, *([reporter] if reporter else []), speed, stopper, entropy, warmup]
         )
         stop.arm()
         try:

@@ -49,6 +49,17 @@ import numpy as np
 clock = time.perf_counter
 
 
+def timed(budget_s: float, play) -> tuple[int, float]:
+    """Calls ``play()`` (a batch of moves; it returns the decisions it made) until ``budget_s`` seconds have
+    passed; returns (decisions, seconds)."""
+    steps, start = 0, clock()
+    deadline = start + budget_s
+    while True:
+        steps += play()
+        if clock() >= deadline:
+            return steps, clock() - start
+
+
 class OpenSpielRunner:
     """OpenSpiel's yacht from Python, chance resolved by sampling ``chance_outcomes()``."""
 
@@ -63,22 +74,20 @@ class OpenSpielRunner:
 
     def run(self, budget_s: float) -> tuple[int, float]:
         """Plays for about ``budget_s`` seconds; returns (player decisions, seconds)."""
+        return timed(budget_s, self._play)
+
+    def _play(self) -> int:
         choice, state, steps = self._rng.choice, self._state, 0
-        start = clock()
-        deadline = start + budget_s
-        while True:
-            for _ in range(256):
-                if state.is_terminal():
-                    state = self._game.new_initial_state()
-                elif state.is_chance_node():
-                    state.apply_action(choice(state.chance_outcomes())[0])
-                else:
-                    state.apply_action(choice(state.legal_actions()))
-                    steps += 1
-            if clock() >= deadline:
-                break
+        for _ in range(256):
+            if state.is_terminal():
+                state = self._game.new_initial_state()
+            elif state.is_chance_node():
+                state.apply_action(choice(state.chance_outcomes())[0])
+            else:
+                state.apply_action(choice(state.legal_actions()))
+                steps += 1
         self._state = state
-        return steps, clock() - start
+        return steps
 
 
 class AECRunner:
@@ -95,23 +104,21 @@ class AECRunner:
 
     def run(self, budget_s: float) -> tuple[int, float]:
         """Plays for about ``budget_s`` seconds; returns (decisions, seconds)."""
+        return timed(budget_s, self._play)
+
+    def _play(self) -> int:
         env, choice, flatnonzero, steps = self._env, self._rng.choice, np.flatnonzero, 0
-        start = clock()
-        deadline = start + budget_s
-        while True:
-            for _ in range(256):
-                observation, _, termination, truncation, _ = env.last()
-                if termination or truncation:
-                    env.reset()
-                    continue
-                env.step(choice(flatnonzero(observation["action_mask"]).tolist()))
-                steps += 1
-            if clock() >= deadline:
-                break
-        return steps, clock() - start
+        for _ in range(256):
+            observation, _, termination, truncation, _ = env.last()
+            if termination or truncation:
+                env.reset()
+                continue
+            env.step(choice(flatnonzero(observation["action_mask"]).tolist()))
+            steps += 1
+        return steps
 
 
-class AECUserRunner:
+class AECUserRunner(AECRunner):
     """Our AEC env as a user drives it: ``env()``, ``agent_iter``, ``last()`` + ``step``, ``reset`` between games."""
 
     name = "aec env() loop"
@@ -123,22 +130,19 @@ class AECUserRunner:
         self._env.reset(seed=seed)
         self._rng = random.Random(seed)
 
-    def run(self, budget_s: float) -> tuple[int, float]:
-        """Plays whole games for about ``budget_s`` seconds; returns (decisions, seconds)."""
+    def _play(self) -> int:
+        """One whole game, from the loop's first agent to the reset after it."""
         env, choice, flatnonzero, steps = self._env, self._rng.choice, np.flatnonzero, 0
-        start = clock()
-        deadline = start + budget_s
-        while clock() < deadline:
-            for _agent in env.agent_iter():
-                observation, _, termination, truncation, _ = env.last()
-                if termination or truncation:
-                    action = None
-                else:
-                    action = choice(flatnonzero(observation["action_mask"]).tolist())
-                    steps += 1
-                env.step(action)
-            env.reset()
-        return steps, clock() - start
+        for _agent in env.agent_iter():
+            observation, _, termination, truncation, _ = env.last()
+            if termination or truncation:
+                action = None
+            else:
+                action = choice(flatnonzero(observation["action_mask"]).tolist())
+                steps += 1
+            env.step(action)
+        env.reset()
+        return steps
 
 
 class AECStepRunner(AECRunner):
@@ -146,21 +150,15 @@ class AECStepRunner(AECRunner):
 
     name = "aec (step only)"
 
-    def run(self, budget_s: float) -> tuple[int, float]:
-        """Plays for about ``budget_s`` seconds; returns (decisions, seconds)."""
+    def _play(self) -> int:
         env, choice, flatnonzero, steps = self._env, self._rng.choice, np.flatnonzero, 0
-        start = clock()
-        deadline = start + budget_s
-        while True:
-            for _ in range(256):
-                if env.terminations[env.agent_selection] or env.truncations[env.agent_selection]:
-                    env.reset()
-                    continue
-                env.step(choice(flatnonzero(env._table.mask).tolist()))
-                steps += 1
-            if clock() >= deadline:
-                break
-        return steps, clock() - start
+        for _ in range(256):
+            if env.terminations[env.agent_selection] or env.truncations[env.agent_selection]:
+                env.reset()
+                continue
+            env.step(choice(flatnonzero(env._table.mask).tolist()))
+            steps += 1
+        return steps
 
 
 def measure(players: int, seconds: float, rounds: int, seed: int) -> dict[str, float]:

@@ -513,3 +513,36 @@ def test_versus_without_a_resolver_installed_is_one_clear_error(monkeypatch):
     # agent objects need no resolver
     env = YachtVersusVectorEnv(2, opponents=[make_agent("greedy")])
     assert env.num_players == 2
+
+
+@pytest.mark.parametrize("players", [1, 2, 3])
+@pytest.mark.parametrize("reward", ["score", "win"])
+def test_the_common_steps_shortcut_agrees_with_the_general_step(players, reward):
+    """``step`` takes a shortcut for a Python int that is legal in a game on; a numpy int goes the general way.
+    Both give the same observations, rewards, cumulative rewards, terminations and infos at every step of
+    seeded games (illegal actions mixed in, the game's end and the agents leaving included)."""
+    rng = np.random.default_rng(players)
+    fast, general = raw_env(num_players=players, reward=reward), raw_env(num_players=players, reward=reward)
+    for seed in range(3):
+        fast.reset(seed=seed)
+        general.reset(seed=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the first ignored illegal action warns
+            while fast.agents:
+                assert fast.agent_selection == general.agent_selection
+                views = [
+                    (env.rewards, env._cumulative_rewards, env.terminations, env.truncations, env.infos)
+                    for env in (fast, general)
+                ]
+                assert same(*(tuple(view) for view in views))
+                assert all(same(fast.observe(a), general.observe(a)) for a in fast.agents)
+                agent = fast.agent_selection
+                if fast.terminations[agent]:
+                    action = None
+                elif rng.random() < 0.1:
+                    action = int(rng.choice(np.flatnonzero(fast.observe(agent)["action_mask"] == 0)))
+                else:
+                    action = int(rng.choice(np.flatnonzero(fast.observe(agent)["action_mask"])))
+                fast.step(action)
+                general.step(None if action is None else np.int64(action))
+            assert not general.agents

@@ -22,6 +22,8 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
+from pettingzoo.utils.env_logger import EnvLogger
+from pettingzoo.utils.wrappers.order_enforcing import AECOrderEnforcingIterable, AECOrderEnforcingIterator
 
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
@@ -31,6 +33,9 @@ from yacht_env.rules import is_int
 
 MAX_PLAYERS = 10
 _DICE = list(R.ROLLS)  # the read-only rows of the rules' table of rolls, made once (the infos' "dice")
+_FLAGS = (np.array(False), np.array(True))  # the infos' "illegal_action", read-only 0-d bool arrays made once
+for _flag in _FLAGS:
+    _flag.flags.writeable = False
 REWARD_MODES = ("score", "win")
 ILLEGAL_ACTION_HINT = (
     "Yacht: an illegal action was ignored (the state did not change; infos[agent]['illegal_actions'] counts "
@@ -65,6 +70,7 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
     def __init__(self, aec: AECEnv) -> None:
         super().__init__(aec)
         self._raw = aec.unwrapped
+        self._checks_bounds = type(aec) is _AssertOutOfBounds and aec.env is self._raw  # env()'s stack
 
     agents = _forwarded("agents")
     agent_selection = _forwarded("agent_selection")
@@ -74,11 +80,20 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
     infos = _forwarded("infos")
 
     def step(self, action) -> None:
-        if self._has_reset and self._raw.agents:  # what OrderEnforcingWrapper.step does then, without its hops
+        raw = self._raw
+        if self._has_reset and raw.agents:  # what OrderEnforcingWrapper.step does then, without its hops
             self._has_updated = True
-            self.env.step(action)
+            if self._checks_bounds and type(action) is int and 0 <= action < raw._num_actions:
+                raw.step(action)  # an int in range passes _AssertOutOfBounds's check: straight to the raw env
+            else:
+                self.env.step(action)
         else:
             super().step(action)
+
+    def agent_iter(self, max_iter: int = 2**63) -> AECOrderEnforcingIterable:
+        if not self._has_reset:
+            EnvLogger.error_agent_iter_before_reset()
+        return _TurnsIterable(self, max_iter)
 
     def observe(self, agent: str):
         return self._raw.observe(agent) if self._has_reset else super().observe(agent)
@@ -89,6 +104,30 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
 
     def __str__(self) -> str:
         return str(self.env)  # PettingZoo's name for its own class (yacht_v0), not _OrderEnforcing<yacht_v0>
+
+
+class _TurnsIterable(AECOrderEnforcingIterable):
+    def __iter__(self) -> _Turns:
+        return _Turns(self.env, self.max_iter)
+
+
+class _Turns(AECOrderEnforcingIterator):
+    """PettingZoo's ``AECOrderEnforcingIterator`` (``agent_iter``'s), reading the agents straight from the raw env
+    (``agent_iter`` is refused before the first reset, so they are there)."""
+
+    def __init__(self, env: _OrderEnforcing, max_iter: int) -> None:
+        super().__init__(env, max_iter)
+        self._raw = env._raw
+
+    def __next__(self) -> str:
+        raw = self._raw
+        if not raw.agents or self.iters_til_term <= 0:
+            raise StopIteration
+        self.iters_til_term -= 1
+        env = self.env
+        assert env._has_updated, "need to call step() or reset() in a loop over `agent_iter`"
+        env._has_updated = False
+        return raw.agent_selection
 
 
 class _AssertOutOfBounds(wrappers.AssertOutOfBoundsWrapper):
@@ -239,7 +278,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         # What changes only with a pick, kept until the next one: each seat's table part of its observation
         # (MultiplayerEncoder.table_part) and the infos' read-only scores and totals.
         self._table_parts: list[np.ndarray | None] = [None] * self.num_players
-        self._sheet_info: tuple[np.ndarray, np.ndarray] | None = None
+        self._sheet_info: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._numbers = tuple(np.int64(k) for k in range(max(self.num_players, R.ROLLS_PER_TURN)))  # immutable
         self._no_winners = np.zeros(self.num_players, dtype=np.int8)  # "winners" until the game ends
         self._no_winners.flags.writeable = False
@@ -278,6 +317,15 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
             self.render()
 
     def step(self, action) -> None:
+        table = self._table
+        if (
+            not self._over
+            and type(action) is int
+            and 0 <= action < self._num_actions
+            and table.players[table.current].mask[action]
+        ):  # the common step, a legal int action in a game on: none of the checks below can fail
+            self._play(action)
+            return
         self._check_playing("step()")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
@@ -288,43 +336,51 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         if not (type(action) is int or is_int(action)) or not 0 <= action < self._num_actions:
             raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
         action = int(action)
-        table = self._table
-        player = table.on_turn
-        legal = bool(player.mask[action])
-        if not legal and self.illegal_action == "raise":  # before anything changes: a rejected step changes nothing
-            reason = R.describe_illegal(action, player.roll, player.rolls_left, self.rules.categories, player.open_mask)
-            raise ValueError(f"{agent}: {reason}")
+        if table.on_turn.mask[action]:
+            self._play(action)
+            return
+        if self.illegal_action == "raise":  # before anything changes: a rejected step changes nothing
+            raise ValueError(f"{agent}: {self._why_illegal(action)}")
         self._cumulative_rewards[agent] = 0.0
         self.rewards = dict.fromkeys(self.agents, 0.0)
-        if not legal:
-            seat = self._seat[agent]
-            self._illegal_counts[seat] += 1
-            self._illegal_numbers[seat] = self._illegal_counts[seat]
-            if not self._warned_illegal:
-                self._warned_illegal = True
-                reason = R.describe_illegal(
-                    action, player.roll, player.rolls_left, self.rules.categories, player.open_mask
-                )
-                gymnasium.logger.warn(f"{ILLEGAL_ACTION_HINT} (the first: {agent}, {reason})")
-            self.rewards[agent] = self.illegal_action_penalty
-            if self.max_illegal_actions is not None and self._illegal_counts.sum() >= self.max_illegal_actions:
-                self.truncations = dict.fromkeys(self.agents, True)
-                self._over = True
-        else:
-            points, game_over = table.play(action)
-            if action >= R.PICK_OFFSET:
-                self._picked()
-            if self.reward_mode == "score":
-                self.rewards[agent] = float(points)
-            if game_over:
-                self._over = True
-                self.terminations = dict.fromkeys(self.agents, True)
-                if self.reward_mode == "win":
-                    self.rewards = dict(zip(self.agents, win_rewards(table.totals()).tolist(), strict=True))
-            else:
-                self.agent_selection = self.agents[table.current]
-        self._set_infos(illegal=not legal)
+        seat = self._seat[agent]
+        self._illegal_counts[seat] += 1
+        self._illegal_numbers[seat] = self._illegal_counts[seat]
+        if not self._warned_illegal:
+            self._warned_illegal = True
+            gymnasium.logger.warn(f"{ILLEGAL_ACTION_HINT} (the first: {agent}, {self._why_illegal(action)})")
+        self.rewards[agent] = self.illegal_action_penalty
+        if self.max_illegal_actions is not None and self._illegal_counts.sum() >= self.max_illegal_actions:
+            self.truncations = dict.fromkeys(self.agents, True)
+            self._over = True
+        self._set_infos(illegal=True)
         self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def _play(self, action: int) -> None:
+        """The player on turn takes a legal action: the table's transition, then rewards, infos and turn order."""
+        agent, table = self.agent_selection, self._table
+        points, game_over = table.play(action)
+        rewards = dict.fromkeys(self.agents, 0.0)
+        if action >= R.PICK_OFFSET:
+            self._picked()
+        if self.reward_mode == "score":
+            rewards[agent] = float(points)
+        if game_over:
+            self._over = True
+            self.terminations = dict.fromkeys(self.agents, True)
+            if self.reward_mode == "win":
+                rewards = dict(zip(self.agents, win_rewards(table.totals()).tolist(), strict=True))
+        else:
+            self.agent_selection = self.agents[table.current]
+        self.rewards = rewards
+        self._set_infos(illegal=False)
+        if game_over:
+            self._cumulative_rewards[agent] = 0.0
+            self._accumulate_rewards()
+        else:  # PettingZoo's _accumulate_rewards when only the actor's reward can be other than 0.0
+            self._cumulative_rewards[agent] = rewards[agent]
         if self.render_mode == "human":
             self.render()
 
@@ -333,19 +389,21 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         return super().last(observe)
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        if not hasattr(self, "agent_selection"):
-            raise ValueError("call reset() before observe()")
-        if agent not in self._seat:
-            raise ValueError(f"unknown agent {agent!r}; the agents are {self.possible_agents}")
-        if not self._over and agent == self.agent_selection:
-            mask = self._table.mask.view(np.int8).copy()  # the bool mask's bytes are 0 and 1: astype's values
+        table = self._table
+        if not self._over and agent == self.agent_selection:  # the agent on turn in a game on: PettingZoo's loop
+            seat = table.current
+            mask = table.players[seat].mask.astype(np.int8)  # a new array: the policy may write into it
         else:
+            if not hasattr(self, "agent_selection"):
+                raise ValueError("call reset() before observe()")
+            if agent not in self._seat:
+                raise ValueError(f"unknown agent {agent!r}; the agents are {self.possible_agents}")
+            seat = self._seat[agent]
             mask = self._no_actions.copy()
-        seat = self._seat[agent]
         part = self._table_parts[seat]
         if part is None:
-            part = self._table_parts[seat] = self._encoder.table_part(self._table, seat)
-        return {"observation": self._encoder.observe(self._table, seat, part), "action_mask": mask}
+            part = self._table_parts[seat] = self._encoder.table_part(table, seat)
+        return {"observation": self._encoder.observe(table, seat, part), "action_mask": mask}
 
     def render(self) -> str | None:
         if self.render_mode not in self.metadata["render_modes"]:
@@ -369,6 +427,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         if not self.agents:
             raise ValueError(f"the game is over and every agent has left it; call reset() before {call}")
 
+    def _why_illegal(self, action: int) -> str:
+        player = self._table.on_turn
+        return R.describe_illegal(action, player.roll, player.rolls_left, self.rules.categories, player.open_mask)
+
     def _picked(self) -> None:
         """A pick (or a new game): the table parts and the scores and totals are built again when next needed."""
         self._table_parts = [None] * self.num_players
@@ -376,28 +438,32 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
 
     def _set_infos(self, illegal: bool) -> None:
         table = self._table
-        on_turn = table.on_turn
+        on_turn = table.players[table.current]
         if self._sheet_info is None:  # new read-only arrays after each pick, shared by every agent until the next
-            totals = np.asarray(table.totals(), dtype=np.int64)  # a new array: no copy
+            totals = np.array([game.total for game in table.players], dtype=np.int64)
             scores = table.sheets.copy()
             scores.flags.writeable = totals.flags.writeable = False
-            self._sheet_info = scores, totals
-        scores, totals = self._sheet_info
-        info = {
-            "dice": _DICE[on_turn.roll],  # a read-only row of the rules' table
-            "rolls_left": self._numbers[on_turn.rolls_left],
-            "player_on_turn": self._numbers[table.current],
-            "scores": scores,
-            "totals": totals,
-            "illegal_action": np.array(illegal),
-            "winners": self._no_winners,
+            winners = self._no_winners
+            if self._over and all(self.terminations.values()):
+                winners = (totals == totals.max()).astype(np.int8)
+                winners.flags.writeable = False
+            self._sheet_info = scores, totals, winners
+        scores, totals, winners = self._sheet_info
+        dice, rolls_left, seat = _DICE[on_turn.roll], self._numbers[on_turn.rolls_left], self._numbers[table.current]
+        flag, numbers = _FLAGS[illegal], self._illegal_numbers
+        self.infos = {
+            agent: {
+                "dice": dice,  # a read-only row of the rules' table
+                "rolls_left": rolls_left,
+                "player_on_turn": seat,
+                "scores": scores,
+                "totals": totals,
+                "illegal_action": flag,
+                "winners": winners,
+                "illegal_actions": numbers[self._seat[agent]],
+            }
+            for agent in self.agents
         }
-        if self._over and all(self.terminations.values()):
-            winners = (totals == totals.max()).astype(np.int8)
-            winners.flags.writeable = False
-            info["winners"] = winners
-        numbers, seat = self._illegal_numbers, self._seat
-        self.infos = {agent: {**info, "illegal_actions": numbers[seat[agent]]} for agent in self.agents}
 
     def _sheets(self) -> str:
         table, rules = self._table, self.rules

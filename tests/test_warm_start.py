@@ -18,7 +18,8 @@ import yaml
 
 from yacht_agents.ppo import build_model
 from yacht_env.sb3 import YachtSB3VecEnv
-from yacht_lab.config import TrainConfig
+from yacht_lab.anchor import _CarryLoss, anchor_to_init, masked_kl
+from yacht_lab.config import PPOConfig, TrainConfig, load_config
 from yacht_lab.tasks import make_vec_env
 from yacht_lab.training import make_model
 from yacht_lab.warm_start import warm_start
@@ -163,3 +164,55 @@ def test_train_py_refuses_a_bad_init_in_one_line_and_writes_nothing(tmp_path):
         "this run's config has 'standard' (the network must be the one the config describes)"
     ]
     assert not output.exists() or not any(output.iterdir())
+
+
+# --------------------------------------------------------------------------------------------------
+# ppo.kl_to_init: the penalty toward the start model (yacht_lab.anchor)
+# --------------------------------------------------------------------------------------------------
+def test_masked_kl_is_the_kl_divergence_over_the_legal_actions():
+    p = torch.tensor([[0.5, 0.25, 0.25, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    q = torch.tensor([[0.25, 0.25, 0.5, 0.0], [0.5, 0.5, 0.0, 0.0]])
+    log_p, log_q = p.log(), q.log()  # -inf where masked, as the masked distribution's logits
+    expected = torch.tensor([0.5 * np.log(2) + 0.25 * np.log(0.5), np.log(2)], dtype=torch.float32)
+    torch.testing.assert_close(masked_kl(log_p, log_q), expected)
+    assert masked_kl(log_q, log_q).abs().max() == 0
+
+
+def test_the_carried_loss_adds_its_gradient_and_leaves_the_value_unchanged():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = torch.tensor([0.5, -1.0], requires_grad=True)
+    carried = _CarryLoss.apply(x, 3.0 * (w**2).sum())
+    assert torch.equal(carried, x)
+    (carried**2).sum().backward()
+    torch.testing.assert_close(x.grad, 2 * x.detach())
+    torch.testing.assert_close(w.grad, 6.0 * w.detach())  # d/dw of 3 * sum(w^2)
+
+
+def _kl_after_one_update(coef: float) -> float:
+    ppo = PPOConfig(n_steps=64, batch_size=64, learning_rate=1e-3, learning_rate_final=1e-3)  # one update, 8 epochs
+    config, model = started(opponents=["greedy"], reward="win", reward_scale=1.0, seed=5, ppo=ppo)
+    reference = make_model(config, model.get_env(), None)
+    warm_start(reference, config)
+    if coef:
+        anchor_to_init(model, reference.policy, coef)
+    model.learn(256)
+    obs = torch.from_numpy(table_observations())
+    with torch.no_grad():
+        log_p = model.policy.get_distribution(obs).distribution.logits
+        log_q = reference.policy.get_distribution(obs).distribution.logits
+    return float(masked_kl(log_p, log_q).mean())
+
+
+def test_the_penalty_keeps_the_policy_closer_to_its_start():
+    free, anchored = _kl_after_one_update(0.0), _kl_after_one_update(100.0)
+    assert free > 0 and anchored < free / 2, (free, anchored)
+
+
+def test_kl_to_init_needs_init(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"ppo": {"kl_to_init": 0.1}}))
+    with pytest.raises(ValueError, match=r"^ppo.kl_to_init needs init"):
+        load_config(path)
+    path.write_text(yaml.safe_dump({"init": "standard", "ppo": {"kl_to_init": -0.1}}))
+    with pytest.raises(ValueError, match=r"^ppo.kl_to_init must be a number >= 0"):
+        load_config(path)

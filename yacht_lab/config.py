@@ -94,6 +94,10 @@ class PPOConfig:
     """Value loss weight."""
     max_grad_norm: float = 0.5
     """Gradient clipping."""
+    kl_to_init: float = 0.0
+    """Weight of a penalty ``KL(pi || pi_init)`` toward the policy of the model the run started from (``init``,
+    which it needs; :mod:`yacht_lab.anchor`): fine-tuning under a noisy reward, the policy moves where the
+    signal adds up instead of drifting where the noise points. 0: none."""
     critic_warmup_timesteps: int = 0
     """For this many first timesteps only the critic learns: every update leaves the actor's weights as they are
     (:class:`yacht_lab.callbacks.CriticWarmupCallback`). For a run started from a model (``init``) under a new
@@ -389,6 +393,9 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_number("ppo.vf_coef", p.vf_coef, float, 0)
     _check_number("ppo.max_grad_norm", p.max_grad_norm, float, 0, low_inclusive=False)
     _check_number("ppo.critic_warmup_timesteps", p.critic_warmup_timesteps, int, 0)
+    _check_number("ppo.kl_to_init", p.kl_to_init, float, 0)
+    if p.kl_to_init > 0 and config.init is None:
+        raise ValueError("ppo.kl_to_init needs init: the penalty is toward the model the run starts from")
     for name in ("gamma", "gae_lambda"):
         value = getattr(p, name)
         _check_number(f"ppo.{name}", value, float, 0)

@@ -23,6 +23,7 @@ from typing import Any
 
 from stable_baselines3.common.callbacks import CallbackList
 
+from yacht_lab.anchor import anchor_to_init
 from yacht_lab.callbacks import (
     Abort,
     CriticWarmupCallback,
@@ -224,6 +225,10 @@ def train(
                 model, rows = make_model(config, env, tensorboard_dir), []
                 if config.init is not None:
                     warm_start(model, config)
+            if config.ppo.kl_to_init > 0:  # the reference: the init model, rebuilt the same way on a resume too
+                reference = make_model(config, env, None)
+                warm_start(reference, config)
+                anchor_to_init(model, reference.policy, config.ppo.kl_to_init)
             task.attach(run_dir, model, resumed=resume is not None)  # a league: restored and seated
             remaining = config.total_timesteps - model.num_timesteps
             if remaining <= 0:

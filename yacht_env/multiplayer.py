@@ -276,7 +276,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._warned_illegal = False  # once per env, as Yacht-v0
         self._over = True
         # What changes only with a pick, kept until the next one: each seat's table part of its observation
-        # (MultiplayerEncoder.table_part) and the infos' read-only scores and totals.
+        # (MultiplayerEncoder.table_part) and the infos' read-only scores, totals and winners.
         self._table_parts: list[np.ndarray | None] = [None] * self.num_players
         self._sheet_info: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._numbers = tuple(np.int64(k) for k in range(max(self.num_players, R.ROLLS_PER_TURN)))  # immutable

@@ -12,7 +12,9 @@ keeps the same one. It is a trained agent's policy: nothing of the solver enters
 SB3's PPO computes its loss inside ``train``, which calls the policy's ``evaluate_actions`` once per minibatch.
 :func:`anchor_to_init` wraps that method: the values it returns carry the penalty through an identity whose
 backward adds the penalty's gradient to the actor's (:class:`_CarryLoss`), so the update is the gradient of PPO's
-loss plus the penalty, and nothing else of SB3 changes. ``train/kl_to_init`` logs the penalty's KL.
+loss plus the penalty, and nothing else of SB3 changes. The wrapper runs the actor a second time on the
+minibatch for its distribution (``evaluate_actions`` returns only the taken actions' log-probabilities): a small
+cost beside the update, paid only when the option is on. ``train/kl_to_init`` logs the penalty's KL.
 """
 
 from __future__ import annotations

@@ -15,13 +15,17 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from stable_baselines3.common.logger import Logger
 
 from yacht_agents.ppo import build_model
+from yacht_env.encoding import ObservationEncoder
 from yacht_env.sb3 import YachtSB3VecEnv
 from yacht_lab.anchor import _CarryLoss, anchor_to_init, masked_kl
+from yacht_lab.callbacks import actor_parameters
 from yacht_lab.config import PPOConfig, TrainConfig, load_config
+from yacht_lab.focus import learn_last_turns, open_categories
 from yacht_lab.tasks import make_vec_env
-from yacht_lab.training import make_model
+from yacht_lab.training import make_model, train
 from yacht_lab.warm_start import warm_start
 
 REPO = Path(__file__).resolve().parents[1]
@@ -215,4 +219,72 @@ def test_kl_to_init_needs_init(tmp_path):
         load_config(path)
     path.write_text(yaml.safe_dump({"init": "standard", "ppo": {"kl_to_init": -0.1}}))
     with pytest.raises(ValueError, match=r"^ppo.kl_to_init must be a number >= 0"):
+        load_config(path)
+
+
+# --------------------------------------------------------------------------------------------------
+# ppo.learn_last_turns: the policy's gradient from the last turns only (yacht_lab.focus)
+# --------------------------------------------------------------------------------------------------
+def test_open_categories_counts_the_players_own_open_categories():
+    obs = table_observations(2)
+    open_mask = ObservationEncoder("standard").decode(obs[:, :64])[2]
+    expected = np.array([bin(int(m)).count("1") for m in open_mask])
+    assert set(expected) == set(range(1, 13))  # every stage of a game is in the sample
+    assert np.array_equal(open_categories(torch.from_numpy(obs), "standard").numpy(), expected)
+
+
+def _actor_gradients(model, obs, actions, masks) -> list[torch.Tensor]:
+    model.policy.zero_grad()
+    _, log_prob, entropy = model.policy.evaluate_actions(obs, actions, action_masks=masks)
+    (log_prob.sum() + entropy.sum()).backward()
+    return [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in actor_parameters(model.policy)]
+
+
+def test_learn_last_turns_leaves_the_earlier_decisions_without_policy_gradient():
+    _, model = started(opponents=["greedy"], reward="win", reward_scale=1.0)
+    obs = torch.from_numpy(table_observations(2))
+    env = YachtSB3VecEnv(1, opponents=["greedy"])
+    masks = np.zeros((len(obs), env.action_space.n), dtype=bool)
+    masks[:, : env.action_space.n] = True  # every action allowed: the gradient's zeros come from the option alone
+    actions = torch.from_numpy(np.random.default_rng(0).integers(0, env.action_space.n, len(obs)))
+    with torch.no_grad():
+        plain = model.policy.evaluate_actions(obs, actions, action_masks=masks)
+    learn_last_turns(model, 3, "standard")
+    model.set_logger(Logger(folder=None, output_formats=[]))  # train() sets one; the option logs its share
+    with torch.no_grad():
+        focused = model.policy.evaluate_actions(obs, actions, action_masks=masks)
+    for a, b in zip(plain, focused, strict=True):
+        assert torch.equal(a, b)  # the same values: only the gradients differ
+    late = open_categories(obs, "standard") <= 3
+    assert 0 < late.sum() < len(obs)
+    early_grads = _actor_gradients(model, obs[~late], actions[~late], masks[~late.numpy()])
+    assert all(g.abs().max() == 0 for g in early_grads)
+    late_grads = _actor_gradients(model, obs[late], actions[late], masks[late.numpy()])
+    assert any(g.abs().max() > 0 for g in late_grads)
+    model.policy.zero_grad()  # the critic still learns from every decision
+    values = model.policy.evaluate_actions(obs[~late], actions[~late], action_masks=masks[~late.numpy()])[0]
+    values.sum().backward()
+    assert model.policy.value_net.weight.grad.abs().max() > 0
+
+
+def test_train_focuses_the_policy_when_asked(tmp_path, monkeypatch):
+    calls = []
+
+    def spy(model, turns, rules):
+        calls.append((turns, rules))
+        learn_last_turns(model, turns, rules)
+
+    monkeypatch.setattr("yacht_lab.training.learn_last_turns", spy)
+    ppo = {"n_steps": 64, "batch_size": 256, "n_epochs": 1, "learn_last_turns": 4}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"n_envs": 4, "total_timesteps": 256, "eval": {"games": 10}, "ppo": ppo}))
+    train(load_config(path), tmp_path / "run", command="test", progress=False)
+    assert calls == [(4, "standard")]
+
+
+@pytest.mark.parametrize("value", [-1, 13, 0.5, "4"])
+def test_learn_last_turns_is_an_int_up_to_the_sheet(tmp_path, value):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"ppo": {"learn_last_turns": value}}))
+    with pytest.raises(ValueError, match=r"^ppo.learn_last_turns must be an int >= 0"):
         load_config(path)

@@ -98,6 +98,11 @@ class PPOConfig:
     """Weight of a penalty ``KL(pi || pi_init)`` toward the policy of the model the run started from (``init``,
     which it needs; :mod:`yacht_lab.anchor`): fine-tuning under a noisy reward, the policy moves where the
     signal adds up instead of drifting where the noise points. 0: none."""
+    learn_last_turns: int = 0
+    """Only the decisions of each player's last ``N`` turns (at most ``N`` categories open in its own game) give the
+    policy its gradient and entropy bonus; every decision still trains the critic and counts in ``kl_to_init``
+    (:mod:`yacht_lab.focus`): for the win reward, whose edge over playing for points lies mostly at the end of a
+    game. 0: every decision."""
     critic_warmup_timesteps: int = 0
     """For this many first timesteps only the critic learns: every update leaves the actor's weights as they are
     (:class:`yacht_lab.callbacks.CriticWarmupCallback`). For a run started from a model (``init``) under a new
@@ -394,6 +399,7 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_number("ppo.max_grad_norm", p.max_grad_norm, float, 0, low_inclusive=False)
     _check_number("ppo.critic_warmup_timesteps", p.critic_warmup_timesteps, int, 0)
     _check_number("ppo.kl_to_init", p.kl_to_init, float, 0)
+    _check_number("ppo.learn_last_turns", p.learn_last_turns, int, 0, high=R.get_rules(config.rules).num_categories)
     if p.kl_to_init > 0 and config.init is None:
         raise ValueError("ppo.kl_to_init needs init: the penalty is toward the model the run starts from")
     for name in ("gamma", "gae_lambda"):

@@ -36,6 +36,7 @@ from yacht_lab.callbacks import (
     StopFlag,
 )
 from yacht_lab.config import MAX_SEED, TrainConfig, load_config, validated
+from yacht_lab.focus import learn_last_turns
 from yacht_lab.runs import (
     CURVE_FILE,
     PLOT_FILE,
@@ -229,6 +230,8 @@ def train(
                 reference = make_model(config, env, None)
                 warm_start(reference, config)
                 anchor_to_init(model, reference.policy, config.ppo.kl_to_init)
+            if config.ppo.learn_last_turns:
+                learn_last_turns(model, config.ppo.learn_last_turns, config.rules)
             task.attach(run_dir, model, resumed=resume is not None)  # a league: restored and seated
             remaining = config.total_timesteps - model.num_timesteps
             if remaining <= 0:

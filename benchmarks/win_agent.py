@@ -1,6 +1,8 @@
 """The win agent against the score-optimal solver: one ``win:P`` agent and ``P - 1`` optimal agents at a table.
 
     python benchmarks/win_agent.py --players 2 3 5 --deals 50000 12000 4000
+    python benchmarks/win_agent.py --players 2 2 2 2 2 2 --deals 20000 20000 20000 20000 20000 20000 \\
+        --last-turns 1 2 3 4 6 12
 
 Plays :func:`yacht_lab.head_to_head.head_to_head` (common dice, dice and seat rotations: ``P * P`` games per
 deal) and prints, per table size, the win agent's win share (ties split) with its 95% CI against the
@@ -8,6 +10,11 @@ deal) and prints, per table size, the win agent's win share (ties split) with it
 the speed. With two players this is ``python evaluate.py --players 2 --agents win optimal --games N``;
 more players need several optimal agents with distinct names, which the library gives
 (``OptimalAgent(name=...)``).
+
+Where the edge lies: with ``--last-turns`` (one ``K`` per table size), the win agent plays for the win only on
+the decisions of its last ``K`` turns (at most ``K`` categories open in its own game) and takes the solver's action
+everywhere else (``K = 12``: everywhere, the win agent itself). This measured ``ppo.learn_last_turns``'s premise
+(``yacht_lab/focus.py``): at two players four fifths of the edge lie in the last four turns.
 """
 
 from __future__ import annotations
@@ -15,14 +22,40 @@ from __future__ import annotations
 import argparse
 import json
 
+import numpy as np
+
 from yacht_agents import make_agent
 from yacht_agents.optimal import OptimalAgent
+from yacht_agents.win import WinAgent
+from yacht_env import rules as R
 from yacht_lab.head_to_head import head_to_head
 
 
-def run(players: int, deals: int, seed: int) -> dict[str, object]:
+class LastTurnsWinAgent(WinAgent):
+    """The win agent on the decisions of its last ``turns`` turns, the solver's action before them."""
+
+    def __init__(self, players: int, turns: int) -> None:
+        super().__init__("standard", players, name=f"win_last_{turns}")
+        self.turns = turns
+        self._open_count = R.open_bits(self.rules.num_categories).sum(axis=1)
+
+    def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        roll, rolls_left, open_mask = self.read(observations)[:3]
+        solver = self.distributions.policy[rolls_left, open_mask, roll].astype(np.intp)
+        late = self._open_count[open_mask] <= self.turns
+        if not late.any():
+            return solver
+        actions = solver.copy()
+        actions[late] = super()._act(observations[late], action_masks[late])
+        return actions
+
+
+def run(players: int, deals: int, seed: int, last_turns: int | None = None) -> dict[str, object]:
     """One table size: the win agent's share, CI, score given up and games/s."""
-    win = make_agent(f"win:{players}") if players > 2 else make_agent("win")
+    if last_turns is not None:
+        win = LastTurnsWinAgent(players, last_turns)
+    else:
+        win = make_agent(f"win:{players}") if players > 2 else make_agent("win")
     optimal = [OptimalAgent(name="optimal" if i == 0 else f"optimal_{i + 1}") for i in range(players - 1)]
     result = head_to_head([win, *optimal], players, deals, seed=seed)
     report = result.to_dict()["agents"]
@@ -30,6 +63,7 @@ def run(players: int, deals: int, seed: int) -> dict[str, object]:
     others = [report[agent.name]["mean_score"] for agent in optimal]
     return {
         "players": players,
+        "last_turns": last_turns,
         "deals": deals,
         "games": result.total_games,
         "win_share": mine["win_share"],
@@ -47,14 +81,21 @@ def main() -> None:
     parser.add_argument("--players", type=int, nargs="+", default=[2, 3, 5])
     parser.add_argument("--deals", type=int, nargs="+", default=[2000, 1000, 400], help="deals per table size")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--last-turns", type=int, nargs="+", help="per table size: play for the win only in the last K turns (1..12)"
+    )
     args = parser.parse_args()
     if len(args.deals) != len(args.players):
         parser.error("give one --deals per --players")
-    for players, deals in zip(args.players, args.deals, strict=True):
-        row = run(players, deals, args.seed)
+    last_turns = args.last_turns or [None] * len(args.players)
+    if len(last_turns) != len(args.players) or not all(k is None or 1 <= k <= 12 for k in last_turns):
+        parser.error("give one --last-turns K in 1..12 per --players")
+    for players, deals, turns in zip(args.players, args.deals, last_turns, strict=True):
+        row = run(players, deals, args.seed, turns)
         lo, hi = row["win_share_ci95"]
+        where = "" if turns is None else f", the last {turns} turn{'s' if turns > 1 else ''}"
         print(
-            f"{players} players, {row['games']:,} games: win share {100 * row['win_share']:.2f}% "
+            f"{players} players{where}, {row['games']:,} games: win share {100 * row['win_share']:.2f}% "
             f"[{100 * lo:.2f}, {100 * hi:.2f}] (fair {100 * row['fair_share']:.2f}%), mean score "
             f"{row['mean_score']:.2f} vs optimal {row['optimal_mean_score']:.2f} "
             f"(gives up {row['score_given_up']:.2f}), {row['games_per_second']:,} games/s",

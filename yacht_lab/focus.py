@@ -1,18 +1,18 @@
 """``ppo.learn_last_turns``: the policy learns only from each player's last turns; every decision trains the critic.
 
-Playing to win differs from playing for points mostly at the end of a game, when the margin is known and few
-turns are left to make it up. Measured with the win agent (one step of policy improvement over the solver for the
-win; ``docs/playing-to-win.md``): played only on the decisions with at most ``K`` categories open, the solver's
-action everywhere else, it wins against the solver 50.12% (K = 1), 50.75% (2), 51.18% (3), 51.31% (4), 51.47% (6)
-and 51.66% (every turn), 20,000 deals each (80,000 games, common dice, seats rotated; the 95% CIs are +-0.06 to
-+-0.24 points). Four fifths of the edge lie in the last four turns. A learner fine-tuned for the win reward gets
-one +-1 per game; the policy-gradient terms of its other decisions, whose true advantages for the win are small
-beside their noise, are mostly noise in each update. This option drops them: for a decision with more than ``N``
-categories open (the player's own game), the log-probability and the entropy that PPO's loss reads are detached
-(the same values, no gradient), so neither the clipped objective nor the entropy bonus moves the policy there.
-The critic still learns from every decision (its value is untouched), and a KL penalty toward the start
-(``ppo.kl_to_init``, :mod:`yacht_lab.anchor`) still counts every decision, holding the early play where it was
-while the shared weights move.
+Playing to win differs from playing for points mostly at the end of a game, when the margin is known and few turns are
+left to make it up. Measured with the win agent (one step of policy improvement over the solver for the win;
+``docs/playing-to-win.md``): played only on the decisions with at most ``K`` categories open, the solver's action
+everywhere else, it wins against the solver 50.12% (K = 1), 50.75% (2), 51.18% (3), 51.31% (4), 51.47% (6) and 51.66%
+(every turn), 20,000 deals each (80,000 games, common dice, seats rotated; the 95% CIs are +-0.06 to +-0.24 points;
+``python benchmarks/win_agent.py --players 2 2 2 2 2 2 --deals 20000 20000 20000 20000 20000 20000 --last-turns 1 2 3 4
+6 12``). Four fifths of the edge lie in the last four turns. A learner fine-tuned for the win reward gets one +-1 per
+game; the policy-gradient terms of its other decisions, whose true advantages for the win are small beside their noise,
+are mostly noise in each update. This option drops them: for a decision with more than ``N`` categories open (the
+player's own game), the log-probability and the entropy that PPO's loss reads are detached (the same values, no
+gradient), so neither the clipped objective nor the entropy bonus moves the policy there. The critic still learns from
+every decision (its value is untouched), and a KL penalty toward the start (``ppo.kl_to_init``, :mod:`yacht_lab.anchor`)
+still counts every decision, holding the early play where it was while the shared weights move.
 
 It is a choice of where to learn, made from the measurement above, like any hyperparameter: nothing of the solver
 enters the learner's observation, reward or loss. Like the anchor, it wraps the policy's ``evaluate_actions``,

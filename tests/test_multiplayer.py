@@ -347,9 +347,9 @@ def test_observations_and_infos_are_built_fresh_every_step(num_players, rules):
 @pytest.mark.parametrize("rules", ["standard", "yahtzee"])
 @pytest.mark.parametrize("num_players", [1, 2, 3, 5])
 def test_the_table_view_of_one_table_is_the_batchs(num_players, rules):
-    """``MultiplayerEncoder.observe`` of one table (its own game, then ``table_part``) equals the batched
-    observation of the same table, for every seat at every step of random games (to a float32 rounding: one table
-    computes the totals and the margin in float64, a batch in float32)."""
+    """``MultiplayerEncoder.observe`` of one table (its own game, then ``table_part``) equals the batched observation
+    of the same table, for every seat at every step of random games (to a float32 rounding: one table computes the
+    totals and the margin in float64, a batch in float32); given ``pick_part``, exactly the same."""
     from yacht_env.encoding import MultiplayerEncoder
     from yacht_env.game import TableState, draw_stream
 
@@ -369,6 +369,8 @@ def test_the_table_view_of_one_table_is_the_batchs(num_players, rules):
                     for name in fields:
                         setattr(game, name, int(getattr(batch.players, name)[t * num_players + p]))
                 np.testing.assert_allclose(encoder.observe(one, seat), views[t], rtol=0, atol=1e-7)
+                kept = encoder.pick_part(one, seat)  # what the AEC env keeps between picks
+                assert np.array_equal(encoder.observe(one, seat, pick_part=kept), encoder.observe(one, seat))
         actions = np.where(batch.mask, rng.random(batch.mask.shape), -1.0).argmax(axis=1)
         _, over = batch.play(actions, playing)
         playing &= ~over

@@ -277,12 +277,7 @@ class ObservationEncoder:
         """:meth:`flat` of one state of rules without bonuses, followed by ``tail`` in the same array: the tables'
         rows (views made once, read from lists) and the score-now part (the scores times the open bits) joined in
         one call, the same float32 values as the batched path."""
-        if self._rows is None:
-            n = self.rules.num_categories
-            before = self._by_roll[:, : self._score_now.start]  # per (roll, rolls left): the dice, counts, rolls left
-            scores = self._by_roll[:: R.ROLLS_PER_TURN, self._score_now]  # per roll: every category's score now
-            self._rows = tuple(list(table) for table in (before, scores, self._by_open[:, :n], self._by_open))
-        before, scores, open_bits, by_open = self._rows
+        before, scores, open_bits, by_open = self._rows or self._make_rows()
         return np.concatenate(
             (
                 before[roll * R.ROLLS_PER_TURN + rolls_left],
@@ -291,6 +286,19 @@ class ObservationEncoder:
                 *tail,
             )
         )
+
+    def _flat_one_then(self, roll: int, rolls_left: int, open_mask: int, rest: np.ndarray) -> np.ndarray:
+        """:meth:`_flat_one` up to the score-now part, then ``rest``: the observation from the open bits on, which a
+        caller keeps between picks (:meth:`MultiplayerEncoder.pick_part`)."""
+        before, scores, open_bits, _ = self._rows or self._make_rows()
+        return np.concatenate((before[roll * R.ROLLS_PER_TURN + rolls_left], scores[roll] * open_bits[open_mask], rest))
+
+    def _make_rows(self) -> tuple[list[np.ndarray], ...]:
+        n = self.rules.num_categories
+        before = self._by_roll[:, : self._score_now.start]  # per (roll, rolls left): the dice, counts, rolls left
+        scores = self._by_roll[:: R.ROLLS_PER_TURN, self._score_now]  # per roll: every category's score now
+        self._rows = tuple(list(table) for table in (before, scores, self._by_open[:, :n], self._by_open))
+        return self._rows
 
     def decode(self, obs: np.ndarray) -> State:
         """The state behind flat observations: :meth:`flat`'s inverse.
@@ -406,14 +414,33 @@ class MultiplayerEncoder:
         self._open_bits = R.open_bits(n).astype(np.float32)
         # Per seat: the opponents in seat order after it, and where each one's part of the observation lies.
         self._order = [[(seat + j) % num_players for j in range(1, num_players)] for seat in range(num_players)]
+        self._open_lists = _open_bit_lists(n)
+        self._by_open_lists: list[list[float]] | None = None  # pick_part's rows, made on its first call
 
     def table_part(self, table: TableState, seat: int) -> np.ndarray:
         """One table: the observation of the player at ``seat`` after its own game (the opponents' open categories
         and totals, its own total, the margin), ``(size - solo size,)`` float32: it changes only when someone picks.
         """
-        games, scale, open_bits = table.players, self.max_total, _open_bit_lists(self.rules.num_categories)
+        return np.array(self._table_values([], table, seat), dtype=np.float32)
+
+    def pick_part(self, table: TableState, seat: int) -> np.ndarray:
+        """One table: the observation of the player at ``seat`` from its own open categories on (the open bits and
+        fraction, the family's upper and armed parts, then :meth:`table_part`), float32: all of it changes only when
+        someone picks, so a caller can keep it between picks and pass it to :meth:`observe`."""
+        own = table.players[seat]
+        if not self.solo._bonuses:  # the open bits and fraction (a row of the solo encoder's table), then the table
+            if self._by_open_lists is None:
+                self._by_open_lists = self.solo._by_open.astype(float).tolist()  # float32 values, exact as floats
+            return np.array(self._table_values(self._by_open_lists[own.open_mask], table, seat), dtype=np.float32)
+        solo = self.solo.flat(0, 0, own.open_mask, own.upper, own.armed)[self.solo.layout["open"].start :]
+        return np.concatenate((solo, self.table_part(table, seat)))
+
+    def _table_values(self, values: list[float], table: TableState, seat: int) -> list[float]:
+        """``values`` followed by :meth:`table_part`'s as Python floats (made float32 at once by the caller, as
+        assigning each would round it): one array from one list."""
+        games, scale, open_bits = table.players, self.max_total, self._open_lists
         own = games[seat]
-        values: list[float] = []  # Python floats, made float32 at once (as assigning each would round it)
+        values = values.copy()
         best = None
         for opponent in self._order[seat]:
             game = games[opponent]
@@ -422,18 +449,25 @@ class MultiplayerEncoder:
             best = game.total if best is None else max(best, game.total)
         best = own.total if best is None else best
         values += (own.total / scale, (own.total - best) / scale / 2 + 0.5)
-        return np.array(values, dtype=np.float32)
+        return values
 
-    def observe(self, table: TableState, seat, table_part: np.ndarray | None = None) -> np.ndarray:
+    def observe(
+        self, table: TableState, seat, table_part: np.ndarray | None = None, *, pick_part: np.ndarray | None = None
+    ) -> np.ndarray:
         """The observation of the player at ``seat``: ``(size,)`` for one table, ``(num_tables, size)`` for a
         batch (``seat`` an int, or an array ``(num_tables,)``).
 
-        One table only: ``table_part``, if given, is :meth:`table_part` of this table and seat (a caller that keeps
-        it between picks, when it cannot change, builds only the player's own game).
+        One table only: ``table_part``, if given, is :meth:`table_part` of this table and seat, or ``pick_part``
+        :meth:`pick_part`'s (a caller that keeps either between picks, when it cannot change, builds only the rest).
         """
         p = self.num_players
         if table.num_tables is None:  # one table: the player's own game, then the rest of the table
             own = table.players[seat]
+            if pick_part is not None:
+                if not self.solo._bonuses:
+                    return self.solo._flat_one_then(own.roll, own.rolls_left, own.open_mask, pick_part)
+                solo = self.solo.flat(own.roll, own.rolls_left, own.open_mask, own.upper, own.armed)
+                return np.concatenate((solo[: self.solo.layout["open"].start], pick_part))
             if table_part is None:
                 table_part = self.table_part(table, seat)
             if not self.solo._bonuses:  # one array: the own game's table rows and the table part

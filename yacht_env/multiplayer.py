@@ -99,8 +99,9 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
         return self._raw.observe(agent) if self._has_reset else super().observe(agent)
 
     def last(self, observe: bool = True):
-        # AECEnv.last on the raw env reads what it reads through the wrappers (none of which changes them).
-        return AECEnv.last(self._raw, observe) if self._has_reset else super().last(observe)
+        # The raw env's last() without its checks (this wrapper's come first): what AECEnv.last reads through the
+        # wrappers, none of which changes it.
+        return self._raw._last(observe) if self._has_reset else super().last(observe)
 
     def __str__(self) -> str:
         return str(self.env)  # PettingZoo's name for its own class (yacht_v0), not _OrderEnforcing<yacht_v0>
@@ -275,10 +276,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._illegal_numbers = [np.int64(0)] * self.num_players  # the same as np.int64 scalars, for the infos
         self._warned_illegal = False  # once per env, as Yacht-v0
         self._over = True
-        # What changes only with a pick, kept until the next one: each seat's table part of its observation
-        # (MultiplayerEncoder.table_part) and the infos' read-only scores, totals and winners.
-        self._table_parts: list[np.ndarray | None] = [None] * self.num_players
+        # What changes only with a pick, kept until the next one: each seat's observation from its open categories on
+        # (MultiplayerEncoder.pick_part) and the infos' read-only scores, totals and winners.
+        self._pick_parts: list[np.ndarray | None] = [None] * self.num_players
         self._sheet_info: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._infos: dict[str, dict[str, Any]] | None = {}  # built when read (the infos property)
+        self._agent_infos: dict[str, dict[str, Any]] = {}
+        self._illegal_step = False
         self._numbers = tuple(np.int64(k) for k in range(max(self.num_players, R.ROLLS_PER_TURN)))  # immutable
         self._no_winners = np.zeros(self.num_players, dtype=np.int8)  # "winners" until the game ends
         self._no_winners.flags.writeable = False
@@ -386,7 +390,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
 
     def last(self, observe: bool = True):
         self._check_playing("last()")
-        return super().last(observe)
+        return self._last(observe)
+
+    def _last(self, observe: bool) -> tuple:
+        """AECEnv.last, reading only the agent's own info (the others' are built when ``infos`` is read)."""
+        agent = self.agent_selection
+        info = self._infos[agent] if self._infos is not None else self._info(agent)
+        observation = self.observe(agent) if observe else None
+        return observation, self._cumulative_rewards[agent], self.terminations[agent], self.truncations[agent], info
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         table = self._table
@@ -400,10 +411,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
                 raise ValueError(f"unknown agent {agent!r}; the agents are {self.possible_agents}")
             seat = self._seat[agent]
             mask = self._no_actions.copy()
-        part = self._table_parts[seat]
+        part = self._pick_parts[seat]
         if part is None:
-            part = self._table_parts[seat] = self._encoder.table_part(table, seat)
-        return {"observation": self._encoder.observe(table, seat, part), "action_mask": mask}
+            part = self._pick_parts[seat] = self._encoder.pick_part(table, seat)
+        return {"observation": self._encoder.observe(table, seat, pick_part=part), "action_mask": mask}
 
     def render(self) -> str | None:
         if self.render_mode not in self.metadata["render_modes"]:
@@ -433,37 +444,53 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
 
     def _picked(self) -> None:
         """A pick (or a new game): the table parts and the scores and totals are built again when next needed."""
-        self._table_parts = [None] * self.num_players
+        self._pick_parts = [None] * self.num_players
         self._sheet_info = None
 
+    # The infos are built when read: a step records only whether its action was illegal. PettingZoo's loop reads one
+    # agent's info a step (last()); ``infos`` builds every agent's, the same dicts last() handed out.
+    @property
+    def infos(self) -> dict[str, dict[str, Any]]:
+        if self._infos is None:
+            self._infos = {agent: self._info(agent) for agent in self.agents}
+        return self._infos
+
+    @infos.setter
+    def infos(self, value: dict[str, dict[str, Any]]) -> None:
+        self._infos = value
+
     def _set_infos(self, illegal: bool) -> None:
+        self._illegal_step, self._infos, self._agent_infos = illegal, None, {}
+
+    def _info(self, agent: str) -> dict[str, Any]:
+        """``agent``'s info after the last step (made once a step)."""
+        info = self._agent_infos.get(agent)
+        if info is not None:
+            return info
         table = self._table
         on_turn = table.players[table.current]
         if self._sheet_info is None:  # new read-only arrays after each pick, shared by every agent until the next
             totals = np.array([game.total for game in table.players], dtype=np.int64)
             scores = table.sheets.copy()
-            scores.flags.writeable = totals.flags.writeable = False
+            scores.setflags(write=False)
+            totals.setflags(write=False)
             winners = self._no_winners
             if self._over and all(self.terminations.values()):
                 winners = (totals == totals.max()).astype(np.int8)
-                winners.flags.writeable = False
+                winners.setflags(write=False)
             self._sheet_info = scores, totals, winners
         scores, totals, winners = self._sheet_info
-        dice, rolls_left, seat = _DICE[on_turn.roll], self._numbers[on_turn.rolls_left], self._numbers[table.current]
-        flag, numbers = _FLAGS[illegal], self._illegal_numbers
-        self.infos = {
-            agent: {
-                "dice": dice,  # a read-only row of the rules' table
-                "rolls_left": rolls_left,
-                "player_on_turn": seat,
-                "scores": scores,
-                "totals": totals,
-                "illegal_action": flag,
-                "winners": winners,
-                "illegal_actions": numbers[self._seat[agent]],
-            }
-            for agent in self.agents
+        info = self._agent_infos[agent] = {
+            "dice": _DICE[on_turn.roll],  # a read-only row of the rules' table
+            "rolls_left": self._numbers[on_turn.rolls_left],
+            "player_on_turn": self._numbers[table.current],
+            "scores": scores,
+            "totals": totals,
+            "illegal_action": _FLAGS[self._illegal_step],
+            "winners": winners,
+            "illegal_actions": self._illegal_numbers[self._seat[agent]],
         }
+        return info
 
     def _sheets(self) -> str:
         table, rules = self._table, self.rules

@@ -268,6 +268,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._no_actions = np.zeros(self._num_actions, dtype=np.int8)
         self.agents = []
         self._encoder = MultiplayerEncoder(self.rules, self.num_players)
+        self._own_then = None if self.rules.has_bonuses else self._encoder.solo._flat_one_then
         mask_space = spaces.Box(0, 1, shape=(self.rules.num_actions,), dtype=np.int8)
         self._observation_space = spaces.Dict({"observation": self._encoder.space, "action_mask": mask_space})
         self._action_space = spaces.Discrete(self.rules.num_actions)
@@ -367,8 +368,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         agent, table = self.agent_selection, self._table
         points, game_over = table.play(action)
         rewards = dict.fromkeys(self.agents, 0.0)
-        if action >= R.PICK_OFFSET:
-            self._picked()
+        if action >= R.PICK_OFFSET:  # self._picked(), inline
+            self._pick_parts = [None] * self.num_players
+            self._sheet_info = None
         if self.reward_mode == "score":
             rewards[agent] = float(points)
         if game_over:
@@ -379,7 +381,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         else:
             self.agent_selection = self.agents[table.current]
         self.rewards = rewards
-        self._set_infos(illegal=False)
+        self._illegal_step, self._infos, self._agent_infos = False, None, {}  # self._set_infos(False), inline
         if game_over:
             self._cumulative_rewards[agent] = 0.0
             self._accumulate_rewards()
@@ -414,7 +416,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         part = self._pick_parts[seat]
         if part is None:
             part = self._pick_parts[seat] = self._encoder.pick_part(table, seat)
-        return {"observation": self._encoder.observe(table, seat, pick_part=part), "action_mask": mask}
+        if self._own_then is None:
+            return {"observation": self._encoder.observe(table, seat, pick_part=part), "action_mask": mask}
+        own = table.players[seat]  # MultiplayerEncoder.observe's own path for rules without bonuses, one call less
+        return {"observation": self._own_then(own.roll, own.rolls_left, own.open_mask, part), "action_mask": mask}
 
     def render(self) -> str | None:
         if self.render_mode not in self.metadata["render_modes"]:

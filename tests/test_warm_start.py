@@ -233,6 +233,16 @@ def test_open_categories_counts_the_players_own_open_categories():
     assert np.array_equal(open_categories(torch.from_numpy(obs), "standard").numpy(), expected)
 
 
+@pytest.mark.parametrize("rules", ["standard", "classic", "knizia", "yahtzee", "yatzy"])
+def test_open_categories_reads_every_presets_layout(rules):
+    encoder, rng = ObservationEncoder(rules), np.random.default_rng(1)
+    n = encoder.rules.num_categories
+    open_mask = rng.integers(1, 1 << n, 500)
+    obs = encoder.flat(rng.integers(0, 252, 500), rng.integers(0, 3, 500), open_mask)
+    expected = [bin(int(m)).count("1") for m in open_mask]
+    assert open_categories(torch.from_numpy(obs), rules).tolist() == expected
+
+
 def _actor_gradients(model, obs, actions, masks) -> list[torch.Tensor]:
     model.policy.zero_grad()
     _, log_prob, entropy = model.policy.evaluate_actions(obs, actions, action_masks=masks)

@@ -431,16 +431,16 @@ class MultiplayerEncoder:
         if not self.solo._bonuses:  # the open bits and fraction (a row of the solo encoder's table), then the table
             if self._by_open_lists is None:
                 self._by_open_lists = self.solo._by_open.astype(float).tolist()  # float32 values, exact as floats
-            return np.array(self._table_values(self._by_open_lists[own.open_mask], table, seat), dtype=np.float32)
+            values = self._table_values(self._by_open_lists[own.open_mask].copy(), table, seat)
+            return np.array(values, dtype=np.float32)
         solo = self.solo.flat(0, 0, own.open_mask, own.upper, own.armed)[self.solo.layout["open"].start :]
         return np.concatenate((solo, self.table_part(table, seat)))
 
     def _table_values(self, values: list[float], table: TableState, seat: int) -> list[float]:
-        """``values`` followed by :meth:`table_part`'s as Python floats (made float32 at once by the caller, as
-        assigning each would round it): one array from one list."""
+        """``values``, extended in place by :meth:`table_part`'s as Python floats (made float32 at once by the caller,
+        as assigning each would round it): one array from one list."""
         games, scale, open_bits = table.players, self.max_total, self._open_lists
         own = games[seat]
-        values = values.copy()
         best = None
         for opponent in self._order[seat]:
             game = games[opponent]

@@ -368,9 +368,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         agent, table = self.agent_selection, self._table
         points, game_over = table.play(action)
         rewards = dict.fromkeys(self.agents, 0.0)
-        if action >= R.PICK_OFFSET:  # self._picked(), inline
-            self._pick_parts = [None] * self.num_players
-            self._sheet_info = None
+        if action >= R.PICK_OFFSET:
+            self._picked()
         if self.reward_mode == "score":
             rewards[agent] = float(points)
         if game_over:
@@ -381,7 +380,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         else:
             self.agent_selection = self.agents[table.current]
         self.rewards = rewards
-        self._illegal_step, self._infos, self._agent_infos = False, None, {}  # self._set_infos(False), inline
+        self._set_infos(illegal=False)
         if game_over:
             self._cumulative_rewards[agent] = 0.0
             self._accumulate_rewards()

@@ -3,7 +3,7 @@
 Playing to win differs from playing for points mostly at the end of a game, when the margin is known and few turns are
 left to make it up. Measured with the win agent (one step of policy improvement over the solver for the win;
 ``docs/playing-to-win.md``): played only on the decisions with at most ``K`` categories open, the solver's action
-everywhere else, it wins against the solver 50.12% (K = 1), 50.75% (2), 51.18% (3), 51.31% (4), 51.47% (6) and 51.66%
+everywhere else, it wins against the solver 50.12% (K = 1), 50.75% (2), 51.18% (3), 51.31% (4), 51.47% (6) and 51.65%
 (every turn), 20,000 deals each (80,000 games, common dice, seats rotated; the 95% CIs are +-0.06 to +-0.24 points;
 ``python benchmarks/win_agent.py --players 2 2 2 2 2 2 --deals 20000 20000 20000 20000 20000 20000 --last-turns 1 2 3 4
 6 12``). Four fifths of the edge lie in the last four turns. A learner fine-tuned for the win reward gets one +-1 per

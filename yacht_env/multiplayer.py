@@ -447,7 +447,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         return R.describe_illegal(action, player.roll, player.rolls_left, self.rules.categories, player.open_mask)
 
     def _picked(self) -> None:
-        """A pick (or a new game): the table parts and the scores and totals are built again when next needed."""
+        """A pick (or a new game): the seats' kept observation parts and the infos' scores and totals are built
+        again when next needed."""
         self._pick_parts = [None] * self.num_players
         self._sheet_info = None
 

@@ -23,7 +23,7 @@ from yacht_env.sb3 import YachtSB3VecEnv
 from yacht_lab.anchor import _CarryLoss, anchor_to_init, masked_kl
 from yacht_lab.callbacks import actor_parameters
 from yacht_lab.config import PPOConfig, TrainConfig, load_config
-from yacht_lab.focus import learn_last_turns, open_categories
+from yacht_lab.focus import kl_weights, learn_last_turns, open_categories
 from yacht_lab.tasks import make_vec_env
 from yacht_lab.training import make_model, train
 from yacht_lab.warm_start import warm_start
@@ -297,4 +297,101 @@ def test_learn_last_turns_is_an_int_up_to_the_sheet(tmp_path, value):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"ppo": {"learn_last_turns": value}}))
     with pytest.raises(ValueError, match=r"^ppo.learn_last_turns must be an int >= 0"):
+        load_config(path)
+
+
+# --------------------------------------------------------------------------------------------------
+# ppo.kl_to_init_last_turns: the KL penalty weighed apart on the last turns (yacht_lab.focus.kl_weights)
+# --------------------------------------------------------------------------------------------------
+def test_kl_weights_weigh_the_last_turns_apart():
+    obs = torch.from_numpy(table_observations(2))
+    weights = kl_weights(3, 0.1, 0.01, "standard")(obs)
+    late = open_categories(obs, "standard") <= 3
+    assert 0 < late.sum() < len(obs)
+    assert weights.dtype == obs.dtype and weights.shape == late.shape
+    assert torch.equal(weights[late], torch.full((int(late.sum()),), 0.01))
+    assert torch.equal(weights[~late], torch.full((int((~late).sum()),), 0.1))
+
+
+def _penalty_gradients(model, obs, actions, masks) -> list[torch.Tensor]:
+    """The actor's gradient from the anchor's penalty alone (the values enter the loss times 0)."""
+    model.policy.zero_grad()
+    values, _, _ = model.policy.evaluate_actions(obs, actions, action_masks=masks)
+    (values * 0).sum().backward()
+    return [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in actor_parameters(model.policy)]
+
+
+def test_a_per_row_weight_penalises_only_the_rows_it_weighs():
+    config, model = started(opponents=["greedy"], reward="win", reward_scale=1.0)
+    reference = make_model(config, model.get_env(), None)
+    warm_start(reference, config)
+    with torch.no_grad():  # the policy moves off its start, so the penalty has a gradient wherever it is weighed
+        for parameter in actor_parameters(model.policy):
+            parameter.add_(0.05 * torch.randn(parameter.shape, generator=torch.Generator().manual_seed(0)))
+    anchor_to_init(model, reference.policy, kl_weights(3, 0.0, 1.0, "standard"))
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    obs = torch.from_numpy(table_observations(2))
+    masks = np.ones((len(obs), model.action_space.n), dtype=bool)
+    actions = torch.zeros(len(obs), dtype=torch.long)
+    late = open_categories(obs, "standard") <= 3
+    early = _penalty_gradients(model, obs[~late], actions[~late], masks[~late.numpy()])
+    assert all(g.abs().max() == 0 for g in early)  # weight 0 on the early decisions: no pull
+    pulled = _penalty_gradients(model, obs[late], actions[late], masks[late.numpy()])
+    assert any(g.abs().max() > 0 for g in pulled)
+    with torch.no_grad():
+        log_q = reference.policy.get_distribution(obs, action_masks=masks).distribution.logits
+    last_layer = model.policy.action_net.weight  # the penalty is the weighted mean of the rows' KL: same gradient
+    log_p = model.policy.get_distribution(obs, action_masks=masks).distribution.logits
+    expected = torch.autograd.grad((late.float() * masked_kl(log_p, log_q)).mean(), last_layer)[0]
+    _penalty_gradients(model, obs, actions, masks)
+    assert expected.abs().max() > 0
+    torch.testing.assert_close(last_layer.grad, expected)
+
+
+def test_train_weighs_the_penalty_per_decision_when_asked(tmp_path, monkeypatch):
+    weights = []
+
+    def spy(model, reference, coef):
+        weights.append(coef)
+        anchor_to_init(model, reference, coef)
+
+    monkeypatch.setattr("yacht_lab.training.anchor_to_init", spy)
+    ppo = {"n_steps": 64, "batch_size": 256, "n_epochs": 1, "learn_last_turns": 4, "kl_to_init": 0.1}
+    path = tmp_path / "c.yaml"
+    for late, run in ((0.01, "split"), (None, "plain")):
+        config = {
+            "n_envs": 4,
+            "total_timesteps": 256,
+            "eval": {"games": 10},
+            "init": str(STANDARD),
+            "opponents": ["greedy"],
+        }
+        config["ppo"] = {**ppo, "kl_to_init_last_turns": late}
+        path.write_text(yaml.safe_dump(config))
+        train(load_config(path), tmp_path / run, command="test", progress=False)
+    split, plain = weights
+    assert plain == 0.1  # no split: one number, the penalty as before
+    obs = torch.from_numpy(table_observations(2))
+    late = open_categories(obs, "standard") <= 4
+    expected = torch.where(late, torch.tensor(0.01), torch.tensor(0.1))
+    assert torch.equal(split(obs), expected)
+
+
+@pytest.mark.parametrize(
+    ("ppo", "init", "message"),
+    [
+        ({"kl_to_init": 0.1, "kl_to_init_last_turns": 0.01}, True, r"^ppo.kl_to_init_last_turns needs ppo.learn_last"),
+        (
+            {"learn_last_turns": 4, "kl_to_init_last_turns": -0.01},
+            True,
+            r"^ppo.kl_to_init_last_turns must be a number >= 0",
+        ),
+        ({"learn_last_turns": 4, "kl_to_init_last_turns": "0.1"}, True, r"^ppo.kl_to_init_last_turns must be a number"),
+        ({"learn_last_turns": 4, "kl_to_init_last_turns": 0.01}, False, r"^ppo.kl_to_init needs init"),
+    ],
+)
+def test_kl_to_init_last_turns_is_checked(tmp_path, ppo, init, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"ppo": ppo, **({"init": "standard"} if init else {})}))
+    with pytest.raises(ValueError, match=message):
         load_config(path)

@@ -19,6 +19,8 @@ cost beside the update, paid only when the option is on. ``train/kl_to_init`` lo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 __all__ = ["anchor_to_init", "masked_kl"]
@@ -44,8 +46,11 @@ def masked_kl(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
     return torch.where(p > 0, p * (log_p - log_q), torch.zeros_like(p)).sum(-1)
 
 
-def anchor_to_init(model, reference_policy, coef: float) -> None:
-    """Adds ``coef * KL(pi || reference)`` to the loss of every PPO update of ``model`` (see the module)."""
+def anchor_to_init(model, reference_policy, coef: float | Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """Adds ``coef * KL(pi || reference)`` to the loss of every PPO update of ``model`` (see the module).
+
+    ``coef`` is a number, or a function of a minibatch's observations giving each row's weight (the penalty is then
+    the mean of the weighted rows: :func:`yacht_lab.focus.kl_weights`)."""
     policy = model.policy
     evaluate = policy.evaluate_actions
     reference_policy.set_training_mode(False)
@@ -56,8 +61,9 @@ def anchor_to_init(model, reference_policy, coef: float) -> None:
         log_p = policy.get_distribution(obs, action_masks=action_masks).distribution.logits
         with torch.no_grad():
             log_q = reference_policy.get_distribution(obs, action_masks=action_masks).distribution.logits
-        kl = masked_kl(log_p, log_q).mean()
-        model.logger.record("train/kl_to_init", kl.item())
-        return _CarryLoss.apply(values, coef * kl), log_prob, entropy
+        per_row = masked_kl(log_p, log_q)
+        model.logger.record("train/kl_to_init", per_row.mean().item())
+        penalty = (coef(obs) * per_row).mean() if callable(coef) else coef * per_row.mean()
+        return _CarryLoss.apply(values, penalty), log_prob, entropy
 
     policy.evaluate_actions = evaluate_actions

@@ -103,6 +103,12 @@ class PPOConfig:
     policy its gradient and entropy bonus; every decision still trains the critic and counts in ``kl_to_init``
     (:mod:`yacht_lab.focus`): for the win reward, whose edge over playing for points lies mostly at the end of a
     game. 0: every decision."""
+    kl_to_init_last_turns: float | None = None
+    """With ``learn_last_turns``: the KL penalty's weight on the decisions of those last turns, ``kl_to_init``
+    staying on the others (:func:`yacht_lab.focus.kl_weights`). With a KL weight ``b`` toward the start, the
+    policy's best action at a decision moves off the start's only where its advantage beats ``b`` times the log of
+    the start's odds against it: a small weight here lets the last turns change while the early play is held.
+    ``null``: ``kl_to_init`` on every decision."""
     critic_warmup_timesteps: int = 0
     """For this many first timesteps only the critic learns: every update leaves the actor's weights as they are
     (:class:`yacht_lab.callbacks.CriticWarmupCallback`). For a run started from a model (``init``) under a new
@@ -400,7 +406,11 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_number("ppo.critic_warmup_timesteps", p.critic_warmup_timesteps, int, 0)
     _check_number("ppo.kl_to_init", p.kl_to_init, float, 0)
     _check_number("ppo.learn_last_turns", p.learn_last_turns, int, 0, high=R.get_rules(config.rules).num_categories)
-    if p.kl_to_init > 0 and config.init is None:
+    if p.kl_to_init_last_turns is not None:
+        _check_number("ppo.kl_to_init_last_turns", p.kl_to_init_last_turns, float, 0)
+        if not p.learn_last_turns:
+            raise ValueError("ppo.kl_to_init_last_turns needs ppo.learn_last_turns: it weighs those turns' decisions")
+    if (p.kl_to_init > 0 or (p.kl_to_init_last_turns or 0) > 0) and config.init is None:
         raise ValueError("ppo.kl_to_init needs init: the penalty is toward the model the run starts from")
     for name in ("gamma", "gae_lambda"):
         value = getattr(p, name)

@@ -14,6 +14,14 @@ gradient), so neither the clipped objective nor the entropy bonus moves the poli
 every decision (its value is untouched), and a KL penalty toward the start (``ppo.kl_to_init``, :mod:`yacht_lab.anchor`)
 still counts every decision, holding the early play where it was while the shared weights move.
 
+The penalty can weigh the last turns less (``ppo.kl_to_init_last_turns``, :func:`kl_weights`). With a KL weight ``b``
+toward the start and an entropy bonus ``t``, the policy a PPO update tends to at a decision is
+``pi ~ pi_init ** (b / (b + t)) * exp(A / (b + t))`` (``A`` the actions' advantages), whose best action maximises
+``b * log pi_init + A``: it leaves the start's best only where its advantage beats ``b`` times the log of the start's
+odds against it. A converged start gives its second choices odds of 100 or 1,000 to one, so ``b = 0.1`` asks an
+advantage of 0.5 to 0.7 (normalised advantages: about a standard deviation), and nothing moved in the fifth try. A
+small weight on the last turns and the usual one on the others lets the end of the game change and holds the rest.
+
 It is a choice of where to learn, made from the measurement above, like any hyperparameter: nothing of the solver
 enters the learner's observation, reward or loss. Like the anchor, it wraps the policy's ``evaluate_actions``,
 which SB3's PPO calls once per minibatch.
@@ -26,7 +34,7 @@ import torch
 from yacht_env import rules as R
 from yacht_env.encoding import flat_layout
 
-__all__ = ["learn_last_turns", "open_categories"]
+__all__ = ["kl_weights", "learn_last_turns", "open_categories"]
 
 
 def open_categories(obs: torch.Tensor, rules: str | R.Rules) -> torch.Tensor:
@@ -53,3 +61,15 @@ def learn_last_turns(model, turns: int, rules: str | R.Rules) -> None:
         return values, log_prob, entropy
 
     policy.evaluate_actions = evaluate_actions
+
+
+def kl_weights(turns: int, early: float, late: float, rules: str | R.Rules):
+    """Per-row weights for :func:`yacht_lab.anchor.anchor_to_init`: ``late`` on the decisions with at most ``turns``
+    categories open, ``early`` on the others."""
+    rules = R.get_rules(rules)
+
+    def weights(obs: torch.Tensor) -> torch.Tensor:
+        late_rows = open_categories(obs, rules) <= turns
+        return torch.where(late_rows, torch.tensor(late, dtype=obs.dtype), torch.tensor(early, dtype=obs.dtype))
+
+    return weights

@@ -36,7 +36,7 @@ from yacht_lab.callbacks import (
     StopFlag,
 )
 from yacht_lab.config import MAX_SEED, TrainConfig, load_config, validated
-from yacht_lab.focus import learn_last_turns
+from yacht_lab.focus import kl_weights, learn_last_turns
 from yacht_lab.runs import (
     CURVE_FILE,
     PLOT_FILE,
@@ -226,10 +226,17 @@ def train(
                 model, rows = make_model(config, env, tensorboard_dir), []
                 if config.init is not None:
                     warm_start(model, config)
-            if config.ppo.kl_to_init > 0:  # the reference: the init model, rebuilt the same way on a resume too
+            p = config.ppo
+            late_kl = p.kl_to_init if p.kl_to_init_last_turns is None else p.kl_to_init_last_turns
+            if p.kl_to_init > 0 or late_kl > 0:  # the reference: the init model, rebuilt the same way on a resume too
                 reference = make_model(config, env, None)
                 warm_start(reference, config)
-                anchor_to_init(model, reference.policy, config.ppo.kl_to_init)
+                weight = (
+                    p.kl_to_init
+                    if late_kl == p.kl_to_init
+                    else kl_weights(p.learn_last_turns, p.kl_to_init, late_kl, config.rules)
+                )
+                anchor_to_init(model, reference.policy, weight)
             if config.ppo.learn_last_turns:
                 learn_last_turns(model, config.ppo.learn_last_turns, config.rules)
             task.attach(run_dir, model, resumed=resume is not None)  # a league: restored and seated

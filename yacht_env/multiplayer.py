@@ -84,7 +84,13 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
         if self._has_reset and raw.agents:  # what OrderEnforcingWrapper.step does then, without its hops
             self._has_updated = True
             if self._checks_bounds and type(action) is int and 0 <= action < raw._num_actions:
-                raw.step(action)  # an int in range passes _AssertOutOfBounds's check: straight to the raw env
+                # An int in range passes _AssertOutOfBounds's check: straight to the raw env, and a legal action in a
+                # game on straight to its transition (raw_env.step's first branch).
+                table = raw._table
+                if not raw._over and table.players[table.current].mask[action]:
+                    raw._play(action)
+                else:
+                    raw.step(action)
             else:
                 self.env.step(action)
         else:
@@ -309,7 +315,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._table.start(streams)
         self._picked()
         self.agents = list(self.possible_agents)
-        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._zero_rewards = dict.fromkeys(self.agents, 0.0)
+        self.rewards = self._zero_rewards.copy()
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
@@ -367,7 +374,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         """The player on turn takes a legal action: the table's transition, then rewards, infos and turn order."""
         agent, table = self.agent_selection, self._table
         points, game_over = table.play(action)
-        rewards = dict.fromkeys(self.agents, 0.0)
+        rewards = self._zero_rewards.copy()  # a new dict each step (a third of dict.fromkeys's time)
         if action >= R.PICK_OFFSET:
             self._picked()
         if self.reward_mode == "score":
@@ -380,7 +387,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         else:
             self.agent_selection = self.agents[table.current]
         self.rewards = rewards
-        self._set_infos(illegal=False)
+        self._illegal_step, self._infos, self._agent_infos = False, None, {}  # _set_infos(illegal=False), inlined
         if game_over:
             self._cumulative_rewards[agent] = 0.0
             self._accumulate_rewards()
@@ -473,7 +480,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         if info is not None:
             return info
         table = self._table
-        on_turn = table.players[table.current]
+        current = table.current
+        on_turn = table.players[current]
         if self._sheet_info is None:  # new read-only arrays after each pick, shared by every agent until the next
             totals = np.array([game.total for game in table.players], dtype=np.int64)
             scores = table.sheets.copy()
@@ -485,10 +493,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
                 winners.setflags(write=False)
             self._sheet_info = scores, totals, winners
         scores, totals, winners = self._sheet_info
+        numbers = self._numbers
         info = self._agent_infos[agent] = {
             "dice": _DICE[on_turn.roll],  # a read-only row of the rules' table
-            "rolls_left": self._numbers[on_turn.rolls_left],
-            "player_on_turn": self._numbers[table.current],
+            "rolls_left": numbers[on_turn.rolls_left],
+            "player_on_turn": numbers[current],
             "scores": scores,
             "totals": totals,
             "illegal_action": _FLAGS[self._illegal_step],

@@ -288,3 +288,25 @@ def test_table_win_probabilities_match_the_agents_model_and_sum_to_one(players):
             f = less[1] * less[2] + (final[1] * less[2] + final[2] * less[1]) / 2 + final[1] * final[2] / 3
             expected = final[0] @ f
         assert chances[i, 0] == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_win_agreement_benchmark_measures_against_its_yardsticks(tmp_path):
+    """benchmarks/win_agreement.py end to end: the solver's moves are the solver's everywhere, the win agent's are
+    its own on the contested decisions, and the shipped model sits between; bad input is one line, exit 2."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "win_agreement.py"
+    out = tmp_path / "agreement.json"
+    command = [sys.executable, str(script), "--agents", "optimal", "win", "ppo:standard", "--games", "60"]
+    done = subprocess.run([*command, "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    optimal, win, ppo = json.loads(out.read_text())
+    assert 0.05 < optimal["contested_share"] < 0.3  # the win agent departs from the solver on some late decisions
+    assert optimal["contested"]["as_solver"] == 1.0 and optimal["uncontested"]["as_solver"] == 1.0
+    assert win["contested"]["as_win"] == 1.0 and win["uncontested"]["as_solver"] == 1.0
+    assert 0 < ppo["contested"]["as_solver"] < 1 and ppo["late_decisions"] > 60
+    bad = subprocess.run([*command[:2], "--agents", "optimal", "--players", "1"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and bad.stderr.startswith("error: ")

@@ -524,6 +524,27 @@ def test_legal_action_mask_returns_a_fresh_array():
     assert R.legal_action_mask(0, 2, R.ALL_OPEN).any()
 
 
+@pytest.mark.parametrize("canonical_keeps", [True, False])
+@pytest.mark.parametrize("num_categories", [12, 13])
+def test_legal_mask_parts_join_into_legal_action_mask(canonical_keeps, num_categories):
+    """Every (roll, rolls left) half and every open-mask half, then a sample of joined states, against
+    legal_action_mask; the joined array is read-only."""
+    keeps, picks = R.legal_mask_parts(canonical_keeps, num_categories)
+    assert len(keeps) == 252 * 3 and len(picks) == 1 << num_categories
+    rolls, rolls_left = np.divmod(np.arange(252 * 3), 3)
+    every_keep = np.frombuffer(b"".join(keeps), bool).reshape(-1, 32)
+    expected = R.legal_action_mask(rolls, rolls_left, 0, canonical_keeps, num_categories)[:, :32]
+    np.testing.assert_array_equal(every_keep, expected)
+    every_pick = np.frombuffer(b"".join(picks), bool).reshape(-1, num_categories)
+    np.testing.assert_array_equal(every_pick, R.open_bits(num_categories).astype(bool))
+    rng = random.Random(5)
+    for _ in range(500):
+        r, left, open_mask = rng.randrange(252), rng.randrange(3), rng.randrange(1 << num_categories)
+        joined = np.frombuffer(keeps[3 * r + left] + picks[open_mask], bool)
+        assert not joined.flags.writeable
+        np.testing.assert_array_equal(joined, R.legal_action_mask(r, left, open_mask, canonical_keeps, num_categories))
+
+
 def test_legal_action_mask_default_is_canonical():
     r = R.roll_index((2, 2, 3, 5, 6))
     mask = R.legal_action_mask(r, 2, R.ALL_OPEN)

@@ -57,7 +57,8 @@ class GameState:
             kind earns the bonus (0 or 1); always 0 otherwise.
         stream: int32 ``(..., stream_rows, 6)``: the game's dice stream as prefix codes.
         mask: bool ``(..., num_actions)``: the legal actions, recomputed wherever the state changes; all True
-            once a game is finished (so no mask row is ever empty).
+            once a game is finished (so no mask row is ever empty). Read-only for one game (a new array at each
+            change: copy it to write).
     """
 
     def __init__(self, rules: str | R.Rules = "standard", num_games: int | None = None, canonical_keeps: bool = True):
@@ -75,6 +76,12 @@ class GameState:
             self.roll = self.rolls_left = self.open_mask = self.turn = self.total = self.upper = self.armed = 0
             self._score_rows = _score_rows(self.rules)  # one game works on Python ints: its tables as lists
             self._codes = self.stream.tolist()
+            # Its mask is read-only, joined from two halves of bytes (R.legal_mask_parts): half a writable copy's time.
+            self._mask_keeps, self._mask_picks = R.legal_mask_parts(self.canonical_keeps, self._num_categories)
+            self._all_legal = np.ones(self.rules.num_actions, dtype=bool)
+            self._all_legal.flags.writeable = False
+            self._legal = self._legal_one
+            self.mask = self._all_legal
         else:
             self.roll = np.zeros(num_games, dtype=np.intp)
             self.rolls_left = np.zeros(num_games, dtype=np.intp)
@@ -154,9 +161,8 @@ class GameState:
                     self.turn += 1
                     self.roll = R.roll_from_code(self._codes[self.turn * R.ROLLS_PER_TURN][R.NUM_DICE])
                     self.rolls_left = R.MAX_ROLLS_LEFT
-            self.mask = self._legal(self.roll, self.rolls_left, self.open_mask)
-            if finished:
-                self.mask[:] = True  # as _update_mask: a finished game allows every action
+            # As _update_mask: a finished game allows every action.
+            self.mask = self._all_legal if finished else self._legal(self.roll, self.rolls_left, self.open_mask)
             return points, finished
 
         if games is None:
@@ -221,14 +227,20 @@ class GameState:
         picks = R.legal_picks(self.rules, roll, open_mask) if self._bonuses else open_mask
         return R.legal_action_mask(roll, rolls_left, picks, self.canonical_keeps, self._num_categories)
 
+    def _legal_one(self, roll: int, rolls_left: int, open_mask: int) -> np.ndarray:
+        """:meth:`_legal` of one game, read-only (:func:`yacht_env.rules.legal_mask_parts`)."""
+        picks = R.legal_picks(self.rules, roll, open_mask) if self._bonuses else open_mask
+        return np.frombuffer(self._mask_keeps[roll * R.ROLLS_PER_TURN + rolls_left] + self._mask_picks[picks], bool)
+
     def _update_mask(self) -> None:
-        self.mask = self._legal(self.roll, self.rolls_left, self.open_mask)
         # A finished game allows every action (pgx's convention): a masked policy never meets an empty row,
         # and the envs never step a finished game.
         if self.num_games is None:
-            if self.open_mask == 0:
-                self.mask[:] = True
+            self.mask = (
+                self._all_legal if self.open_mask == 0 else self._legal(self.roll, self.rolls_left, self.open_mask)
+            )
         else:
+            self.mask = self._legal(self.roll, self.rolls_left, self.open_mask)
             self.mask |= (self.open_mask == 0)[:, None]
 
 

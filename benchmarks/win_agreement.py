@@ -113,13 +113,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.players} players, {args.games:,} games each against optimal, seed {args.seed}; the last "
         f"{args.last_turns} turns' decisions"
     )
+    width = max(12, *(len(r["agent"]) for r in reports))
     print(
-        f"{'agent':<44} {'late':>8} {'contested':>9}  contested: as win / as solver / neither   uncontested: as solver"
+        f"{'agent':<{width}} {'late':>8} {'contested':>9}  contested: as win / as solver / neither   "
+        "uncontested: as solver"
     )
     for r in reports:
         c, u = r["contested"], r["uncontested"]
         print(
-            f"{r['agent']:<44} {r['late_decisions']:>8,} {r['contested_share']:>9.2%}  "
+            f"{r['agent']:<{width}} {r['late_decisions']:>8,} {r['contested_share']:>9.2%}  "
             f"{c.get('as_win', 0):>8.2%} / {c.get('as_solver', 0):>7.2%} / {c.get('neither', 0):>6.2%}"
             f"   {u.get('as_solver', 0):>8.2%}"
         )

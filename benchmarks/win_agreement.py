@@ -11,7 +11,9 @@ policy improvement over the solver for the win, ``docs/playing-to-win.md``) and 
 would do. Where they differ (the *contested* decisions, where playing to win means another move) the report gives
 the share of the agent's actions that are the win agent's, the solver's, or neither; elsewhere, its agreement with
 the two (who agree there). A model that learned to play for the win moves its contested actions from the solver's
-to the win agent's; one that only drifted loses agreement everywhere.
+to the win agent's; one that only drifted loses agreement everywhere. For a PPO model it also gives the probability
+its policy puts on the win agent's move there (quantiles, and the policy's entropy): sampled rollouts that never try
+a move give it no gradient.
 
 The win agent and the solver are the yardstick here, never the learner's input: this script reads a model's
 actions, it does not train anything. JSON with ``--json PATH``.
@@ -81,7 +83,7 @@ def agreement(spec: str, players: int, games: int, seed: int, last_turns: int) -
             "neither": round(float(((actions[rows] != winning[rows]) & (actions[rows] != solver[rows])).mean()), 4),
         }
 
-    return {
+    report = {
         "agent": spec,
         "games": games,
         "late_decisions": len(actions),
@@ -89,6 +91,27 @@ def agreement(spec: str, players: int, games: int, seed: int, last_turns: int) -
         "contested": shares(contested),
         "uncontested": shares(~contested),
         "contested_by_turns_left": {k: shares(contested & (open_count == k)) for k in range(1, last_turns + 1)},
+    }
+    if hasattr(agent, "model") and contested.any():  # a PPO model: how often would its rollouts try the move?
+        report["contested_policy"] = policy_odds(agent, obs[contested], masks[contested], winning[contested])
+    return report
+
+
+def policy_odds(agent, obs: np.ndarray, masks: np.ndarray, moves: np.ndarray) -> dict[str, object]:
+    """A PPO model's probability of ``moves`` (the win agent's) where contested, as quantiles, and its entropy: a
+    move the sampled rollouts never try gets no policy gradient."""
+    import torch
+
+    view = obs if getattr(agent, "table_players", None) else obs[:, : ObservationEncoder(agent.rules).size]
+    with torch.no_grad():
+        dist = agent.model.policy.get_distribution(torch.as_tensor(view), action_masks=masks).distribution
+        p = dist.probs.numpy()[np.arange(len(moves)), moves]
+        entropy = float(dist.entropy().mean())
+    quantiles = np.quantile(p, [0.1, 0.25, 0.5, 0.75, 0.9])
+    return {
+        "p_win_move_quantiles": dict(zip(["q10", "q25", "q50", "q75", "q90"], map(float, quantiles), strict=True)),
+        "p_win_move_mean": round(float(p.mean()), 4),
+        "entropy": round(entropy, 4),
     }
 
 
@@ -125,6 +148,14 @@ def main(argv: list[str] | None = None) -> int:
             f"{c.get('as_win', 0):>8.2%} / {c.get('as_solver', 0):>7.2%} / {c.get('neither', 0):>6.2%}"
             f"   {u.get('as_solver', 0):>8.2%}"
         )
+    for r in reports:
+        if "contested_policy" in r:
+            odds = r["contested_policy"]
+            q = "  ".join(f"{k} {v:.2g}" for k, v in odds["p_win_move_quantiles"].items())
+            print(
+                f"{r['agent']}: P(the win agent's move) where contested: {q}, mean {odds['p_win_move_mean']:.4f}; "
+                f"entropy {odds['entropy']:.3f} nats"
+            )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(reports, f, indent=1)

@@ -308,5 +308,9 @@ def test_the_win_agreement_benchmark_measures_against_its_yardsticks(tmp_path):
     assert optimal["contested"]["as_solver"] == 1.0 and optimal["uncontested"]["as_solver"] == 1.0
     assert win["contested"]["as_win"] == 1.0 and win["uncontested"]["as_solver"] == 1.0
     assert 0 < ppo["contested"]["as_solver"] < 1 and ppo["late_decisions"] > 60
+    odds = ppo["contested_policy"]  # a PPO model also reports its policy's odds of the win agent's move
+    quantiles = list(odds["p_win_move_quantiles"].values())
+    assert quantiles == sorted(quantiles) and 0 <= quantiles[0] and quantiles[-1] <= 1
+    assert 0 < odds["p_win_move_mean"] < 1 and odds["entropy"] > 0 and "contested_policy" not in optimal
     bad = subprocess.run([*command[:2], "--agents", "optimal", "--players", "1"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and bad.stderr.startswith("error: ")

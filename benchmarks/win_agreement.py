@@ -157,8 +157,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"entropy {odds['entropy']:.3f} nats"
             )
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(reports, f, indent=1)
+        try:
+            with open(args.json, "w") as f:
+                json.dump(reports, f, indent=1)
+        except OSError as error:
+            print(f"error: cannot write {args.json}: {error.strerror}", file=sys.stderr)
+            return 2
     return 0
 
 

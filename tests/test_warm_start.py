@@ -23,7 +23,7 @@ from yacht_env.sb3 import YachtSB3VecEnv
 from yacht_lab.anchor import _CarryLoss, anchor_to_init, masked_kl
 from yacht_lab.callbacks import actor_parameters
 from yacht_lab.config import PPOConfig, TrainConfig, load_config
-from yacht_lab.focus import kl_weights, learn_last_turns, open_categories
+from yacht_lab.focus import explore, kl_weights, learn_last_turns, open_categories
 from yacht_lab.tasks import make_vec_env
 from yacht_lab.training import make_model, train
 from yacht_lab.warm_start import warm_start
@@ -394,4 +394,97 @@ def test_kl_to_init_last_turns_is_checked(tmp_path, ppo, init, message):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"ppo": ppo, **({"init": "standard"} if init else {})}))
     with pytest.raises(ValueError, match=message):
+        load_config(path)
+
+
+# --------------------------------------------------------------------------------------------------
+# ppo.explore_temperature: the rollouts try the learned decisions' other moves (yacht_lab.focus.explore)
+# --------------------------------------------------------------------------------------------------
+def _table_rows(players: int = 2) -> tuple[torch.Tensor, np.ndarray]:
+    """Observations and legal masks of real table games, played by the start model against optimal."""
+    _, model = started(opponents=["optimal"] * (players - 1), reward="win", reward_scale=1.0)
+    env = YachtSB3VecEnv(32, opponents=["optimal"] * (players - 1))
+    env.seed(5)
+    seen, masks, obs = [], [], env.reset()
+    for _ in range(80):
+        mask = env.action_masks()
+        seen.append(obs)
+        masks.append(mask)
+        obs, *_ = env.step(model.predict(obs, action_masks=mask, deterministic=True)[0])
+    return torch.from_numpy(np.concatenate(seen)), np.concatenate(masks)
+
+
+def test_explore_samples_the_last_turns_at_the_temperature_and_keeps_the_policys_log_probability():
+    _, model = started(opponents=["optimal"], reward="win", reward_scale=1.0)
+    obs, masks = _table_rows()
+    late = open_categories(obs, "standard") <= 4
+    assert 0 < late.sum() < len(obs)
+    with torch.no_grad():
+        log_p = model.policy.get_distribution(obs, action_masks=masks).distribution.logits
+        plain_values = model.policy.predict_values(obs)
+        plain_mode = model.policy(obs, deterministic=True, action_masks=masks)[0]
+    explore(model, 4, 2.0, "standard")
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    torch.manual_seed(0)
+    draws = 400
+    counts = torch.zeros_like(log_p)
+    with torch.no_grad():
+        for _ in range(draws):
+            actions, values, log_prob = model.policy(obs, action_masks=masks)
+            assert masks[np.arange(len(obs)), actions.numpy()].all()  # only legal moves, tempered or not
+            assert torch.equal(values, plain_values)
+            # the buffer's log-probability is the policy's own for the move played, not the tempered one's
+            assert torch.equal(log_prob, log_p.gather(1, actions[:, None])[:, 0])
+            counts[torch.arange(len(obs)), actions] += 1
+        mode = model.policy(obs, deterministic=True, action_masks=masks)[0]
+    assert torch.equal(mode, plain_mode)  # deterministic play is untouched
+    frequency = counts / draws
+    own, tempered = log_p.exp(), torch.softmax(log_p / 2.0, -1)
+    assert torch.allclose(frequency[late], tempered[late], atol=0.1)  # 400 draws: 4 standard deviations at most
+    assert torch.allclose(frequency[~late], own[~late], atol=0.1)
+
+    def off_mode(p: torch.Tensor, rows: torch.Tensor) -> float:  # the mean share played off the policy's best move
+        return 1 - p[rows].gather(1, own[rows].argmax(-1, keepdim=True)).mean().item()
+
+    assert off_mode(frequency, late) == pytest.approx(off_mode(tempered, late), abs=0.01)
+    assert off_mode(frequency, ~late) == pytest.approx(off_mode(own, ~late), abs=0.01)
+    assert off_mode(tempered, late) > 2 * off_mode(own, late)  # the temperature tries the other moves
+
+
+def test_explore_at_zero_turns_tempers_every_decision():
+    _, model = started(opponents=["optimal"], reward="win", reward_scale=1.0)
+    obs, masks = _table_rows()
+    with torch.no_grad():
+        log_p = model.policy.get_distribution(obs, action_masks=masks).distribution.logits
+    explore(model, 0, 1e-3, "standard")  # a temperature near 0: the most likely move, every row
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    torch.manual_seed(1)
+    with torch.no_grad():
+        actions, _, _ = model.policy(obs, action_masks=masks)
+    assert torch.equal(actions, log_p.argmax(-1))
+
+
+def test_train_explores_when_asked(tmp_path, monkeypatch):
+    calls = []
+
+    def spy(model, turns, temperature, rules):
+        calls.append((turns, temperature, rules))
+        explore(model, turns, temperature, rules)
+
+    monkeypatch.setattr("yacht_lab.training.explore", spy)
+    path = tmp_path / "c.yaml"
+    for temperature, run in ((2.5, "tempered"), (1.0, "plain")):
+        ppo = {"n_steps": 64, "batch_size": 256, "n_epochs": 1, "learn_last_turns": 4}
+        ppo["explore_temperature"] = temperature
+        path.write_text(yaml.safe_dump({"n_envs": 4, "total_timesteps": 256, "eval": {"games": 10}, "ppo": ppo}))
+        run_dir = train(load_config(path), tmp_path / run, command="test", progress=False)
+        assert (run_dir / "model.zip").is_file()
+    assert calls == [(4, 2.5, "standard")]  # at 1.0 the policy's own samples: nothing wrapped
+
+
+@pytest.mark.parametrize("value", [0, -1.0, "2", float("inf")])
+def test_explore_temperature_is_a_positive_number(tmp_path, value):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"ppo": {"explore_temperature": value}}))
+    with pytest.raises(ValueError, match=r"^ppo.explore_temperature must be a number > 0"):
         load_config(path)

@@ -109,6 +109,12 @@ class PPOConfig:
     policy's best action at a decision moves off the start's only where its advantage beats ``b`` times the log of
     the start's odds against it: a small weight here lets the last turns change while the early play is held.
     ``null``: ``kl_to_init`` on every decision."""
+    explore_temperature: float = 1.0
+    """The rollouts sample the decisions the policy learns from (the last ``learn_last_turns`` turns, or all) at
+    this temperature: the logits divided by it, the buffer keeping the policy's own log-probability of the move
+    played (:func:`yacht_lab.focus.explore`). Above 1 the rollouts try moves the policy gives long odds, which a
+    policy gradient reaches only by sampling them. Deterministic play (evaluation, the saved model) is unchanged.
+    1: the policy's own samples."""
     critic_warmup_timesteps: int = 0
     """For this many first timesteps only the critic learns: every update leaves the actor's weights as they are
     (:class:`yacht_lab.callbacks.CriticWarmupCallback`). For a run started from a model (``init``) under a new
@@ -406,6 +412,7 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_number("ppo.critic_warmup_timesteps", p.critic_warmup_timesteps, int, 0)
     _check_number("ppo.kl_to_init", p.kl_to_init, float, 0)
     _check_number("ppo.learn_last_turns", p.learn_last_turns, int, 0, high=R.get_rules(config.rules).num_categories)
+    _check_number("ppo.explore_temperature", p.explore_temperature, float, 0, low_inclusive=False)
     if p.kl_to_init_last_turns is not None:
         _check_number("ppo.kl_to_init_last_turns", p.kl_to_init_last_turns, float, 0)
         if not p.learn_last_turns:

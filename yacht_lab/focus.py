@@ -22,6 +22,16 @@ odds against it. A converged start gives its second choices odds of 100 or 1,000
 advantage of 0.5 to 0.7 (normalised advantages: about a standard deviation), and nothing moved in the fifth try. A
 small weight on the last turns and the usual one on the others lets the end of the game change and holds the rest.
 
+The rollouts can try the last turns' other moves (``ppo.explore_temperature``, :func:`explore`). A policy gradient
+reaches a move only by sampling it: the start puts a median probability of 0.0007 on the win agent's move where it
+differs from the solver's (``benchmarks/win_agreement.py``), so the sixth try's rollouts almost never played it, and
+an entropy bonus's pull on a move is as small as the move's probability. Sampling the learned decisions at a
+temperature ``T`` (the logits divided by ``T``) takes odds of 1,000 to one to 1,000 ** (1 / T): 32 to one at
+``T = 2``. The rollout buffer keeps the policy's own log-probability of the move played, so PPO's ratio and clip
+treat it as the policy's sample: the update follows the advantages of the moves tried, as epsilon-greedy does in value
+methods (biased toward what the tempered rollouts try, and meant to be). Importance weights against the tempered
+policy would restore the on-policy gradient, whose pull on a move is again its probability: nothing gained.
+
 It is a choice of where to learn, made from the measurement above, like any hyperparameter: nothing of the solver
 enters the learner's observation, reward or loss. Like the anchor, it wraps the policy's ``evaluate_actions``,
 which SB3's PPO calls once per minibatch.
@@ -34,7 +44,7 @@ import torch
 from yacht_env import rules as R
 from yacht_env.encoding import flat_layout
 
-__all__ = ["kl_weights", "learn_last_turns", "open_categories"]
+__all__ = ["explore", "kl_weights", "learn_last_turns", "open_categories"]
 
 
 def open_categories(obs: torch.Tensor, rules: str | R.Rules) -> torch.Tensor:
@@ -73,3 +83,40 @@ def kl_weights(turns: int, early: float, late: float, rules: str | R.Rules):
         return torch.where(late_rows, torch.tensor(late, dtype=obs.dtype), torch.tensor(early, dtype=obs.dtype))
 
     return weights
+
+
+def explore(model, turns: int, temperature: float, rules: str | R.Rules) -> None:
+    """Samples ``model``'s rollout moves at ``temperature`` on the decisions with at most ``turns`` categories
+    open (every decision at ``turns`` = 0, as ``ppo.learn_last_turns`` reads 0); the log-probability it returns is
+    the policy's own for the move played (see the module). Deterministic calls (evaluation, ``predict``) are
+    untouched: the tempered sample lives only in the policy's ``forward``, which SB3 calls to collect rollouts.
+    Records ``rollout/explored_off_mode``: the share of those decisions played off the policy's most likely move."""
+    policy = model.policy
+    rules = R.get_rules(rules)
+    turns = turns or rules.num_categories
+
+    def forward(obs, deterministic=False, action_masks=None):
+        features = policy.extract_features(obs)  # as MaskableActorCriticPolicy.forward, up to the sample
+        if policy.share_features_extractor:
+            latent_pi, latent_vf = policy.mlp_extractor(features)
+        else:
+            latent_pi = policy.mlp_extractor.forward_actor(features[0])
+            latent_vf = policy.mlp_extractor.forward_critic(features[1])
+        values = policy.value_net(latent_vf)
+        distribution = policy._get_action_dist_from_latent(latent_pi)
+        if action_masks is not None:
+            distribution.apply_masking(action_masks)
+        actions = distribution.get_actions(deterministic=deterministic)
+        if not deterministic:
+            learned = open_categories(obs, rules) <= turns
+            if learned.any():
+                logits = distribution.distribution.logits  # masked: the illegal moves' are -1e8, still after / T
+                tempered = torch.distributions.Categorical(logits=logits[learned] / temperature).sample()
+                actions = actions.clone()
+                actions[learned] = tempered
+                off = (tempered != logits[learned].argmax(-1)).float().mean().item()
+                model.logger.record_mean("rollout/explored_off_mode", off)
+        log_prob = distribution.log_prob(actions)
+        return actions.reshape((-1, *policy.action_space.shape)), values, log_prob
+
+    policy.forward = forward

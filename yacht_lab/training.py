@@ -36,7 +36,7 @@ from yacht_lab.callbacks import (
     StopFlag,
 )
 from yacht_lab.config import MAX_SEED, TrainConfig, load_config, validated
-from yacht_lab.focus import kl_weights, learn_last_turns
+from yacht_lab.focus import explore, kl_weights, learn_last_turns
 from yacht_lab.runs import (
     CURVE_FILE,
     PLOT_FILE,
@@ -239,6 +239,8 @@ def train(
                 anchor_to_init(model, reference.policy, weight)
             if config.ppo.learn_last_turns:
                 learn_last_turns(model, config.ppo.learn_last_turns, config.rules)
+            if p.explore_temperature != 1.0:
+                explore(model, p.learn_last_turns, p.explore_temperature, config.rules)
             task.attach(run_dir, model, resumed=resume is not None)  # a league: restored and seated
             remaining = config.total_timesteps - model.num_timesteps
             if remaining <= 0:

@@ -488,3 +488,21 @@ def test_explore_temperature_is_a_positive_number(tmp_path, value):
     path.write_text(yaml.safe_dump({"ppo": {"explore_temperature": value}}))
     with pytest.raises(ValueError, match=r"^ppo.explore_temperature must be a number > 0"):
         load_config(path)
+
+
+def test_explore_at_zero_turns_reaches_a_thirteen_box_sheet():
+    config = TrainConfig(rules="yahtzee", n_envs=4)
+    model = make_model(config, make_vec_env(config), None)  # untrained: near-uniform, so a plain sample is no argmax
+    env = YachtSB3VecEnv(64, rules="yahtzee")
+    env.seed(2)
+    obs = env.reset()  # every game's first decision: all 13 boxes open
+    assert open_categories(torch.from_numpy(obs), "yahtzee").eq(13).all()
+    masks = env.action_masks()
+    with torch.no_grad():
+        log_p = model.policy.get_distribution(torch.from_numpy(obs), action_masks=masks).distribution.logits
+    explore(model, 0, 1e-6, "yahtzee")  # the untrained logits lie 1e-4 apart: a temperature far below that
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    torch.manual_seed(3)
+    with torch.no_grad():
+        actions, _, _ = model.policy(torch.from_numpy(obs), action_masks=masks)
+    assert torch.equal(actions, log_p.argmax(-1))

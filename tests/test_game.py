@@ -232,3 +232,114 @@ def test_drawn_and_given_streams_play_alike():
     dice = R.rows_of_dice(np.random.default_rng(5).integers(0, 7776, size=36)).reshape(12, 3, 5)
     np.testing.assert_array_equal(parse_dice_stream({"dice_stream": dice}), codes)
     assert game_streams(0, range(3), THIRTEEN).shape == (3, 13, 3, 5)
+
+
+# --------------------------------------------------------------------------------------------------
+# Branching a position: take and redeal
+# --------------------------------------------------------------------------------------------------
+FIELDS = ("roll", "rolls_left", "open_mask", "turn", "total", "upper", "armed", "sheet", "stream", "mask")
+
+
+def played_tables(rules: str, players: int, n: int, seed: int):
+    """A batch of tables played from seeded dice with uniformly random legal moves, each table a random number of
+    decisions (0 to past its end: some finished, some at every point of a turn)."""
+    from yacht_env.game import TableState
+
+    rng = np.random.default_rng(seed)
+    table = TableState(rules, players, n)
+    table.start(draw_stream(rng, rules, n * players).reshape(n, players, *table.players.stream.shape[1:]))
+    budget = rng.integers(0, 40 * players * table.rules.num_categories // 12, size=n)
+    for step in range(budget.max()):
+        playing = table.players.open_mask.reshape(n, players).any(axis=1) & (budget > step)
+        table.play(uniform_legal(rng, table.mask), playing)
+    return table, rng
+
+
+def table_rows(tables, players: int) -> np.ndarray:
+    return (np.asarray(tables)[:, None] * players + np.arange(players)).reshape(-1)
+
+
+@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
+def test_taken_tables_are_independent_copies_that_play_as_the_originals(rules):
+    table, rng = played_tables(rules, 3, 40, seed=1)
+    order = np.array([5, 5, 0, 39, 17])
+    copy = table.take(order)
+    for name in FIELDS:
+        assert np.array_equal(getattr(copy.players, name), getattr(table.players, name)[table_rows(order, 3)]), name
+    assert np.array_equal(copy.current, table.current[order])
+    assert np.array_equal(copy.sheets, table.sheets[order])
+    before = {name: getattr(table.players, name).copy() for name in FIELDS}
+    # The copies play on alone (copy 1, of the same table as copy 0, its own moves); the moves of copies 0, 2, 3, 4
+    # replayed at a full copy of the batch give the same states there, field by field.
+    followed = np.array([0, 2, 3, 4])
+    original = table.take(np.arange(40))
+    while copy.players.open_mask.any():
+        playing = copy.players.open_mask.reshape(5, 3).any(axis=1)
+        actions = uniform_legal(rng, copy.mask)
+        copy.play(actions, playing)
+        at_original = np.zeros(40, dtype=np.intp)
+        at_original[order[followed]] = actions[followed]
+        legal = np.zeros(40, dtype=bool)
+        legal[order[followed]] = playing[followed]
+        original.play(at_original, legal)
+    assert (copy.players.open_mask == 0).all()
+    for name in FIELDS:
+        assert np.array_equal(getattr(table.players, name), before[name]), name  # the source never moved
+        mine, theirs = getattr(copy.players, name), getattr(original.players, name)
+        assert np.array_equal(mine[table_rows(followed, 3)], theirs[table_rows(order[followed], 3)]), name
+    assert np.array_equal(copy.current[followed], original.current[order[followed]])
+
+
+def test_take_and_redeal_refuse_one_table():
+    from yacht_env.game import TableState
+
+    with pytest.raises(ValueError, match="holds one table"):
+        TableState("standard", 2).take(np.array([0]))
+    with pytest.raises(ValueError, match="holds one table"):
+        TableState("standard", 2).redeal(np.random.default_rng(0))
+    with pytest.raises(ValueError, match="holds one game"):
+        GameState("standard").take(np.array([0]))
+
+
+@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
+def test_redeal_draws_only_the_dice_still_to_come(rules):
+    table, _ = played_tables(rules, 2, 300, seed=2)
+    games = table.players
+    before = {name: getattr(games, name).copy() for name in FIELDS}
+    on_turn = np.zeros(games.num_games, dtype=bool)
+    on_turn[table.on_turn] = True
+    table.redeal(np.random.default_rng(3))
+    finished = before["open_mask"] == 0
+    assert finished.any() and (~finished & ~on_turn).any() and (on_turn & (before["rolls_left"] < 2)).any()
+    rows = np.arange(games.rules.stream_rows)
+    fresh = draw_stream(np.random.default_rng(3), rules, games.num_games)  # one draw per game, in table order
+    new_rows, same_rows = 0, 0
+    for g in range(games.num_games):
+        turn, left = before["turn"][g], before["rolls_left"][g]
+        first_new = games.rules.stream_rows if finished[g] else turn * 3 + (3 - left if on_turn[g] else 0)
+        kept = rows < first_new
+        assert np.array_equal(games.stream[g][kept], before["stream"][g][kept])
+        assert np.array_equal(games.stream[g][~kept], fresh[g][~kept])
+        new_rows += (~kept).sum()
+        same_rows += (games.stream[g][~kept] == before["stream"][g][~kept]).all(axis=1).sum()
+    assert new_rows > 3000 and same_rows <= 3  # a fresh row of five dice repeats the old one at 6^-5
+    # The player on turn sees the same roll; a waiting player is dealt a new one, from its new stream.
+    for name in ("rolls_left", "open_mask", "turn", "total", "upper", "armed", "sheet"):
+        assert np.array_equal(getattr(games, name), before[name])
+    assert np.array_equal(games.roll[on_turn | finished], before["roll"][on_turn | finished])
+    waiting = np.flatnonzero(~on_turn & ~finished)
+    assert np.array_equal(
+        games.roll[waiting], R.roll_from_code(games.stream[waiting, games.turn[waiting] * 3, R.NUM_DICE])
+    )
+    assert (games.roll[waiting] != before["roll"][waiting]).mean() > 0.9  # 252 rolls: about 1 in 100 deals the same
+    expected = games._legal(games.roll, games.rolls_left, games.open_mask) | (games.open_mask == 0)[:, None]
+    assert np.array_equal(games.mask, expected)
+
+
+def test_redeal_is_seeded():
+    a, _ = played_tables("standard", 2, 20, seed=4)
+    b = a.take(np.arange(20))
+    a.redeal(np.random.default_rng(9))
+    b.redeal(np.random.default_rng(9))
+    for name in FIELDS:
+        assert np.array_equal(getattr(a.players, name), getattr(b.players, name))

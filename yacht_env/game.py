@@ -23,6 +23,7 @@ the row of five fresh dice behind roll ``j`` of the turn (0 = the automatic firs
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,10 @@ from yacht_env import rules as R
 def _score_rows(rules: R.Rules) -> list[list[int]]:
     """:func:`yacht_env.rules.score_table` as Python lists (one game's picks read it without numpy scalars)."""
     return R.score_table(rules).tolist()
+
+
+#: The fields of a batch's state, one row per game (what :meth:`GameState.take` copies).
+_FIELDS = ("roll", "rolls_left", "open_mask", "turn", "total", "upper", "armed", "sheet", "stream", "mask")
 
 
 class GameState:
@@ -222,6 +227,53 @@ class GameState:
             self.mask[games] = self._legal(roll, rolls_left, open_mask) | (open_mask == 0)[:, None]
         return points, finished
 
+    def take(self, games: np.ndarray) -> GameState:
+        """A new batch holding copies of ``games`` (batch only; an index may repeat): branches of a position,
+        which play on independently of this batch and of each other.
+
+        Args:
+            games: intp indices of the games to copy, in the new batch's order.
+        """
+        if self.num_games is None:
+            raise ValueError("take() copies games of a batch; this GameState holds one game")
+        games = np.asarray(games, dtype=np.intp)
+        copy = GameState(self.rules, len(games), self.canonical_keeps)
+        for name in _FIELDS:
+            getattr(copy, name)[...] = getattr(self, name)[games]
+        return copy
+
+    @classmethod
+    def stack(cls, parts: Sequence[GameState]) -> GameState:
+        """One batch of the games of ``parts`` (batches of the same rules), in order: copies, as :meth:`take`'s."""
+        first = parts[0]
+        joined = cls(first.rules, sum(part.num_games for part in parts), first.canonical_keeps)
+        for name in _FIELDS:
+            getattr(joined, name)[...] = np.concatenate([getattr(part, name) for part in parts])
+        return joined
+
+    def redeal(self, rng: np.random.Generator, games: np.ndarray, seen: np.ndarray) -> None:
+        """Draws afresh from ``rng`` the dice still to come of ``games`` (batch only): the roll showing stays
+        where ``seen`` is True (the player is on turn: its roll is known), every later roll is new; where ``seen``
+        is False the roll showing is dealt again too (a player waiting at a turn start has not rolled yet).
+        Finished games keep their dice. Together with :meth:`take` this gives a position many futures, and
+        several moves the same future: the dice, not the moves, differ between futures.
+
+        Args:
+            rng: The generator the new dice come from (one row of five per roll, as :func:`draw_stream`).
+            games: Distinct intp indices of the games to re-deal.
+            seen: bool ``(len(games),)``: whether each game's roll showing is kept.
+        """
+        games, seen = np.asarray(games, dtype=np.intp), np.asarray(seen, dtype=bool)
+        fresh = draw_stream(rng, self.rules, len(games))
+        turn, rolls_left = self.turn[games], self.rolls_left[games]
+        first_new = turn * R.ROLLS_PER_TURN + np.where(seen, R.ROLLS_PER_TURN - rolls_left, 0)
+        first_new = np.where(self.open_mask[games] == 0, self.rules.stream_rows, first_new)
+        new = np.arange(self.rules.stream_rows) >= first_new[:, None]
+        self.stream[games] = np.where(new[..., None], fresh, self.stream[games])
+        dealt = games[~seen & (self.open_mask[games] != 0)]
+        self.roll[dealt] = R.roll_from_code(self.stream[dealt, self.turn[dealt] * R.ROLLS_PER_TURN, R.NUM_DICE])
+        self.mask[dealt] = self._legal(self.roll[dealt], self.rolls_left[dealt], self.open_mask[dealt])
+
     def _legal(self, roll, rolls_left, open_mask) -> np.ndarray:
         """The legal actions (:func:`yacht_env.rules.legal_action_mask` with the joker's placement rule)."""
         picks = R.legal_picks(self.rules, roll, open_mask) if self._bonuses else open_mask
@@ -359,6 +411,39 @@ class TableState:
         else:
             self.current[tables] = next_seat
         return points, finished & (seat == self.num_players - 1)
+
+    def take(self, tables: np.ndarray) -> TableState:
+        """A new batch of copies of ``tables`` (batch only; an index may repeat), as :meth:`GameState.take`."""
+        if self.num_tables is None:
+            raise ValueError("take() copies tables of a batch; this TableState holds one table")
+        tables = np.asarray(tables, dtype=np.intp)
+        copy = TableState(self.rules, self.num_players, len(tables), self.players.canonical_keeps)
+        rows = (tables[:, None] * self.num_players + np.arange(self.num_players)).reshape(-1)
+        copy.players = self.players.take(rows)
+        copy.sheets = copy.players.sheet.reshape(len(tables), self.num_players, -1)
+        copy.current[:] = self.current[tables]
+        return copy
+
+    @classmethod
+    def stack(cls, parts: Sequence[TableState]) -> TableState:
+        """One batch of the tables of ``parts`` (batches of the same rules and players), in order."""
+        first = parts[0]
+        joined = cls(first.rules, first.num_players, sum(part.num_tables for part in parts))
+        joined.players = GameState.stack([part.players for part in parts])
+        joined.sheets = joined.players.sheet.reshape(joined.num_tables, joined.num_players, -1)
+        joined.current[:] = np.concatenate([part.current for part in parts])
+        return joined
+
+    def redeal(self, rng: np.random.Generator, tables: np.ndarray | None = None) -> None:
+        """Every player's dice still to come at ``tables`` (default: all) drawn afresh from ``rng``: the player on
+        turn keeps the roll showing, the others (waiting at a turn start) are dealt theirs again
+        (:meth:`GameState.redeal`)."""
+        if self.num_tables is None:
+            raise ValueError("redeal() works on a batch of tables; this TableState holds one table")
+        tables = np.arange(self.num_tables) if tables is None else np.asarray(tables, dtype=np.intp)
+        rows = (tables[:, None] * self.num_players + np.arange(self.num_players)).reshape(-1)
+        seen = (np.arange(self.num_players) == self.current[tables][:, None]).reshape(-1)
+        self.players.redeal(rng, rows, seen)
 
 
 def bonus_info(rules: R.Rules, game: GameState) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from yacht_env import rules as R
@@ -71,9 +73,7 @@ class Agent:
         """The length of the observations the agent acts on (solo, or its table's view)."""
         if self.table_players is None:
             return self.encoder.size
-        from yacht_env.encoding import MultiplayerEncoder
-
-        return MultiplayerEncoder(self.rules, self.table_players).size
+        return _table_view_size(self.rules, self.table_players)
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """``(N,)`` legal actions for ``(N, size)`` observations and ``(N, num_actions)`` bool masks."""
@@ -96,3 +96,11 @@ def check_agents(agents, rules: R.Rules, players: int | None = None, distinct_na
         table = getattr(agent, "table_players", None)
         if players is not None and table not in (None, players):
             raise ValueError(f"agent {agent.name!r} acts at a table of {table} players, not {players}")
+
+
+@functools.cache
+def _table_view_size(rules: R.Rules, players: int) -> int:
+    """The size of a ``players`` table's view (an encoder's tables take milliseconds to build: once per size)."""
+    from yacht_env.encoding import MultiplayerEncoder
+
+    return MultiplayerEncoder(rules, players).size

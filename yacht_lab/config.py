@@ -45,6 +45,8 @@ LEAGUE_KINDS = (*OPPONENT_SPECS, "win", "ppo")
 #: Fixed members of a league, and snapshots kept in it.
 MAX_FIXED_MEMBERS, MAX_SNAPSHOTS = 16, 100
 #: Hidden layers of the MLPs, and units per layer (a square layer of 8,192 is 256 MB of float32 weights).
+#: The most branches of one position (futures x candidates) a rollouts config may ask for: they are played together.
+MAX_BRANCHES = 65_536
 MAX_LAYERS = 16
 MAX_LAYER_WIDTH = 8192
 
@@ -162,6 +164,48 @@ class LeagueConfig:
 
 
 @dataclass
+class RolloutsConfig:
+    """Rollout policy improvement (:mod:`yacht_lab.rollouts`) instead of PPO: the learner's late moves are judged by
+    playing each candidate on over common futures, and the policy learns the best. Needs ``init`` and ``reward:
+    win``; the table is this section's (``opponents`` at the top level stays empty, no league)."""
+
+    opponents: list[str] = field(default_factory=lambda: ["optimal", "ppo:standard"])
+    """Who the learner meets: each other seat of each table draws one of these uniformly (specs as
+    ``league.fixed``'s, 1..:data:`MAX_FIXED_MEMBERS`, no repeats). The curve is the learner against each."""
+    players: int = 2
+    """Players at a table (2..10)."""
+    late_turns: int = 4
+    """The decisions judged: the learner's with at most this many categories open (1..the rules' categories)."""
+    candidates: int = 4
+    """Moves tried per position: the policy's most likely legal ones (2..the rules' actions)."""
+    futures: int = 64
+    """Common futures of the race's first stage (each candidate played in each; 2 or more)."""
+    refine: int = 448
+    """More futures for the positions whose alternatives survive the first stage (0: no second stage)."""
+    z: float = 2.0
+    """An alternative leaves the race when worse than the first move by ``z`` standard errors (>= 0)."""
+    positions: int = 2048
+    """Positions labelled per iteration (about; >= 1)."""
+    tables: int = 1024
+    """Games played per iteration to find them (>= 1)."""
+    anchor: float = 10.0
+    """The weight of ``KL(pi_init || pi)`` on the learner's earlier decisions (>= 0)."""
+    memory: int = 200_000
+    """The update learns from the newest iterations' positions, at least this many (>= 1)."""
+    learning_rate: float = 1.0e-4
+    """Adam's step size (> 0)."""
+    epochs: int = 4
+    """Passes over the memory per iteration (>= 1)."""
+    batch_size: int = 512
+    """Positions per gradient step (>= 1)."""
+    iterations: int = 1000
+    """Iterations to run (``max_minutes`` may stop it first)."""
+    eval_every: int = 4
+    """Evaluate against each opponent (``eval.games`` deals, ``eval.seed``) every this many iterations and at the
+    end; also save ``checkpoints/iteration_<N>.zip``."""
+
+
+@dataclass
 class TrainConfig:
     rules: str = "standard"
     """Rules preset: a name of :data:`yacht_env.rules.PRESETS` (Yacht's ``standard``, ``classic``, ``knizia``, or the
@@ -204,6 +248,9 @@ class TrainConfig:
     league: LeagueConfig | None = None
     """A league of opponents instead of ``opponents`` (which must then be empty): :class:`LeagueConfig`. ``None``
     (the default, left out of a saved config): no league."""
+    rollouts: RolloutsConfig | None = None
+    """Train by rollout policy improvement instead of PPO: :class:`RolloutsConfig`. ``None`` (the default, left out
+    of a saved config): PPO."""
     init: str | None = None
     """Start a new run from this model's weights (a path, or a shipped model's name such as ``standard``):
     :mod:`yacht_lab.warm_start`. The network the config describes must be the model's; a model of one game
@@ -212,18 +259,21 @@ class TrainConfig:
 
     @property
     def env_id(self) -> str:
-        """The env the run trains on: ``YachtVersus-v0`` with opponents, else ``Yacht-v0``."""
-        return "YachtVersus-v0" if self.opponents or self.league is not None else "Yacht-v0"
+        """The env the run trains on: ``YachtVersus-v0`` at a table (opponents, league, rollouts), else ``Yacht-v0``."""
+        return "YachtVersus-v0" if self.opponents or self.league is not None or self.rollouts else "Yacht-v0"
 
     @property
     def players(self) -> int:
-        """Players at a table: 1 solo, ``len(opponents) + 1``, or the league's ``players``."""
+        """Players at a table: 1 solo, ``len(opponents) + 1``, or the league's or the rollouts' ``players``."""
+        if isinstance(self.rollouts, RolloutsConfig):
+            return self.rollouts.players
         return self.league.players if isinstance(self.league, LeagueConfig) else len(self.opponents) + 1
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        if data["league"] is None:  # a config without a league reads (and is saved) as before leagues existed
-            del data["league"]
+        for section in ("league", "rollouts"):  # a config without one reads (and is saved) as before it existed
+            if data[section] is None:
+                del data[section]
         return data
 
 
@@ -236,9 +286,16 @@ def _from_dict(cls: type, data: Any, where: str):
         raise ValueError(f"unknown config key {where + '.' if where else ''}{unknown[0]}; accepted: {sorted(known)}")
     kwargs = {}
     for name, value in data.items():
-        sections = {"policy": PolicyConfig, "ppo": PPOConfig, "eval": EvalConfig, "league": LeagueConfig}
+        sections = {
+            "policy": PolicyConfig,
+            "ppo": PPOConfig,
+            "eval": EvalConfig,
+            "league": LeagueConfig,
+            "rollouts": RolloutsConfig,
+        }
         sub = sections.get(name) if cls is TrainConfig else None
-        kwargs[name] = _from_dict(sub, value, name) if sub and not (name == "league" and value is None) else value
+        optional = name in ("league", "rollouts") and value is None
+        kwargs[name] = _from_dict(sub, value, name) if sub and not optional else value
     return cls(**kwargs)
 
 
@@ -306,7 +363,7 @@ def _check_versus(config: TrainConfig) -> None:
                 )
     if not isinstance(config.reward, str) or config.reward not in ("score", "win"):
         raise ValueError(f"reward must be 'score' or 'win', got {config.reward!r}")
-    if config.reward == "win" and not opponents and config.league is None:
+    if config.reward == "win" and not opponents and config.league is None and config.rollouts is None:
         raise ValueError("reward 'win' needs opponents or a league: a solo game has no winner")
     players, size = (players, f"opponents: {len(opponents)}") if config.league is None else _check_league(config)
     seat = config.seat
@@ -314,11 +371,34 @@ def _check_versus(config: TrainConfig) -> None:
         raise ValueError(f"seat must be 'random' or an int in 0..{players - 1} ({size}), got {seat!r}")
 
 
+def _check_members(key: str, specs: Any, rules: str, players: int) -> None:
+    """A list of 1..:data:`MAX_FIXED_MEMBERS` distinct agent specs of a table of ``players`` (``league.fixed``,
+    ``rollouts.opponents``); its ``win`` and ``ppo:PATH`` members are built (they must fit the rules and the table)."""
+    from yacht_lab.league import make_member
+
+    if not isinstance(specs, list) or not 1 <= len(specs) <= MAX_FIXED_MEMBERS:
+        raise ValueError(f"{key} must be a list of 1..{MAX_FIXED_MEMBERS} agent specs, got {specs!r}")
+    for i, spec in enumerate(specs):
+        try:
+            kind, _ = parse_spec(spec)
+        except ValueError:
+            kind = None
+        if kind not in LEAGUE_KINDS:
+            raise ValueError(
+                f"{key}[{i}] is an unknown agent {spec!r}; expected one of {', '.join(OPPONENT_SPECS)}, win, ppo:PATH"
+            )
+        if spec in specs[:i]:
+            raise ValueError(f"{key} lists {spec!r} twice")
+        if kind in ("win", "ppo"):  # built now: the file must load, the agent fit the rules and the table
+            try:
+                make_member(spec, rules, players)
+            except ValueError as error:
+                raise ValueError(f"{key}[{i}]: {error}") from None
+
+
 def _check_league(config: TrainConfig) -> tuple[int, str]:
     """The ``league`` section; its ``win`` and ``ppo:PATH`` members are built (they must fit the table).
     Returns the table's size and how to name it in an error."""
-    from yacht_lab.league import make_member
-
     league = config.league
     if not isinstance(league, LeagueConfig):
         raise ValueError(f"league must be a mapping of league keys or null, got {league!r}")
@@ -327,26 +407,7 @@ def _check_league(config: TrainConfig) -> tuple[int, str]:
     players = league.players
     if not (is_int(players) and 2 <= players <= MAX_OPPONENTS + 1):
         raise ValueError(f"league.players must be an int in 2..{MAX_OPPONENTS + 1}, got {players!r}")
-    fixed = league.fixed
-    if not isinstance(fixed, list) or not 1 <= len(fixed) <= MAX_FIXED_MEMBERS:
-        raise ValueError(f"league.fixed must be a list of 1..{MAX_FIXED_MEMBERS} agent specs, got {fixed!r}")
-    for i, spec in enumerate(fixed):
-        try:
-            kind, _ = parse_spec(spec)
-        except ValueError:
-            kind = None
-        if kind not in LEAGUE_KINDS:
-            raise ValueError(
-                f"league.fixed[{i}] is an unknown agent {spec!r}; expected one of "
-                f"{', '.join(OPPONENT_SPECS)}, win, ppo:PATH"
-            )
-        if spec in fixed[:i]:
-            raise ValueError(f"league.fixed lists {spec!r} twice")
-        if kind in ("win", "ppo"):  # built now: the file must load, the agent fit the rules and the table
-            try:
-                make_member(spec, config.rules, players)
-            except ValueError as error:
-                raise ValueError(f"league.fixed[{i}]: {error}") from None
+    _check_members("league.fixed", league.fixed, config.rules, players)
     if league.sampling not in LEAGUE_SAMPLING:
         raise ValueError(f"league.sampling must be 'uniform' or 'pfsp', got {league.sampling!r}")
     _check_number("league.pfsp_power", league.pfsp_power, float, 0)
@@ -363,6 +424,39 @@ def _check_league(config: TrainConfig) -> tuple[int, str]:
         if share > 1:
             raise ValueError(f"league.snapshot_share must be null or in 0..1, got {share!r}")
     return players, f"league.players: {players}"
+
+
+def _check_rollouts(config: TrainConfig) -> None:
+    """The ``rollouts`` section; its ``win`` and ``ppo:PATH`` opponents are built (they must fit the table)."""
+    section = config.rollouts
+    if not isinstance(section, RolloutsConfig):
+        raise ValueError(f"rollouts must be a mapping of rollouts keys or null, got {section!r}")
+    if config.opponents or config.league is not None:
+        raise ValueError("rollouts has its own table (rollouts.opponents): leave opponents empty and league out")
+    if config.init is None:
+        raise ValueError("rollouts needs init: it improves a trained model")
+    if config.reward != "win":
+        raise ValueError(f"rollouts judges moves by who wins: reward must be 'win', got {config.reward!r}")
+    rules = R.get_rules(config.rules)
+    players = section.players
+    if not (is_int(players) and 2 <= players <= MAX_OPPONENTS + 1):
+        raise ValueError(f"rollouts.players must be an int in 2..{MAX_OPPONENTS + 1}, got {players!r}")
+    _check_members("rollouts.opponents", section.opponents, config.rules, players)
+    _check_number("rollouts.late_turns", section.late_turns, int, 1, high=rules.num_categories)
+    _check_number("rollouts.candidates", section.candidates, int, 2, high=rules.num_actions)
+    _check_number("rollouts.futures", section.futures, int, 2)
+    _check_number("rollouts.refine", section.refine, int, 0)
+    _check_number("rollouts.z", section.z, float, 0)
+    for name in ("positions", "tables", "memory", "epochs", "batch_size", "iterations", "eval_every"):
+        _check_number(f"rollouts.{name}", getattr(section, name), int, 1)
+    _check_number("rollouts.anchor", section.anchor, float, 0)
+    _check_number("rollouts.learning_rate", section.learning_rate, float, 0, low_inclusive=False)
+    if section.futures * section.candidates > MAX_BRANCHES or section.refine * section.candidates > MAX_BRANCHES:
+        raise ValueError(
+            f"rollouts: futures x candidates and refine x candidates must be at most {MAX_BRANCHES:,} branches "
+            f"(a position's branches are played together), got {section.futures} and {section.refine} x "
+            f"{section.candidates}"
+        )
 
 
 def validate(config: TrainConfig) -> TrainConfig:
@@ -434,6 +528,8 @@ def validate(config: TrainConfig) -> TrainConfig:
             f"ppo.batch_size ({p.batch_size}) must not exceed the rollout size n_steps x n_envs "
             f"({p.n_steps * config.n_envs})"
         )
+    if config.rollouts is not None:
+        _check_rollouts(config)
     _check_number("eval.every_timesteps", config.eval.every_timesteps, int, 1)
     _check_number("eval.games", config.eval.games, int, 1, high=MAX_GAMES)
     _check_number("eval.seed", config.eval.seed, int, 0)

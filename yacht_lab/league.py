@@ -78,6 +78,16 @@ def make_member(spec: str, rules: str, players: int, seed: int | None = None):
     return agent
 
 
+def evaluate_member(model, rules: str, spec: str, players: int, games: int, seed: int) -> tuple[dict, dict[str, Any]]:
+    """A live model against ``players - 1`` copies of one member (:func:`yacht_lab.tasks.evaluate_versus` on
+    ``games`` deals of ``seed``): the full result, and the curve's row of it (``member``, ``win_rate``,
+    ``win_rate_ci95``, ``mean_score``, ``mean_margin``, ``games``)."""
+    opponents = [table_spec(spec, players)] * (players - 1)
+    result = evaluate_versus(model, rules, opponents, games, seed)
+    keys = ("win_rate", "win_rate_ci95", "mean_score", "mean_margin")
+    return result, {"member": spec, **{key: result[key] for key in keys}, "games": games * players * players}
+
+
 def pfsp_weights(wins: np.ndarray, games: np.ndarray, power: float, floor: float) -> np.ndarray:
     """PFSP's weights: ``max((1 - p) ** power, floor)`` with ``p = (wins + 1) / (games + 2)``."""
     p = (np.asarray(wins, dtype=np.float64) + 1) / (np.asarray(games, dtype=np.float64) + 2)
@@ -343,20 +353,9 @@ class LeagueTask(TableTask):
         config, players = self.config, self.config.league.players
         first = None
         for spec in config.league.fixed:
-            opponents = [table_spec(spec, players)] * (players - 1)
-            result = evaluate_versus(model, config.rules, opponents, config.eval.games, config.eval.seed)
+            result, row = evaluate_member(model, config.rules, spec, players, config.eval.games, config.eval.seed)
             first = first or result
-            self.league_rows.append(
-                {
-                    "timesteps": model.num_timesteps,
-                    "member": spec,
-                    "win_rate": result["win_rate"],
-                    "win_rate_ci95": result["win_rate_ci95"],
-                    "mean_score": result["mean_score"],
-                    "mean_margin": result["mean_margin"],
-                    "games": config.eval.games * players * players,
-                }
-            )
+            self.league_rows.append({"timesteps": model.num_timesteps, **row})
         write_league_curve(self.league.run_dir / CURVE_FILE, self.league_rows)
         return {key: first[key] for key in VERSUS_CURVE_FIELDS[2:-1]}
 

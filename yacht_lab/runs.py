@@ -57,8 +57,10 @@ LEGACY_TEMPS = ("*.tmp.zip", "learning_curve.tmp", "learning_curve.tmp.png")
 # The folder: claiming a new one, resuming an old one
 # --------------------------------------------------------------------------------------------------
 def run_name(config: TrainConfig) -> str:
-    """CleanRL-style: ``Yacht-v0__<rules>__ppo__<seed>__<unix time>`` (``YachtVersus-v0__...`` with opponents)."""
-    return f"{config.env_id}__{config.rules}__ppo__{config.seed}__{int(time.time())}"
+    """CleanRL-style: ``Yacht-v0__<rules>__ppo__<seed>__<unix time>`` (``YachtVersus-v0__...`` at a table,
+    ``...__rollouts__...`` for rollout policy improvement)."""
+    algorithm = "ppo" if config.rollouts is None else "rollouts"
+    return f"{config.env_id}__{config.rules}__{algorithm}__{config.seed}__{int(time.time())}"
 
 
 def claim_run_folder(

@@ -204,6 +204,12 @@ def train(
     import torch
 
     validated(config)
+    if config.rollouts is not None:
+        if resume is not None:
+            raise ValueError("a rollouts run is not resumed: start a new run from its model (init)")
+        from yacht_lab.rollouts import train_rollouts
+
+        return train_rollouts(config, output_dir, command or shlex.join(sys.argv), progress, name)
     task = task_for(config)
     with contextlib.ExitStack() as held, StopFlag() as stop:
         if resume is not None:

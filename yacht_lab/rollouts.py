@@ -14,14 +14,22 @@ Galperin (backgammon, 1996) and approximate policy iteration as classification (
    then the game runs to its end with everyone playing as they do (the learner its current deterministic policy),
    all branches of a future on the same dice: their outcomes differ by the move alone, so most branches of a
    future end alike, and the difference of two moves' mean outcomes has a small fraction of one game's noise.
-4. **Labels.** A position's label is the candidate with the best mean outcome (``win_rewards``: +1 shared by the
-   winners, -1 by the others); a tie goes to the more likely move.
-5. **Update.** The policy takes a few epochs of cross-entropy toward the labels, plus ``anchor`` times
-   ``KL(pi_init || pi)`` on the learner's earlier decisions of the same games, which holds the rest of its play.
+4. **Labels, by a race.** ``futures`` common futures for every candidate first; an alternative leaves the race if
+   it ends as the policy's own move in every future (it never matters here) or is worse by ``z`` standard errors of
+   the paired difference; ``refine`` more futures for the positions with alternatives left. The label is the
+   candidate with the best mean outcome (``win_rewards``: +1 shared by the winners, -1 by the others); a tie goes
+   to the more likely move.
+5. **Update.** The policy takes ``epochs`` passes of cross-entropy toward the labels of the newest iterations (at
+   least ``memory`` positions), plus ``anchor`` times ``KL(pi_init || pi)`` on the learner's earlier decisions of
+   this iteration's games, which holds the rest of its play.
 
 A cross-entropy's pull on a move's logit is ``1 - pi(move)``, however unlikely the move: the softmax policy
 gradient's is the move's probability. Nothing of the solver enters: the labels are game outcomes of the learner's
 own play against its opponents (the optimal agent among them is part of the environment, as in the league).
+
+Measured (the eighth self-play try, ``docs/playing-to-win.md``): a paired difference has a standard deviation of
+0.27 a future where one game's outcome has 1.4, yet the labels at 512 futures moved the policy's odds, not its
+choices: against its start 49.89% [49.77, 50.00] over 200,000 games at two players.
 """
 
 from __future__ import annotations

@@ -348,3 +348,20 @@ def test_a_rollouts_config_reads_from_yaml_and_refuses_a_resume(tmp_path):
     with pytest.raises(ValueError, match="not resumed"):
         train(validate(tiny()), tmp_path, resume=tmp_path / "x.zip")
     assert list(tmp_path.iterdir()) == [path]
+
+
+@pytest.mark.slow
+def test_a_rollouts_run_plays_a_thirteen_box_family_preset(tmp_path):
+    """Yahtzee's sheet (13 boxes, the upper and Yahtzee bonuses): positions, branches and the update run, and the
+    model saved plays at its table."""
+    from yacht_agents.ppo import PPOAgent
+    from yacht_lab.training import train
+
+    config = validate(tiny(opponents=["optimal"], late_turns=2, iterations=1, eval_every=1))
+    config.rules, config.init = "yahtzee", "yahtzee"
+    config = validate(config)
+    run = train(config, tmp_path, command="tiny yahtzee", progress=False)
+    assert PPOAgent(run / "model.zip", rules="yahtzee").table_players == 2
+    with open(run / "iterations.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == 1 and int(rows[0]["positions"]) > 0

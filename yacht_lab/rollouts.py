@@ -53,9 +53,6 @@ from yacht_env.opponents import act_at_tables
 from yacht_lab.anchor import masked_kl
 from yacht_lab.config import MAX_BRANCHES
 
-#: About how many branches are played together (memory: about 2 kB a table of two players).
-BRANCHES = MAX_BRANCHES
-
 __all__ = ["Positions", "branch_outcomes", "play_to_end", "RolloutImprover"]
 
 
@@ -177,8 +174,7 @@ class RolloutImprover:
         self.memory: list[dict[str, np.ndarray]] = []
         self.memory_size = memory
         self.rng = np.random.default_rng(seed)
-        self.view = MultiplayerEncoder(self.rules, players)
-        self.solo = ObservationEncoder(self.rules)
+        self.solo, self.view = _encoders(self.rules, players)
         for group in model.policy.optimizer.param_groups:
             group["lr"] = learning_rate
         self._open = R.open_bits(self.rules.num_categories).sum(axis=1)
@@ -230,8 +226,9 @@ class RolloutImprover:
         return distribution.distribution.logits
 
     def _outcomes(self, positions: Positions, candidates: np.ndarray, futures: int) -> np.ndarray:
-        """:func:`branch_outcomes` in chunks of about :data:`BRANCHES` branches."""
-        chunk = max(1, BRANCHES // (futures * candidates.shape[1]))
+        """:func:`branch_outcomes` in chunks of about :data:`yacht_lab.config.MAX_BRANCHES` branches (about
+        2 kB a table of two players)."""
+        chunk = max(1, MAX_BRANCHES // (futures * candidates.shape[1]))
         return np.concatenate(
             [
                 branch_outcomes(

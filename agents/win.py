@@ -29,6 +29,14 @@ The only approximation is the assumption about the future: the agent will in fac
 improvement theorem), and opponents that do not play the solver's policy make the estimate wrong, never
 the play illegal. Actions whose win probabilities are equal (within ``1e-12``; say a won or a lost game)
 go to the solver's best action, so a decided game is finished with the most points.
+
+**Over another policy** (``base=``): nothing above needs the policy that everyone is assumed to follow to be the
+solver's. ``WinAgent(base=agent)`` reads a solo agent's whole policy (:func:`policy_table`), evaluates it exactly
+(:func:`yacht_env.distributions.policy_distributions`) and plays to win assuming everyone plays *that* policy after
+the decision: one step of policy iteration for the win from the agent's own play, with no solver in it. Over the
+shipped score model (``PPOAgent("standard")``, which wins 48.4% against the solver) it wins about 51% against the
+solver (``docs/playing-to-win.md``, "Ninth try"), the teacher of the self-play model's exact labels
+(:mod:`yacht_lab.rollouts`).
 """
 
 from __future__ import annotations
@@ -42,11 +50,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 from yacht_agents.base import Agent
 from yacht_env import rules as R
 from yacht_env import solver as S
-from yacht_env.distributions import ScoreDistributions, score_distributions, unsupported
+from yacht_env.distributions import ScoreDistributions, policy_distributions, score_distributions, unsupported
 from yacht_env.encoding import MultiplayerEncoder
 
 MAX_PLAYERS = 10
-TIE_TOLERANCE = 1e-12  # win probabilities closer than this are equal: the solver's action is taken
+TIE_TOLERANCE = 1e-12  # win probabilities closer than this are equal: the base policy's action is taken
 _CHUNK = 512  # games evaluated together: bounds the (games, categories, width) temporaries to ~15 MB
 _TABLE_ROWS = 512  # tables of table_win_probabilities evaluated together: (rows, width) arrays of ~1 MB
 
@@ -242,20 +250,59 @@ def _many_players(distributions: ScoreDistributions, open_masks: np.ndarray, tot
     return result
 
 
+def policy_table(agent: Agent, rules: str | R.Rules = "standard") -> np.ndarray:
+    """A solo agent's whole deterministic policy: uint8 ``(3, num_open_masks, 252)``, its action at every
+    ``(rolls_left, open_mask, roll)`` (open mask 0, a finished game, holds 0), asked in batches of one open mask
+    level's states (about 90 s for a PPO model on one core: 3.1 million states).
+
+    Raises:
+        ValueError: an agent of other rules, or one that sees a table (``table_players``): its moves depend on more
+            than its own game.
+    """
+    rules = R.get_rules(rules)
+    if agent.rules != rules:
+        raise ValueError(f"agent {agent.name!r} plays the {agent.rules.name!r} rules, not {rules.name!r}")
+    if getattr(agent, "table_players", None) is not None:
+        raise ValueError(
+            f"agent {agent.name!r} sees a table of {agent.table_players}: a policy table is a solo policy's"
+        )
+    policy = np.zeros((R.ROLLS_PER_TURN, rules.num_open_masks, R.NUM_ROLLS), dtype=np.uint8)
+    masks, rolls = np.arange(1, rules.num_open_masks), np.arange(R.NUM_ROLLS)
+    mask, roll = (x.reshape(-1) for x in np.meshgrid(masks, rolls, indexing="ij"))
+    for t in range(R.ROLLS_PER_TURN):
+        rolls_left = np.full_like(mask, t)
+        for at in np.array_split(np.arange(len(mask)), 32):
+            legal = R.legal_action_mask(roll[at], rolls_left[at], mask[at], True, rules.num_categories)
+            obs = agent.encoder.flat(roll[at], rolls_left[at], mask[at])
+            policy[t, mask[at], roll[at]] = np.asarray(agent.act(obs, legal)).reshape(-1)
+    return policy
+
+
 class WinAgent(Agent):
     """Maximises the probability of finishing first at a table of ``players``, from the table view.
+
+    Args:
+        rules, players, name: The game, the table size (2..10) and the agent's name.
+        base: The policy everyone is assumed to play after the decision: ``None`` for the solver's, or a solo
+            agent (one that acts on the solo observation, e.g. ``PPOAgent("standard")``), whose whole policy is
+            read once (:func:`policy_table`) and evaluated exactly (:func:`~yacht_env.distributions.
+            policy_distributions`). Over an agent's own policy this is one step of policy iteration for the win
+            from that agent's play: nothing of the solver enters. Ties go to the base policy's action.
 
     Attributes:
         table_players: The table size; the agent acts on :class:`~yacht_env.encoding.MultiplayerEncoder`
             observations of its seat.
-        distributions: The :class:`~yacht_env.distributions.ScoreDistributions` of the solver's policy.
+        distributions: The :class:`~yacht_env.distributions.ScoreDistributions` of the base policy.
 
     Raises:
         ValueError: bad ``players``, or rules with bonuses (the family's: Yahtzee, Yatzy), whose score
-            distributions are not computed (:func:`yacht_env.distributions.unsupported` says why).
+            distributions are not computed (:func:`yacht_env.distributions.unsupported` says why); a ``base``
+            that is not a solo agent of these rules.
     """
 
-    def __init__(self, rules: str | R.Rules = "standard", players: int = 2, name: str = "win") -> None:
+    def __init__(
+        self, rules: str | R.Rules = "standard", players: int = 2, name: str = "win", base: Agent | None = None
+    ) -> None:
         if not R.is_int(players) or not 2 <= players <= MAX_PLAYERS:
             raise ValueError(f"players must be an int in 2..{MAX_PLAYERS}, got {players!r}")
         reason = unsupported(rules)
@@ -264,14 +311,17 @@ class WinAgent(Agent):
         super().__init__(name, rules)
         self.table_players = int(players)
         self.view = MultiplayerEncoder(self.rules, self.table_players)
-        self.distributions = score_distributions(self.rules)
+        if base is None:
+            self.distributions = score_distributions(self.rules)
+        else:
+            self.distributions = policy_distributions(self.rules, policy_table(base, self.rules))
         dist = self.distributions
         c = self.rules.num_categories
         self._bits = 1 << np.arange(c)
         self._open_bits = R.open_bits(c)
         self._score = R.score_table(self.rules).astype(np.intp)
         self._top = int(self._score.max())
-        # The solver's policy split into its picks (category, or -1 for a keep) and keeps (kept multiset).
+        # The base policy split into its picks (category, or -1 for a keep) and keeps (kept multiset).
         policy = dist.policy.astype(np.intp)
         rolls = np.arange(R.NUM_ROLLS)
         self._pick = np.where(policy >= R.PICK_OFFSET, policy - R.PICK_OFFSET, -1)
@@ -313,12 +363,12 @@ class WinAgent(Agent):
 
         Args:
             opponent_open, opponent_total: ``(N, P - 1)`` ints: each opponent's open mask (at a turn start) and
-                total; the opponents play the solver's policy to the end.
+                total; the opponents play the base policy to the end.
         """
         return final_win_probability(self._cdf_before, opponent_open, opponent_total)
 
     def win_probabilities(self, roll, rolls_left, open_mask, total, opponent_open, opponent_total) -> np.ndarray:
-        """Per action, the win probability if it is taken and everyone plays the solver's policy after.
+        """Per action, the win probability if it is taken and everyone plays the base policy after.
 
         Args:
             roll, rolls_left, open_mask, total: ``(N,)`` ints: the agent's state and total.
@@ -406,9 +456,9 @@ class WinAgent(Agent):
     def _turn(
         self, after_pick: np.ndarray, rows: np.ndarray, masks: np.ndarray, t: int, keep_values: np.ndarray | None
     ) -> np.ndarray:
-        """``(n, 252)``: the win probabilities of ``(O, r', t)`` under the solver's policy, for every roll.
+        """``(n, 252)``: the win probabilities of ``(O, r', t)`` under the base policy, for every roll.
 
-        Picks read ``after_pick`` (``H``) at the solver's category and score; keeps read ``keep_values``
+        Picks read ``after_pick`` (``H``) at the base policy's category and score; keeps read ``keep_values``
         ``(n, 210)`` (the win probabilities after each keep with ``t`` re-rolls left; ``None`` for ``t = 0``).
         """
         k = self._pick[t, masks]
@@ -422,8 +472,9 @@ class WinAgent(Agent):
         values = self.win_probabilities(roll, rolls_left, open_mask, total, opponent_open, opponent_total)
         values = np.where(action_masks, values, -np.inf)
         best = values.argmax(axis=1)
-        solver = self.distributions.policy[rolls_left, open_mask, roll].astype(np.intp)
+        base = self.distributions.policy[rolls_left, open_mask, roll].astype(np.intp)
         rows = np.arange(len(best))
-        # Equal chances (a decided game, or a choice that cannot matter): the solver's action, the most points.
-        keep_solver = values[rows, solver] >= values[rows, best] - TIE_TOLERANCE
-        return np.where(keep_solver, solver, best)
+        # Equal chances (a decided game, or a choice that cannot matter): the base policy's action (the solver's: the
+        # most points).
+        keep_base = values[rows, base] >= values[rows, best] - TIE_TOLERANCE
+        return np.where(keep_base, base, best)

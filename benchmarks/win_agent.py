@@ -11,6 +11,12 @@ the speed. With two players this is ``python evaluate.py --players 2 --agents wi
 more players need several optimal agents with distinct names, which the library gives
 (``OptimalAgent(name=...)``).
 
+Over another policy: with ``--base SPEC`` (a solo agent, e.g. ``ppo:standard``) the win agent assumes that everyone
+plays that agent's policy after each decision (``WinAgent(base=...)``: the policy read whole and evaluated exactly),
+one step of policy iteration for the win from the agent's own play, the teacher of ``rollouts.labels: exact``:
+
+    python benchmarks/win_agent.py --players 2 3 --deals 50000 20000 --base ppo:standard
+
 Where the edge lies: with ``--last-turns`` (one ``K`` per table size), the win agent plays for the win only on
 the decisions of its last ``K`` turns (at most ``K`` categories open in its own game) and takes the solver's action
 everywhere else (``K = 12``: everywhere, the win agent itself). This measured ``ppo.learn_last_turns``'s premise
@@ -50,10 +56,13 @@ class LastTurnsWinAgent(WinAgent):
         return actions
 
 
-def run(players: int, deals: int, seed: int, last_turns: int | None = None) -> dict[str, object]:
-    """One table size: the win agent's share, CI, score given up and games/s."""
+def run(players: int, deals: int, seed: int, last_turns: int | None = None, base=None) -> dict[str, object]:
+    """One table size: the win agent's share, CI, score given up and games/s (``base``: a solo agent whose policy it
+    plays over; the solver's if ``None``)."""
     if last_turns is not None:
         win = LastTurnsWinAgent(players, last_turns)
+    elif base is not None:
+        win = WinAgent("standard", players, name=f"win over {base.name}", base=base)
     else:
         win = make_agent(f"win:{players}") if players > 2 else make_agent("win")
     optimal = [OptimalAgent(name="optimal" if i == 0 else f"optimal_{i + 1}") for i in range(players - 1)]
@@ -84,14 +93,25 @@ def main() -> None:
     parser.add_argument(
         "--last-turns", type=int, nargs="+", help="per table size: play for the win only in the last K turns (1..12)"
     )
+    parser.add_argument("--base", help="a solo agent spec (e.g. ppo:standard): play over its policy, not the solver's")
     args = parser.parse_args()
     if len(args.deals) != len(args.players):
         parser.error("give one --deals per --players")
+    if args.base is not None and args.last_turns:
+        parser.error("--base and --last-turns do not combine")
+    base = None
+    if args.base is not None:
+        try:
+            base = make_agent(args.base)
+        except ValueError as error:
+            parser.error(f"--base: {error}")
+        if base.table_players is not None:
+            parser.error(f"--base: {args.base} sees a table; the base is a solo agent, whose own policy is evaluated")
     last_turns = args.last_turns or [None] * len(args.players)
     if len(last_turns) != len(args.players) or not all(k is None or 1 <= k <= 12 for k in last_turns):
         parser.error("give one --last-turns K in 1..12 per --players")
     for players, deals, turns in zip(args.players, args.deals, last_turns, strict=True):
-        row = run(players, deals, args.seed, turns)
+        row = run(players, deals, args.seed, turns, base)
         lo, hi = row["win_share_ci95"]
         where = "" if turns is None else f", the last {turns} turn{'s' if turns > 1 else ''}"
         print(

@@ -112,6 +112,54 @@ def test_simulated_optimal_games_follow_the_distribution(dist):
     assert _chi_square_p_value(float(((bins_observed - shifted) ** 2 / shifted).sum()), dof) < 1e-6
 
 
+def test_the_solvers_policy_as_a_table_gives_the_solvers_distributions(dist):
+    again = Dm.policy_distributions("standard", dist.policy.astype(np.int64))  # any int dtype
+    assert again.solution is None and again.source == "policy" and again.rules == dist.rules
+    assert np.array_equal(again.start, dist.start) and np.array_equal(again.policy, dist.policy)
+
+
+def test_another_policys_distribution_is_what_its_games_score():
+    """The greedy agent's whole policy, read as a table and evaluated exactly, against 20,000 of its games."""
+    from yacht_agents import make_agent
+    from yacht_agents.win import policy_table
+
+    greedy = make_agent("greedy")
+    table = policy_table(greedy)
+    rng = np.random.default_rng(3)
+    roll, t, mask = rng.integers(0, 252, 5_000), rng.integers(0, 3, 5_000), rng.integers(1, 4096, 5_000)
+    legal = R.legal_action_mask(roll, t, mask)
+    assert (table[t, mask, roll] == greedy.act(greedy.encoder.flat(roll, t, mask), legal)).all()
+    greedy_dist = Dm.policy_distributions("standard", table)
+    assert np.abs(greedy_dist.start.sum(axis=1) - 1).max() < 1e-9 and (greedy_dist.start >= 0).all()
+    games = 20_000
+    scores = play_games(greedy, games, seed=11, solution=solve("standard")).scores
+    row = greedy_dist.start[4095]
+    mean = float(row @ np.arange(len(row)))
+    assert abs(scores.mean() - mean) < 4 * scores.std() / math.sqrt(games)
+    assert mean < 166.96 - 10  # greedy scores far less than the solver: not the solver's distribution
+    # Kolmogorov-Smirnov at the 0.1% level (discrete: conservative), and the same test rejects a shift of 2 points.
+    empirical = np.cumsum(np.bincount(scores, minlength=len(row))) / games
+    assert np.abs(empirical - np.cumsum(row)).max() < 1.95 / math.sqrt(games)
+    assert np.abs(empirical - np.cumsum(np.roll(row, 2))).max() > 1.95 / math.sqrt(games)
+
+
+def test_a_bad_policy_table_is_one_error(dist):
+    with pytest.raises(ValueError, match=r"shape \(3, 4096, 252\)"):
+        Dm.policy_distributions("standard", dist.policy[:, :100])
+    with pytest.raises(ValueError, match="an int array"):
+        Dm.policy_distributions("standard", dist.policy.astype(float))
+    bad = dist.policy.copy()
+    bad[0, 1, 5] = R.PICK_OFFSET + 1  # with only category 0 open, category 1 is filled
+    with pytest.raises(ValueError, match="action 33 is illegal at rolls_left=0, open_mask=1, roll=5 \\(1 illegal"):
+        Dm.policy_distributions("standard", bad)
+    bad = dist.policy.astype(np.int64)
+    bad[2, 4095, 0] = 44  # no such action
+    with pytest.raises(ValueError, match="action 44 is illegal"):
+        Dm.policy_distributions("standard", bad)
+    with pytest.raises(ValueError, match="exact score distributions cover rules without bonuses"):
+        Dm.policy_distributions("yahtzee", dist.policy)
+
+
 def test_disk_cache_round_trip_and_damage(tmp_path, dist):
     Dm.clear_memo()
     try:

@@ -20,6 +20,11 @@ by s)``: a few hundred vector operations per popcount level, about a second for 
 The distributions are cached on disk beside the solver's tables (same folder, key, checksum and atomic
 writes), verified on every load, and memoised in-process.
 
+Nothing above needs the policy to be the solver's: :func:`policy_distributions` runs the same recurrence for any
+policy of the solo game given as a table of actions (``(3, num_open_masks, 252)``: one action per re-rolls left,
+open mask and roll), e.g. a trained agent's (:func:`yacht_agents.win.policy_table`). That is an exact evaluation of
+the agent's own play: how many points it goes on to score from every turn start, as a distribution.
+
 Example:
     >>> from yacht_env.distributions import score_distributions
     >>> dist = score_distributions("standard")
@@ -145,22 +150,31 @@ def _distribution_array(rules: R.Rules, policy: np.ndarray) -> np.ndarray:
 
 
 class ScoreDistributions:
-    """The distribution of the points still to come under the solver's policy, from every decision state.
+    """The distribution of the points still to come under a policy (the solver's, or :func:`policy_distributions`'),
+    from every decision state.
 
     Attributes:
         rules: The :class:`~yacht_env.rules.Rules`.
-        solution: The solver's :class:`~yacht_env.solver.Solution` whose policy is followed.
+        solution: The solver's :class:`~yacht_env.solver.Solution` whose policy is followed, or ``None`` for
+            another policy's distributions (:func:`policy_distributions`).
         start: ``(num_open_masks, max_total + 1)`` float64: ``start[O, x]`` is the probability that exactly
             ``x`` more points are scored from the start of a turn with open mask ``O`` to the end of the
             game (``start[0]`` is the point mass at 0).
-        policy: ``(3, num_open_masks, 252)`` uint8: the solver's best action at ``(rolls_left, O, roll)``
-            (:meth:`~yacht_env.solver.Solution.best_action`, ties to the smallest action).
+        policy: ``(3, num_open_masks, 252)`` uint8: the action taken at ``(rolls_left, O, roll)``: the solver's best
+            (:meth:`~yacht_env.solver.Solution.best_action`, ties to the smallest action), or the given policy's.
         width: ``max_total + 1`` (298 for ``standard``): the length of every distribution.
-        source: ``"computed"`` or ``"disk"``.
+        source: ``"computed"`` or ``"disk"`` (the solver's), ``"policy"`` (:func:`policy_distributions`).
     """
 
-    def __init__(self, solution: S.Solution, start: np.ndarray, policy: np.ndarray, source: str = "computed"):
-        self.rules = solution.rules
+    def __init__(
+        self,
+        rules: R.Rules,
+        start: np.ndarray,
+        policy: np.ndarray,
+        source: str = "computed",
+        solution: S.Solution | None = None,
+    ):
+        self.rules = rules
         self.solution = solution
         self.start = np.asarray(start, dtype=np.float64)
         self.policy = np.asarray(policy, dtype=np.uint8)
@@ -181,7 +195,7 @@ class ScoreDistributions:
 
         Returns:
             ``(turn, keep)``: ``turn[t, r]`` (``(3, 252, width)``) is the distribution of the points to come
-            from ``(roll r, t re-rolls left)`` under the solver's policy; ``keep[t - 1, K]`` (``(2, 210,
+            from ``(roll r, t re-rolls left)`` under the policy; ``keep[t - 1, K]`` (``(2, 210,
             width)``) the distribution after keeping ``KEPT[K]`` with ``t`` re-rolls left.
         """
         width = self.width
@@ -209,7 +223,7 @@ class ScoreDistributions:
         return turn, keep
 
     def action_distributions(self, roll, rolls_left, open_mask) -> np.ndarray:
-        """Per action, the distribution of the points to come if it is taken and the solver's policy follows.
+        """Per action, the distribution of the points to come if it is taken and the policy follows.
 
         Args:
             roll, rolls_left, open_mask: States as :meth:`~yacht_env.solver.Solution.q_values` takes them
@@ -217,7 +231,7 @@ class ScoreDistributions:
 
         Returns:
             ``(..., 44, width)`` float64; a pick includes its own points. Illegal actions (the env's
-            legality, canonical keeps) get all-zero rows. Its means are ``q_values``.
+            legality, canonical keeps) get all-zero rows. For the solver's policy its means are ``q_values``.
         """
         rules = self.rules
         roll, rolls_left, open_mask = S._check_states(rules, roll, rolls_left, open_mask)
@@ -281,7 +295,7 @@ def _load(path: Path, solution: S.Solution) -> ScoreDistributions | None:
     start = arrays["start"]
     if not ((start >= 0).all() and np.abs(start.sum(axis=1) - 1).max() < 1e-9):
         return None
-    return ScoreDistributions(solution, start, arrays["policy"], source="disk")
+    return ScoreDistributions(rules, start, arrays["policy"], source="disk", solution=solution)
 
 
 def clear_memo() -> None:
@@ -312,9 +326,48 @@ def score_distributions(
 
     def compute() -> ScoreDistributions:
         policy = _policy(solution)
-        return ScoreDistributions(solution, _distribution_array(rules, policy), policy)
+        return ScoreDistributions(rules, _distribution_array(rules, policy), policy, solution=solution)
 
     if not cache:
         return compute()
     load = lambda path: _load(path, solution)  # noqa: E731
     return memoised_cache(_MEMO, "distribution cache", rules, cache_path(rules, cache_dir), load, compute, _save)
+
+
+def policy_distributions(rules: str | R.Rules, policy: np.ndarray) -> ScoreDistributions:
+    """The score distributions of any policy of the solo game, given as a table of its actions.
+
+    Args:
+        rules: A preset name or :class:`~yacht_env.rules.Rules` (without bonuses, as :func:`score_distributions`).
+        policy: int ``(3, num_open_masks, 252)``: the action at ``(rolls_left, open_mask, roll)``, legal there
+            (canonical keeps, as the env's mask) for every open mask but 0 (a finished game: not read).
+
+    Returns:
+        :class:`ScoreDistributions` with ``solution`` ``None`` and ``source`` ``"policy"``: ``start[O]`` is the
+        exact distribution of the points the policy scores from a turn start with open mask ``O`` (about a second).
+
+    Raises:
+        ValueError: rules with bonuses, a policy of another shape, or an illegal action in it.
+    """
+    rules = R.get_rules(rules)
+    reason = unsupported(rules)
+    if reason is not None:
+        raise ValueError(f"the exact score distributions {reason}")
+    shape = (R.ROLLS_PER_TURN, rules.num_open_masks, R.NUM_ROLLS)
+    policy = np.asarray(policy)
+    if policy.shape != shape or not np.issubdtype(policy.dtype, np.integer):
+        raise ValueError(f"a policy table is an int array of shape {shape}, got {policy.dtype} {policy.shape}")
+    t, mask, roll = (x.reshape(-1) for x in np.meshgrid(*map(np.arange, shape), indexing="ij"))
+    live = mask > 0
+    t, mask, roll, action = t[live], mask[live], roll[live], policy.reshape(-1)[live]
+    inside = (action >= 0) & (action < rules.num_actions)
+    legal = R.legal_action_mask(roll, t, mask, True, rules.num_categories)
+    ok = inside & legal[np.arange(len(action)), np.clip(action, 0, rules.num_actions - 1)]
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise ValueError(
+            f"the policy's action {int(action[i])} is illegal at rolls_left={int(t[i])}, open_mask={int(mask[i])}, "
+            f"roll={int(roll[i])} ({int((~ok).sum()):,} illegal in all)"
+        )
+    policy = np.where(np.arange(rules.num_open_masks)[None, :, None] > 0, policy, 0).astype(np.uint8)
+    return ScoreDistributions(rules, _distribution_array(rules, policy), policy, source="policy")

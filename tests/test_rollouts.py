@@ -30,6 +30,7 @@ from yacht_lab.rollouts import (
     Positions,
     RolloutImprover,
     branch_outcomes,
+    exact_teacher,
     play_to_end,
 )
 from yacht_lab.tasks import task_for
@@ -243,6 +244,28 @@ def test_an_update_raises_the_labels_and_remembers_them(started):
     assert n < 150 and stats["memory"] == n * min(4, -(-150 // n))
 
 
+def test_exact_labels_are_the_teachers_moves_and_gaps(started):
+    teacher = make_agent("win")  # any agent of the table; a run's is the win agent over the start's own policy
+    run = fresh(started, teacher=teacher, late_turns=12, positions=300, tables=12)
+    found, early_obs, _ = run.play_games()
+    assert len(early_obs) == 0  # every decision is a labelled one
+    data = run.label(found)
+    obs, masks = data["obs"], data["masks"]
+    assert len(obs) > 200 and not data["raced"].any()
+    assert np.array_equal(data["labels"], teacher.act(obs, masks))
+    with torch.no_grad():
+        top = run._logits(run.model.policy, obs, masks).argmax(1).numpy()
+    assert np.array_equal(data["top"], top)
+    values = teacher.win_probabilities(*teacher.read(obs))
+    rows = np.arange(len(top))
+    assert np.allclose(data["gaps"], values[rows, data["labels"]] - values[rows, top])
+    assert (data["gaps"] >= -1e-12).all() and (data["gaps"][data["labels"] == top] == 0).all()
+    assert (data["labels"] != top).mean() > 0.02  # the start and the win agent differ on some moves
+    before = run.model.policy.state_dict()["action_net.weight"].clone()
+    stats = run.update(data, early_obs, np.zeros((0, 44), bool))
+    assert stats["kl_early"] == 0.0 and not torch.equal(before, run.model.policy.state_dict()["action_net.weight"])
+
+
 def test_an_iteration_is_reproducible_by_its_seed(started):
     stats, weights = [], []
     for seed in (7, 7, 8):
@@ -298,6 +321,8 @@ def test_a_rollouts_run_writes_its_folder(tmp_path):
     assert all(0 <= float(row["win_rate"]) <= 1 for row in curve)
     agent = PPOAgent(run / "model.zip")  # a model like any other: the safe loader reads it, at a 2-player table
     assert agent.table_players == 2
+    with pytest.raises(ValueError, match="init must be a solo \\(Yacht-v0\\) model, and '.*' sees a table of 2"):
+        exact_teacher(str(run / "model.zip"), "standard", 2)
     again = train(config, tmp_path, command="again", progress=False)  # the same seed: the same model
     for name in ("model.zip",):
         a, b = PPOAgent(run / name).model.policy.state_dict(), PPOAgent(again / name).model.policy.state_dict()
@@ -321,6 +346,8 @@ def test_a_rollouts_run_writes_its_folder(tmp_path):
         ({"rollouts": {"z": -1.0}}, "rollouts.z must be a number >= 0"),
         ({"rollouts": {"learning_rate": 0}}, "rollouts.learning_rate must be a number > 0"),
         ({"rollouts": {"positions": 0}}, "rollouts.positions must be an int >= 1"),
+        ({"rollouts": {"labels": "oracle"}}, "rollouts.labels must be one of race, exact, got 'oracle'"),
+        ({"rules": "yahtzee", "init": "yahtzee", "rollouts": {"labels": "exact"}}, "rollouts.labels exact needs"),
     ],
 )
 def test_a_bad_rollouts_config_is_one_error(change, message):
@@ -338,9 +365,10 @@ def test_a_bad_rollouts_config_is_one_error(change, message):
 def test_a_rollouts_config_reads_from_yaml_and_refuses_a_resume(tmp_path):
     from yacht_lab.training import train
 
-    for name in ("selfplay_rollouts.yaml", "selfplay_rollouts_3p.yaml"):
-        config = load_config(REPO / "benchmarks" / "training" / name)
+    for name in ("selfplay_rollouts", "selfplay_rollouts_3p", "selfplay_exact", "selfplay_exact_3p"):
+        config = load_config(REPO / "benchmarks" / "training" / f"{name}.yaml")
         assert config.rollouts.players == (3 if "3p" in name else 2)
+        assert config.rollouts.labels == ("exact" if "exact" in name else "race")
     path = tmp_path / "bad.yaml"
     path.write_text("reward: win\ninit: standard\nrollouts:\n  sideways: 1\n")
     with pytest.raises(ValueError, match="unknown config key rollouts.sideways"):
@@ -365,3 +393,19 @@ def test_a_rollouts_run_plays_a_thirteen_box_family_preset(tmp_path):
     with open(run / "iterations.csv", newline="") as file:
         rows = list(csv.DictReader(file))
     assert len(rows) == 1 and int(rows[0]["positions"]) > 0
+
+
+@pytest.mark.slow
+def test_a_run_with_exact_labels_learns_the_teachers_moves(tmp_path):
+    """labels: exact end to end: the teacher is the win agent over the start's own policy (read whole: about a
+    minute), and on each iteration's fresh positions the policy's moves differ from the teacher's less and less."""
+    from yacht_lab.runs import read_curve
+    from yacht_lab.training import train
+
+    config = tiny(labels="exact", late_turns=12, positions=8000, tables=300, iterations=3, learning_rate=3e-4)
+    run = train(validate(config), tmp_path, command="tiny exact", progress=False)
+    rows = read_curve(run / "iterations.csv", ITERATION_FIELDS)
+    assert all(row["raced"] == 0 and row["positions"] > 6000 for row in rows)
+    # `changed`: the share of positions where the teacher's move is not the policy's, before that iteration's update.
+    assert rows[0]["changed"] > 0.1 and rows[-1]["changed"] < rows[0]["changed"] - 0.01
+    assert exact_teacher("standard", "standard", 2).distributions.solution is None  # the start's play, no solver

@@ -18,6 +18,7 @@ import yaml
 
 from yacht_agents import make_agent, parse_spec
 from yacht_env import rules as R
+from yacht_env.distributions import unsupported
 from yacht_env.rules import is_int
 from yacht_lab.evaluation import MAX_GAMES
 
@@ -44,9 +45,11 @@ LEAGUE_SAMPLING = ("uniform", "pfsp")
 LEAGUE_KINDS = (*OPPONENT_SPECS, "win", "ppo")
 #: Fixed members of a league, and snapshots kept in it.
 MAX_FIXED_MEMBERS, MAX_SNAPSHOTS = 16, 100
-#: Hidden layers of the MLPs, and units per layer (a square layer of 8,192 is 256 MB of float32 weights).
 #: The most branches of one position (futures x candidates) a rollouts config may ask for: they are played together.
 MAX_BRANCHES = 65_536
+#: How a rollouts run labels its positions (:mod:`yacht_lab.rollouts`).
+LABELS = ("race", "exact")
+#: Hidden layers of the MLPs, and units per layer (a square layer of 8,192 is 256 MB of float32 weights).
 MAX_LAYERS = 16
 MAX_LAYER_WIDTH = 8192
 
@@ -174,6 +177,12 @@ class RolloutsConfig:
     ``league.fixed``'s, 1..:data:`MAX_FIXED_MEMBERS`, no repeats). The curve is the learner against each."""
     players: int = 2
     """Players at a table (2..10)."""
+    labels: str = "race"
+    """How a position's move is judged: ``race`` (each candidate played out on common futures, below) or ``exact``
+    (the move with the highest probability of finishing first if everyone plays the start's policy after it,
+    computed exactly from the start's own policy: :class:`yacht_agents.win.WinAgent` with ``base`` the ``init``
+    model, which must be a solo model of rules without bonuses; ``candidates``, ``futures``, ``refine`` and ``z``
+    are then unused)."""
     late_turns: int = 4
     """The decisions judged: the learner's with at most this many categories open (1..the rules' categories)."""
     candidates: int = 4
@@ -442,6 +451,10 @@ def _check_rollouts(config: TrainConfig) -> None:
     if not (is_int(players) and 2 <= players <= MAX_OPPONENTS + 1):
         raise ValueError(f"rollouts.players must be an int in 2..{MAX_OPPONENTS + 1}, got {players!r}")
     _check_members("rollouts.opponents", section.opponents, config.rules, players)
+    if section.labels not in LABELS:
+        raise ValueError(f"rollouts.labels must be one of {', '.join(LABELS)}, got {section.labels!r}")
+    if section.labels == "exact" and unsupported(rules) is not None:
+        raise ValueError(f"rollouts.labels exact needs the start's exact score distributions: {unsupported(rules)}")
     _check_number("rollouts.late_turns", section.late_turns, int, 1, high=rules.num_categories)
     _check_number("rollouts.candidates", section.candidates, int, 2, high=rules.num_actions)
     _check_number("rollouts.futures", section.futures, int, 2)

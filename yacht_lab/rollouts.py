@@ -23,6 +23,13 @@ Galperin (backgammon, 1996) and approximate policy iteration as classification (
    least ``memory`` positions), plus ``anchor`` times ``KL(pi_init || pi)`` on the learner's earlier decisions of
    this iteration's games, which holds the rest of its play.
 
+**Exact labels** (``labels: exact``, the ninth try): step 2-4 are replaced by a teacher. The start's whole policy is
+read (:func:`yacht_agents.win.policy_table`) and evaluated exactly (:func:`yacht_env.distributions.
+policy_distributions`), and a position's label is the move of the win agent over it (:class:`yacht_agents.win.
+WinAgent` with ``base`` the start): the highest probability of finishing first if everyone plays the start's policy
+after the move. That is one step of policy iteration for the win from the learner's own starting play, its
+evaluation exact rather than sampled; the learner distils it on the positions its own play reaches.
+
 A cross-entropy's pull on a move's logit is ``1 - pi(move)``, however unlikely the move: the softmax policy
 gradient's is the move's probability. Nothing of the solver enters: the labels are game outcomes of the learner's
 own play against its opponents (the optimal agent among them is part of the environment, as in the league).
@@ -138,6 +145,9 @@ class RolloutImprover:
         anchor: The weight of ``KL(pi_init || pi)`` on the earlier decisions.
         learning_rate, epochs, batch_size: The update.
         seed: Everything random.
+        teacher: ``None`` for the race's labels; or an agent of the table (``labels: exact``: a
+            :class:`~yacht_agents.win.WinAgent` over the start's policy) whose move is each position's label, and
+            whose ``win_probabilities`` give the gap to the learner's own move.
     """
 
     def __init__(
@@ -160,10 +170,11 @@ class RolloutImprover:
         epochs: int = 4,
         batch_size: int = 512,
         seed: int = 0,
+        teacher: Any = None,
     ) -> None:
         from yacht_agents.ppo import PPOAgent
 
-        self.model, self.reference = model, reference
+        self.model, self.reference, self.teacher = model, reference, teacher
         self.rules, self.players = R.get_rules(rules), players
         self.learner = PPOAgent.from_model(model, self.rules, name="learner")
         self.agents = [self.learner, *opponents]
@@ -243,7 +254,8 @@ class RolloutImprover:
         )
 
     def label(self, found: list[Positions]) -> dict[str, np.ndarray]:
-        """Candidates, their values and the labels of every position found (see the module: a race in two stages)."""
+        """Candidates, their values and the labels of every position found (see the module: a race in two stages,
+        or the teacher's moves)."""
         positions = Positions(
             TableState.stack([p.table for p in found]),
             np.concatenate([p.seat for p in found]),
@@ -253,6 +265,8 @@ class RolloutImprover:
         )
         with torch.no_grad():
             logits = self._logits(self.model.policy, positions.obs, positions.masks).numpy()
+        if self.teacher is not None:
+            return self._teacher_labels(positions, logits)
         order = np.argsort(-logits, axis=1, kind="stable")[:, : self.candidates]
         candidates = np.where(np.take_along_axis(positions.masks, order, axis=1), order, -1)
         first = self._outcomes(positions, candidates, self.futures)
@@ -285,6 +299,22 @@ class RolloutImprover:
             "raced": np.isin(rows, racing),
             "candidates": candidates,
             "values": values,
+        }
+
+    def _teacher_labels(self, positions: Positions, logits: np.ndarray) -> dict[str, np.ndarray]:
+        """``label`` with a teacher: its move at every position; ``gaps``: its win probability minus that of the
+        learner's own most likely move, by the teacher's model."""
+        top = logits.argmax(axis=1)
+        labels = np.asarray(self.teacher.act(positions.obs, positions.masks), dtype=np.intp).reshape(-1)
+        values = self.teacher.win_probabilities(*self.teacher.read(positions.obs))
+        rows = np.arange(len(top))
+        return {
+            "obs": positions.obs,
+            "masks": positions.masks,
+            "labels": labels,
+            "top": top,
+            "gaps": values[rows, labels] - values[rows, top],
+            "raced": np.zeros(len(top), dtype=bool),
         }
 
     # ------------------------------------------------------------------ update
@@ -363,6 +393,25 @@ ITERATION_FIELDS = (
 CURVE_FIELDS = ("iteration", "member", "win_rate", "win_rate_ci95", "mean_score", "mean_margin", "games")
 
 
+def exact_teacher(init: str, rules: str | R.Rules, players: int):
+    """The teacher of ``labels: exact``: the win agent over the ``init`` model's own policy (read whole and evaluated
+    exactly, :func:`yacht_agents.win.policy_table`), for a table of ``players``.
+
+    Raises:
+        ValueError: ``init`` is not a solo model of these rules (a table model's moves depend on the table).
+    """
+    from yacht_agents.ppo import PPOAgent
+    from yacht_agents.win import WinAgent
+
+    start = PPOAgent(init, rules, name="start")
+    if start.table_players is not None:
+        raise ValueError(
+            f"rollouts.labels exact evaluates the start's own play: init must be a solo (Yacht-v0) model, and "
+            f"{init!r} sees a table of {start.table_players}"
+        )
+    return WinAgent(rules, players, name="teacher", base=start)
+
+
 def train_rollouts(config, output_dir, command: str, progress: bool = True, name: str | None = None):
     """Trains a run of a config with a ``rollouts`` section; returns its folder (:func:`yacht_lab.training.train`).
 
@@ -403,10 +452,13 @@ def train_rollouts(config, output_dir, command: str, progress: bool = True, name
             reference.policy.set_training_mode(False)
             reference.policy.requires_grad_(False)
             opponents = [make_member(spec, config.rules, players, seed=i) for i, spec in enumerate(section.opponents)]
-            run_only = ("opponents", "players", "iterations", "eval_every")
+            run_only = ("opponents", "players", "labels", "iterations", "eval_every")
             settings = {k: v for k, v in dataclasses.asdict(section).items() if k not in run_only}
             reference = reference.policy if section.anchor > 0 else None
-            trainer = RolloutImprover(model, reference, opponents, config.rules, players, seed=config.seed, **settings)
+            teacher = exact_teacher(config.init, config.rules, players) if section.labels == "exact" else None
+            trainer = RolloutImprover(
+                model, reference, opponents, config.rules, players, seed=config.seed, teacher=teacher, **settings
+            )
             start_run_folder(run_dir, config, command, [], CURVE_FIELDS)
         except BaseException:
             release_run_folder(claimed)

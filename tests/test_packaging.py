@@ -67,7 +67,7 @@ print(json.dumps(out))
 # --------------------------------------------------------------------------------------------------
 def test_the_shipped_models_are_found_by_name():
     found = shipped_models()
-    assert sorted(found) == ["classic", "standard", "yahtzee", "yatzy"]
+    assert sorted(found) == ["classic", "selfplay_standard", "standard", "yahtzee", "yatzy"]
     for name, path in SHIPPED.items():
         assert found[name].samefile(path)
         assert resolve_model(name).samefile(path)
@@ -93,7 +93,7 @@ def test_an_unknown_name_is_one_value_error_listing_the_shipped_models(spec, tmp
         make_agent(spec)
     message = str(error.value)
     assert message.startswith(f"cannot load PPO model '{spec[4:]}': no shipped model of that name")
-    assert "(shipped: classic, standard, yahtzee, yatzy)" in message and "\n" not in message
+    assert "(shipped: classic, selfplay_standard, standard, yahtzee, yatzy)" in message and "\n" not in message
 
 
 def test_an_agent_of_a_shipped_model_keeps_the_spec_as_its_name():
@@ -254,7 +254,8 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     # every module of the game, its subpackages included (the rules package)
     assert {path.relative_to(REPO).as_posix() for path in (REPO / "yacht_env").rglob("*.py")} <= names
     data = {name for name in names if not name.endswith(".py") and ".dist-info/" not in name}
-    models = {f"yacht_agents/models/ppo_{name}.zip" for name in ("standard", "classic", "yahtzee", "yatzy")}
+    shipped = ("standard", "classic", "yahtzee", "yatzy", "selfplay_standard")
+    models = {f"yacht_agents/models/ppo_{name}.zip" for name in shipped}
     configs = {f"yacht_lab/configs/{name}.yaml" for name in ("ppo", "sweep", "versus", "yahtzee", "yatzy", "selfplay")}
     assert data == models | configs  # no run folder, no checkpoint, no benchmark
     # every model and config of the repository, none forgotten as new ones come

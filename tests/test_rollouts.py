@@ -23,7 +23,7 @@ from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.game import TableState, draw_stream
 from yacht_lab.config import EvalConfig, PolicyConfig, RolloutsConfig, TrainConfig, load_config, validate
-from yacht_lab.head_to_head import play_tables, seating
+from yacht_lab.head_to_head import head_to_head, play_tables, seating
 from yacht_lab.rollouts import (
     CURVE_FIELDS,
     ITERATION_FIELDS,
@@ -409,3 +409,16 @@ def test_a_run_with_exact_labels_learns_the_teachers_moves(tmp_path):
     # `changed`: the share of positions where the teacher's move is not the policy's, before that iteration's update.
     assert rows[0]["changed"] > 0.1 and rows[-1]["changed"] < rows[0]["changed"] - 0.01
     assert exact_teacher("standard", "standard", 2).distributions.solution is None  # the start's play, no solver
+
+
+def test_the_shipped_self_play_model_sits_at_two_player_tables_and_beats_its_start():
+    """models/ppo_selfplay_standard.zip (the ninth try, `benchmarks/training/selfplay_exact.yaml`): a table model of
+    two players, read by the safe loader, which wins more than half of its games against the model it started from
+    (200,000 games: 51.31% [51.11, 51.50]; these 6,000: 51.50% [50.36, 52.64])."""
+    from yacht_agents.ppo import PPOAgent
+
+    model = make_agent("ppo:selfplay_standard")
+    assert isinstance(model, PPOAgent) and model.table_players == 2 and model.observation_size == 79
+    result = head_to_head([model, make_agent("ppo:standard")], 2, 1_500, seed=0, calibration=False)
+    pair = result.to_dict()["head_to_head"]["ppo:selfplay_standard vs ppo:standard"]
+    assert pair["games"] == 6_000 and pair["win_rate_a_ci95"][0] > 0.5

@@ -414,6 +414,7 @@ def _table_rows(players: int = 2) -> tuple[torch.Tensor, np.ndarray]:
     return torch.from_numpy(np.concatenate(seen)), np.concatenate(masks)
 
 
+@pytest.mark.slow  # about 10 s: the README's test command stays under ten minutes
 def test_explore_samples_the_last_turns_at_the_temperature_and_keeps_the_policys_log_probability():
     _, model = started(opponents=["optimal"], reward="win", reward_scale=1.0)
     obs, masks = _table_rows()

@@ -108,39 +108,71 @@ def _policy(solution: S.Solution) -> np.ndarray:
     return policy
 
 
-def _distribution_array(rules: R.Rules, policy: np.ndarray) -> np.ndarray:
-    """``(num_open_masks, max_total + 1)`` float64: ``D[O]``, by popcount level (see the module docstring)."""
+def _turn_ends(rules: R.Rules, policy: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """``(n, num_categories, top + 1)``: ``W[O, k, s]``, P(the turn from open mask ``O`` ends scoring ``s`` in ``k``),
+    the turn run forwards under ``policy`` (see the module docstring) for the masks ``masks`` at once."""
     c = rules.num_categories
     score = R.score_table(rules).astype(np.intp)
     top = int(score.max())
+    n = len(masks)
+    ends = np.zeros(n * c * (top + 1))
+    reach = np.broadcast_to(R.TRANSITION[0], (n, R.NUM_ROLLS))  # P(the turn reaches (r, t)), t = 2 first
+    for t in range(R.MAX_ROLLS_LEFT, -1, -1):
+        action = policy[t, masks].astype(np.intp)
+        pick = action >= R.PICK_OFFSET
+        rows, rolls = np.nonzero(pick)
+        k = action[rows, rolls] - R.PICK_OFFSET
+        where = (rows * c + k) * (top + 1) + score[rolls, k]
+        ends += np.bincount(where, reach[rows, rolls], minlength=ends.size)
+        if t == 0:
+            break
+        rows, rolls = np.nonzero(~pick)
+        kept = R.KEEP[rolls, action[rows, rolls]]
+        flow = np.bincount(rows * _NUM_KEPT + kept, reach[rows, rolls], minlength=n * _NUM_KEPT)
+        reach = flow.reshape(n, _NUM_KEPT) @ _TRANSITION
+    return ends.reshape(n, c, top + 1)
+
+
+def turn_outcomes(rules: str | R.Rules, policy: np.ndarray) -> np.ndarray:
+    """How a policy's turns end: ``(num_open_masks, num_categories, top + 1)`` float64, ``[O, k, s]`` the
+    probability that the turn from a turn start with open mask ``O`` ends by scoring ``s`` points in box ``k``.
+
+    Args:
+        rules: A preset name or :class:`~yacht_env.rules.Rules`.
+        policy: The policy's table as :func:`policy_distributions` takes it (``(3, num_open_masks, 252)``, legal).
+            ``top`` is the largest score of any box (``R.score_table(rules).max()``); row ``0`` is all zeros.
+
+    Raises:
+        ValueError: a policy of another shape or with an illegal action (as :func:`policy_distributions`).
+    """
+    rules = R.get_rules(rules)
+    policy = _checked_policy(rules, policy)
+    out = np.zeros((rules.num_open_masks, rules.num_categories, int(R.score_table(rules).max()) + 1))
+    for start in range(1, rules.num_open_masks, _MASK_CHUNK):
+        masks = np.arange(start, min(start + _MASK_CHUNK, rules.num_open_masks))
+        out[masks] = _turn_ends(rules, policy, masks)
+    return out
+
+
+def solver_policy(rules: str | R.Rules = "standard") -> np.ndarray:
+    """The solver's policy as a table (:attr:`ScoreDistributions.policy`): ``(3, num_open_masks, 252)`` uint8."""
+    return _policy(S.solve(rules))
+
+
+def _distribution_array(rules: R.Rules, policy: np.ndarray) -> np.ndarray:
+    """``(num_open_masks, max_total + 1)`` float64: ``D[O]``, by popcount level (see the module docstring)."""
+    c = rules.num_categories
     width = max_total(rules) + 1
     bits = 1 << np.arange(c)
     popcounts = R.open_bits(c).sum(axis=1)
-    first_roll = R.TRANSITION[0]
     dist = np.zeros((rules.num_open_masks, width))
     dist[0, 0] = 1.0
     for popcount in range(1, c + 1):
         level = np.flatnonzero(popcounts == popcount)
         for start in range(0, len(level), _MASK_CHUNK):
             masks = level[start : start + _MASK_CHUNK]
-            n = len(masks)
-            ends = np.zeros(n * c * (top + 1))  # W[O, k, s]: P(the turn ends scoring s in category k)
-            reach = np.broadcast_to(first_roll, (n, R.NUM_ROLLS))  # P(the turn reaches (r, t)), t = 2 first
-            for t in range(R.MAX_ROLLS_LEFT, -1, -1):
-                action = policy[t, masks].astype(np.intp)
-                pick = action >= R.PICK_OFFSET
-                rows, rolls = np.nonzero(pick)
-                k = action[rows, rolls] - R.PICK_OFFSET
-                where = (rows * c + k) * (top + 1) + score[rolls, k]
-                ends += np.bincount(where, reach[rows, rolls], minlength=ends.size)
-                if t == 0:
-                    break
-                rows, rolls = np.nonzero(~pick)
-                kept = R.KEEP[rolls, action[rows, rolls]]
-                flow = np.bincount(rows * _NUM_KEPT + kept, reach[rows, rolls], minlength=n * _NUM_KEPT)
-                reach = flow.reshape(n, _NUM_KEPT) @ _TRANSITION
-            ends = ends.reshape(n, c, top + 1)
-            out = np.zeros((n, width))
+            ends = _turn_ends(rules, policy, masks)
+            out = np.zeros((len(masks), width))
             for k in range(c):
                 rest = dist[masks & ~bits[k]]  # D[O without k]; rows where k is filled get no weight
                 for s in np.flatnonzero(ends[:, k].any(axis=0)):
@@ -334,6 +366,27 @@ def score_distributions(
     return memoised_cache(_MEMO, "distribution cache", rules, cache_path(rules, cache_dir), load, compute, _save)
 
 
+def _checked_policy(rules: R.Rules, policy: np.ndarray) -> np.ndarray:
+    """``policy`` as a uint8 table (row ``0`` zeroed), or one ``ValueError`` naming the first illegal action."""
+    shape = (R.ROLLS_PER_TURN, rules.num_open_masks, R.NUM_ROLLS)
+    policy = np.asarray(policy)
+    if policy.shape != shape or not np.issubdtype(policy.dtype, np.integer):
+        raise ValueError(f"a policy table is an int array of shape {shape}, got {policy.dtype} {policy.shape}")
+    t, mask, roll = (x.reshape(-1) for x in np.meshgrid(*map(np.arange, shape), indexing="ij"))
+    live = mask > 0
+    t, mask, roll, action = t[live], mask[live], roll[live], policy.reshape(-1)[live]
+    inside = (action >= 0) & (action < rules.num_actions)
+    legal = R.legal_action_mask(roll, t, mask, True, rules.num_categories)
+    ok = inside & legal[np.arange(len(action)), np.clip(action, 0, rules.num_actions - 1)]
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise ValueError(
+            f"the policy's action {int(action[i])} is illegal at rolls_left={int(t[i])}, open_mask={int(mask[i])}, "
+            f"roll={int(roll[i])} ({int((~ok).sum()):,} illegal in all)"
+        )
+    return np.where(np.arange(rules.num_open_masks)[None, :, None] > 0, policy, 0).astype(np.uint8)
+
+
 def policy_distributions(rules: str | R.Rules, policy: np.ndarray) -> ScoreDistributions:
     """The score distributions of any policy of the solo game, given as a table of its actions.
 
@@ -353,21 +406,5 @@ def policy_distributions(rules: str | R.Rules, policy: np.ndarray) -> ScoreDistr
     reason = unsupported(rules)
     if reason is not None:
         raise ValueError(f"the exact score distributions {reason}")
-    shape = (R.ROLLS_PER_TURN, rules.num_open_masks, R.NUM_ROLLS)
-    policy = np.asarray(policy)
-    if policy.shape != shape or not np.issubdtype(policy.dtype, np.integer):
-        raise ValueError(f"a policy table is an int array of shape {shape}, got {policy.dtype} {policy.shape}")
-    t, mask, roll = (x.reshape(-1) for x in np.meshgrid(*map(np.arange, shape), indexing="ij"))
-    live = mask > 0
-    t, mask, roll, action = t[live], mask[live], roll[live], policy.reshape(-1)[live]
-    inside = (action >= 0) & (action < rules.num_actions)
-    legal = R.legal_action_mask(roll, t, mask, True, rules.num_categories)
-    ok = inside & legal[np.arange(len(action)), np.clip(action, 0, rules.num_actions - 1)]
-    if not ok.all():
-        i = int(np.flatnonzero(~ok)[0])
-        raise ValueError(
-            f"the policy's action {int(action[i])} is illegal at rolls_left={int(t[i])}, open_mask={int(mask[i])}, "
-            f"roll={int(roll[i])} ({int((~ok).sum()):,} illegal in all)"
-        )
-    policy = np.where(np.arange(rules.num_open_masks)[None, :, None] > 0, policy, 0).astype(np.uint8)
+    policy = _checked_policy(rules, policy)
     return ScoreDistributions(rules, _distribution_array(rules, policy), policy, source="policy")

@@ -101,7 +101,7 @@ _THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity
 def _expected_keeps(values: np.ndarray) -> np.ndarray:
     """``EK`` ``(210, n)`` from ``V`` ``(252, n)`` (rows): re-rolling around ``K`` adds one fresh die at a time,
     so ``EK[K]`` is the mean over the six faces of ``EK[K + face]`` (of ``V`` for ``K`` of four dice)."""
-    keeps = np.empty((NUM_PROPER_KEPT, values.shape[1]))
+    keeps = np.empty((NUM_PROPER_KEPT, values.shape[1]), dtype=values.dtype)
     for size in range(R.NUM_DICE - 1, -1, -1):
         lo, hi = _SIZE_SPANS[size]
         source = values if size == R.NUM_DICE - 1 else keeps

@@ -1,0 +1,171 @@
+"""Two-player Yacht, solved exactly: the equilibrium (both players play to win) and the best response to a fixed
+solo policy, for any rules without bonuses.
+
+Between two turns the game is ``(mover, other, lead)``: the open masks of the player about to move and of the
+other player, and the mover's total minus the other's (Yacht has no bonus, so the totals matter only through
+their difference). The value of a state is ``W = P(the mover finishes ahead) + P(tie) / 2``. The first player
+moves first in every round. A turn is the solo solver's turn with a vector over the lead in place of one number:
+after a pick of box ``c`` for ``s`` points the mover's chance is ``1 - W(other, mover without c, -(lead + s))``
+(or 1, 1/2, 0 by the sign of ``lead + s`` once both sheets are full); the best pick and the best keep are taken
+per lead; a keep averages over the re-rolled dice. :mod:`yacht_env.duel.layout` has the levels and the window
+of leads each state keeps (the rest are decided or never reached), :mod:`yacht_env.duel.turn` the turn,
+:mod:`yacht_env.duel.build` the level-by-level build on disk.
+
+* :func:`solve` ``(rules)``: the equilibrium. ``first_player_value`` is the game's value ``V*`` for the first
+  player; its strategy (:meth:`DuelSolution.best_action`) is a player no opponent beats on average over the two
+  seats.
+* :func:`solve` ``(rules, opponent="optimal")`` (or a policy table, e.g. a trained agent's through
+  :func:`yacht_agents.win.policy_table`): the best response to that solo policy, the most any player can win
+  against it. The opponent's turn does not look at the lead, so it is averaged over how that policy's turns end
+  from its open mask (:func:`yacht_env.distributions.turn_outcomes`). ``seat_values`` are the exact win rates of
+  the best response in each seat.
+
+A solution is built once per rules, opponent and precision and kept on disk (beside the solver's cache, in
+``duel/``): the small games of the tests take a second, ``standard`` about an hour on two cores
+(``python -m yacht_env.duel build --rules standard``). Its files are arrays only, checksummed, memory-mapped for
+play.
+
+Example:
+    >>> from yacht_env.rules import Rules
+    >>> from yacht_env.duel import solve
+    >>> duel = solve(Rules(name="two-box", categories=("ones", "yacht")), precision="float64")
+    >>> round(duel.first_player_value, 6)
+    0.498983
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from yacht_env import rules as R
+from yacht_env.duel.build import FORMAT_VERSION, build, level_entries, load_level, read_manifest
+from yacht_env.duel.layout import Layout
+from yacht_env.duel.play import DuelSolution
+
+__all__ = ["DuelSolution", "Layout", "solve", "unsupported", "solution_folder"]
+
+PRECISIONS = {"float32": np.float32, "float64": np.float64}
+_MEMO: dict[tuple, DuelSolution] = {}
+
+
+def unsupported(rules: R.Rules, players: int = 2) -> str | None:
+    """Why the two-player solve does not cover ``rules`` at ``players`` seats (one line), or ``None``."""
+    if players != 2:
+        return f"the exact table solve covers two players, not {players}: three or more stay open"
+    if rules.has_bonuses:
+        return (
+            f"the exact two-player solve covers rules without bonuses (Yacht's presets); {rules.name!r} has an upper "
+            "or Yahtzee bonus, whose subtotals multiply the joint states beyond reach"
+        )
+    return None
+
+
+def _opponent(rules: R.Rules, opponent) -> tuple[str, np.ndarray | None, str | None]:
+    """``(kind, outcomes, digest)`` of an opponent: ``None`` (the equilibrium), ``"optimal"`` or a policy table."""
+    from yacht_env import distributions as D
+
+    if opponent is None:
+        return "equilibrium", None, None
+    if isinstance(opponent, str):
+        if opponent != "optimal":
+            raise ValueError(
+                f"opponent must be None (the equilibrium), 'optimal' or a policy table (3, num_open_masks, 252), "
+                f"got {opponent!r}"
+            )
+        policy = D.solver_policy(rules)
+    else:
+        policy = np.asarray(opponent)
+    outcomes = D.turn_outcomes(rules, policy)  # checks the table
+    digest = hashlib.sha256(np.ascontiguousarray(policy, dtype=np.uint8).tobytes()).hexdigest()
+    return "best_response", outcomes, digest
+
+
+def _key(rules: R.Rules, kind: str, digest: str | None, precision: str) -> str:
+    payload = {"rules": rules.as_dict(), "format": FORMAT_VERSION, "kind": kind, "policy": digest, "dtype": precision}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def solution_folder(
+    rules: str | R.Rules = "standard",
+    opponent=None,
+    precision: str = "float32",
+    cache_dir: str | os.PathLike | None = None,
+) -> Path:
+    """The folder a solution is built in: ``<cache_dir>/duel/<rules>-<kind>-<key prefix>``."""
+    from yacht_env import solver as S
+
+    rules = R.get_rules(rules)
+    kind, _, digest = _opponent(rules, opponent)
+    base = S.cache_path(rules, cache_dir).parent
+    return base / "duel" / f"{S.cache_path(rules, cache_dir).name.split('-')[0]}-{kind}-{_key(rules, kind, digest, precision)[:16]}"
+
+
+def solve(
+    rules: str | R.Rules = "standard",
+    opponent=None,
+    *,
+    precision: str = "float32",
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+    keep_float32: bool = False,
+    build_missing: bool = True,
+) -> DuelSolution:
+    """The exact two-player solution of ``rules``: the equilibrium, or the best response to ``opponent``.
+
+    Args:
+        rules: A preset name or :class:`~yacht_env.rules.Rules` without bonuses.
+        opponent: ``None`` for the equilibrium; ``"optimal"`` (the solver's policy) or a policy table
+            ``(3, num_open_masks, 252)`` of legal actions for the best response to that solo policy.
+        precision: ``"float32"`` (the full games) or ``"float64"`` (small games exact to 1e-12).
+        cache_dir: The cache folder (as :func:`yacht_env.solver.solve`'s); the solution lies in its ``duel/``.
+        progress: Show the build's progress line on stderr.
+        keep_float32: Keep the float32 level files of a build beside the uint16 ones.
+        build_missing: Build what is not on disk yet (resuming a stopped build); ``False`` raises instead.
+
+    Raises:
+        ValueError: rules with bonuses, a bad opponent or precision, or (``build_missing=False``) no finished
+            solution on disk.
+    """
+    rules = R.get_rules(rules)
+    reason = unsupported(rules)
+    if reason is not None:
+        raise ValueError(reason)
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be 'float32' or 'float64', got {precision!r}")
+    kind, outcomes, digest = _opponent(rules, opponent)
+    key = _key(rules, kind, digest, precision)
+    if key in _MEMO:
+        return _MEMO[key]
+    folder = solution_folder(rules, opponent, precision, cache_dir)
+    layout = Layout(rules)
+    manifest = read_manifest(folder)
+    if manifest is None or manifest.get("key") != key or not manifest.get("complete"):
+        if not build_missing:
+            raise ValueError(
+                f"no finished two-player solution of {rules.name!r} ({kind}) in {folder}: build it with "
+                f"python -m yacht_env.duel build --rules {rules.name}"
+                + (" --opponent optimal" if opponent == "optimal" else "")
+            )
+        manifest = build(
+            folder, layout, kind, key, outcomes, progress=progress, keep_float32=keep_float32,
+            dtype=PRECISIONS[precision],
+        )
+    tables = {}
+    for table in ("E",) if kind == "equilibrium" else ("A", "B"):
+        levels = []
+        for n in range(layout.num_levels):
+            values = next(
+                (v for e in level_entries(manifest, table, n) if (v := load_level(folder, e)) is not None), None
+            )
+            if values is None:
+                raise ValueError(f"the two-player solution in {folder} is damaged (level {table}{n:02d}): remove the folder to rebuild it")
+            levels.append(values)
+        tables[table] = levels
+    solution = DuelSolution(layout, kind, tables, manifest["values"], folder)
+    _MEMO[key] = solution
+    return solution

@@ -1,0 +1,62 @@
+"""The two-player solve's command: ``python -m yacht_env.duel build --rules standard [--opponent optimal]``.
+
+``build`` builds a solution (or finishes a stopped build) with a progress line and prints its values; ``info``
+prints a finished solution's values and files. Bad arguments are one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from yacht_env import rules as R
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m yacht_env.duel", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in (("build", "build a solution (resumes a stopped build)"), ("info", "show a finished solution")):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("--rules", default="standard", help="a preset without bonuses (default: standard)")
+        command.add_argument(
+            "--opponent", default=None, choices=["optimal"], help="the best response to this solo policy (default: the equilibrium)"
+        )
+        command.add_argument("--precision", default="float32", choices=["float32", "float64"])
+        command.add_argument("--cache-dir", default=None, help="the cache folder (default: $YACHT_RL_CACHE_DIR or ~/.cache/yacht-rl)")
+        if name == "build":
+            command.add_argument("--keep-float32", action="store_true", help="keep the float32 level files too")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the command; returns the exit code."""
+    from yacht_env import duel
+
+    args = _parser().parse_args(argv)
+    try:
+        rules = R.get_rules(args.rules)
+        start = time.monotonic()
+        solution = duel.solve(
+            rules,
+            args.opponent,
+            precision=args.precision,
+            cache_dir=args.cache_dir,
+            progress=args.command == "build",
+            keep_float32=getattr(args, "keep_float32", False),
+            build_missing=args.command == "build",
+        )
+    except ValueError as error:
+        print(f"python -m yacht_env.duel: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("python -m yacht_env.duel: stopped; the finished levels are kept, run it again to go on", file=sys.stderr)
+        return 130
+    first, second = solution.seat_values
+    print(f"{rules.name} {solution.kind}: first seat {first:.9f}, second seat {second:.9f}, mean {solution.mean_value:.9f}")
+    print(f"files: {solution.folder} (loaded in {time.monotonic() - start:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

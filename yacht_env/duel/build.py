@@ -1,0 +1,302 @@
+"""The two-player solve, level by level: the kernels that compute a level from the one below, and the build that
+streams the levels to disk, resumes an interrupted run and shows its progress.
+
+Two solutions come from the same kernels (:mod:`yacht_env.duel.turn`), each a table of level values, P(the mover
+wins; ties count half) at every ``(mover, other, lead)`` of the level's windows:
+
+* ``equilibrium``: both players maximise their chance to win. One table, ``E``; a level's values are the max
+  turn over the level below: ``E_n = maxturn(E_{n-1})``.
+* ``best_response``: a responder maximises against a fixed solo policy. Two tables: ``A`` where the responder
+  moves, ``B`` where the policy moves: ``A_n = maxturn(B_{n-1})``, and ``B_n = policyturn(A_{n-1})``, the
+  average over how the policy's turn from its open mask ends (box and points: it does not look at the lead).
+
+A level is cut in chunks of states that share the mover's open mask (so they share the boxes a pick can take),
+computed on all cores (numpy lets go of the GIL), and written as one ``.npy`` file of float32 values with its
+CRC-32 in the folder's ``manifest.json`` before the next level starts. A run that stops keeps every finished
+level; the next run checks the last one and goes on from there. When every level is done the values are stored
+as uint16 (``round(65535 * value)``, at most 7.7e-6 from the float32 value; the float32 files can be kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from yacht_env.duel.layout import Layout, Level
+from yacht_env.duel.turn import QUANT, after_picks, best_of_rows, pick_rows, turn_start
+from yacht_env.util import atomic_output
+
+FORMAT_VERSION = 1  # bump when the recurrence, the layout or the files change; old folders are rebuilt
+CHUNK_COLUMNS = 384  # columns (state, lead) per chunk: a chunk's rows stay in the core's cache
+_THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+TABLES = {"equilibrium": ("E",), "best_response": ("A", "B")}
+
+
+# --------------------------------------------------------------------------------------------------
+# Kernels: one chunk of a level from the level below
+# --------------------------------------------------------------------------------------------------
+def chunks(level: Level) -> list[tuple[int, int]]:
+    """Runs ``[s0, s1)`` of consecutive states of one mover, each at most :data:`CHUNK_COLUMNS` values (or one
+    state)."""
+    per_mover = len(level.others)
+    first = np.arange(level.num_states) // per_mover * per_mover
+    key = first * (level.num_values + 1) + (level.offset[:-1] - level.offset[first]) // CHUNK_COLUMNS
+    starts = np.flatnonzero(np.diff(key, prepend=-1))
+    return list(zip(starts.tolist(), [*starts[1:].tolist(), level.num_states], strict=True))
+
+
+def columns(level: Level, s0: int, s1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(mover, other, lead)`` ``(columns,)`` int64 of the states ``[s0, s1)`` of ``level``, window by window."""
+    length = level.length[s0:s1]
+    state = np.repeat(np.arange(s0, s1), length)
+    position = np.arange(int(length.sum())) - (level.offset[state] - level.offset[s0])
+    mover = level.movers[state // len(level.others)]
+    other = level.others[state % len(level.others)]
+    return mover, other, level.low[state] + position
+
+
+def max_turn(layout: Layout, level: Level, below: np.ndarray, s0: int, s1: int) -> np.ndarray:
+    """The values of states ``[s0, s1)`` (one mover) when the mover maximises its chance to win."""
+    mover, other, lead = columns(level, s0, s1)
+    picks = after_picks(layout, level.n, below, mover, other, lead)
+    is_open = np.flatnonzero([int(mover[0]) >> c & 1 for c in range(layout.rules.num_categories)])
+    return turn_start(best_of_rows(picks, pick_rows(layout.rules).of_roll[:, is_open]))
+
+
+def policy_turn(layout: Layout, level: Level, below: np.ndarray, s0: int, s1: int, outcomes: np.ndarray) -> np.ndarray:
+    """The values of states ``[s0, s1)`` (one mover) when the mover plays the fixed policy whose turn from open
+    mask ``O`` ends scoring ``s`` in box ``k`` with probability ``outcomes[O, k, s]``."""
+    mover, other, lead = columns(level, s0, s1)
+    picks = after_picks(layout, level.n, below, mover, other, lead)
+    rows = pick_rows(layout.rules)
+    weight = outcomes[int(mover[0]), rows.category, rows.points]
+    used = np.flatnonzero(weight > 0)
+    return weight[used].astype(picks.dtype) @ picks[used]
+
+
+def solve_level(
+    layout: Layout,
+    n: int,
+    below: np.ndarray | None,
+    outcomes: np.ndarray | None = None,
+    threads: int = _THREADS,
+    dtype=np.float32,
+) -> np.ndarray:
+    """Level ``n``'s values (flat, ``dtype``) from level ``n - 1``'s (``None`` for level 0): the max turn, or with
+    ``outcomes`` the fixed policy's turn (:func:`policy_turn`)."""
+    level = layout.level(n)
+    out = np.empty(level.num_values, dtype=dtype)
+    if n == 0:
+        out[:] = 0.5  # both sheets full, level: a tie
+        return out
+
+    def work(run: tuple[int, int]) -> None:
+        s0, s1 = run
+        turn = max_turn(layout, level, below, s0, s1) if outcomes is None else None
+        if turn is None:
+            turn = policy_turn(layout, level, below, s0, s1, outcomes)
+        out[level.offset[s0] : level.offset[s1]] = turn
+
+    runs = chunks(level)
+    if threads <= 1 or len(runs) < 2:
+        for run in runs:
+            work(run)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(work, runs, chunksize=max(1, len(runs) // (threads * 64))))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# The build: levels streamed to disk, resumable, with progress
+# --------------------------------------------------------------------------------------------------
+def _file_crc(path: Path) -> int:
+    checksum = 0
+    with open(path, "rb") as file:
+        while block := file.read(1 << 24):
+            checksum = zlib.crc32(block, checksum)
+    return checksum
+
+
+def read_manifest(folder: Path) -> dict | None:
+    """The folder's manifest, or ``None`` if it is missing or not one of ours."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT_VERSION else None
+
+
+def write_manifest(folder: Path, manifest: dict) -> None:
+    """Writes ``manifest.json`` atomically."""
+    with atomic_output(folder / "manifest.json") as temp:
+        temp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def _save_level(folder: Path, name: str, values: np.ndarray) -> dict:
+    path = folder / f"{name}.npy"
+    with atomic_output(path) as temp, open(temp, "wb") as file:
+        np.save(file, values, allow_pickle=False)
+    return {"file": path.name, "dtype": str(values.dtype), "count": int(values.size), "crc32": _file_crc(path)}
+
+
+def load_level(folder: Path, entry: dict, mmap: bool = True, verify: bool = True) -> np.ndarray | None:
+    """A level file of the manifest ``entry`` (memory-mapped), or ``None`` if it is missing or damaged."""
+    path = folder / entry["file"]
+    try:
+        if verify and _file_crc(path) != entry["crc32"]:
+            return None
+        values = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    ok = values.ndim == 1 and values.size == entry["count"] and str(values.dtype) == entry["dtype"]
+    return values if ok else None
+
+
+class Progress:
+    """A progress line on stderr: the share of the work done, the time spent and an estimate of the time left."""
+
+    def __init__(self, total: float, enabled: bool = True, label: str = "duel"):
+        self.total, self.done, self.enabled, self.label = total, 0.0, enabled, label
+        self.start = time.monotonic()
+        self.tty = enabled and sys.stderr.isatty()
+
+    def advance(self, work: float, note: str) -> None:
+        """Counts ``work`` more done and shows the line (``note``: where the build is)."""
+        self.done += work
+        if not self.enabled:
+            return
+        spent = time.monotonic() - self.start
+        share = self.done / self.total if self.total else 1.0
+        left = spent * (1 - share) / share if share > 0 else float("nan")
+        bar = "#" * int(30 * share) + "." * (30 - int(30 * share))
+        line = f"{self.label} [{bar}] {100 * share:5.1f}%  {note}  spent {_clock(spent)}  left ~{_clock(left)}"
+        print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """Ends the line."""
+        if self.tty:
+            print(file=sys.stderr, flush=True)
+
+
+def _clock(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def build(
+    folder: Path,
+    layout: Layout,
+    kind: str,
+    key: str,
+    outcomes: np.ndarray | None = None,
+    progress: bool = True,
+    keep_float32: bool = False,
+    threads: int = _THREADS,
+    dtype=np.float32,
+    on_level: Callable[[int], None] | None = None,
+) -> dict:
+    """Builds (or finishes building) a solution's levels in ``folder`` and returns its manifest.
+
+    Args:
+        folder: The solution's folder (created if needed).
+        layout: The game's layout.
+        kind: ``"equilibrium"`` or ``"best_response"`` (then ``outcomes`` is the fixed policy's
+            :func:`~yacht_env.distributions.turn_outcomes`).
+        key: The solution's key; a folder of another key is built afresh.
+        progress: Show a progress line on stderr.
+        keep_float32: Keep the float32 level files beside the uint16 ones.
+        threads: Threads for a level's chunks.
+        dtype: The float type of the computation and of the level files (float32, or float64 for exactness).
+        on_level: Called with each level's number once it is on disk (tests stop a build with it).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = read_manifest(folder)
+    if manifest is None or manifest.get("key") != key:
+        manifest = {"format": FORMAT_VERSION, "key": key, "kind": kind, "levels": {}, "complete": False}
+    if manifest["complete"]:
+        return manifest
+    tables = TABLES[kind]
+    levels = manifest["levels"]
+    below: dict[str, np.ndarray] = {}
+    done = -1
+    for n in range(layout.num_levels):  # the last level whose every table is on disk
+        if all(f"{t}{n:02d}" in levels for t in tables):
+            done = n
+        else:
+            break
+    if done >= 0:
+        for t in tables:
+            values = load_level(folder, levels[f"{t}{done:02d}"], mmap=False)
+            if values is None:
+                done = -1
+                break
+            below[t] = values
+    weights = [layout.level(n).num_values for n in range(layout.num_levels)]
+    meter = Progress(float(sum(weights)), progress, f"duel {layout.rules.name} {kind}")
+    meter.advance(float(sum(weights[: done + 1])), f"resuming after level {done}" if done >= 0 else "start")
+    seconds = manifest.get("seconds", 0.0)
+    for n in range(done + 1, layout.num_levels):
+        start = time.monotonic()
+        if kind == "equilibrium":
+            current = {"E": solve_level(layout, n, below.get("E"), threads=threads, dtype=dtype)}
+        else:
+            current = {
+                "A": solve_level(layout, n, below.get("B"), threads=threads, dtype=dtype),
+                "B": solve_level(layout, n, below.get("A"), outcomes, threads=threads, dtype=dtype),
+            }
+        for t, values in current.items():
+            levels[f"{t}{n:02d}"] = _save_level(folder, f"{t}{n:02d}", values)
+        seconds += time.monotonic() - start
+        manifest["seconds"] = seconds
+        write_manifest(folder, manifest)
+        below = current
+        meter.advance(float(weights[n]), f"level {n}/{layout.num_levels - 1}")
+        if on_level is not None:
+            on_level(n)
+    meter.close()
+    last = layout.num_levels - 1
+    manifest["values"] = {t: float(below[t][0]) for t in tables}  # the one state of the top level, lead 0
+    if dtype == np.float32:  # float64 (small games, exact) keeps its files as they are
+        _quantise(folder, manifest, keep_float32)
+    manifest["complete"] = True
+    write_manifest(folder, manifest)
+    assert layout.level(last).num_states == 1
+    return manifest
+
+
+def _quantise(folder: Path, manifest: dict, keep_float32: bool) -> None:
+    """Adds uint16 files of every level (``q`` entries) and, unless kept, removes the float32 ones."""
+    levels = manifest["levels"]
+    for name in sorted(levels):
+        if name.endswith("q"):
+            continue
+        entry = levels[name]
+        values = load_level(folder, entry, mmap=True, verify=False)
+        quantised = np.rint(np.asarray(values, dtype=np.float64) * QUANT).astype(np.uint16)
+        levels[name + "q"] = _save_level(folder, name + ".u16", quantised)
+    manifest["float32"] = keep_float32
+    write_manifest(folder, manifest)
+    if not keep_float32:
+        for name in [n for n in levels if not n.endswith("q")]:
+            with contextlib.suppress(OSError):
+                (folder / levels[name]["file"]).unlink()
+            del levels[name]
+
+
+def level_entries(manifest: dict, table: str, n: int) -> Iterator[dict]:
+    """The manifest entries holding ``table``'s level ``n``: float32 first where kept, then uint16."""
+    for name in (f"{table}{n:02d}", f"{table}{n:02d}q"):
+        if name in manifest["levels"]:
+            yield manifest["levels"][name]

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import gymnasium as gym
@@ -277,7 +278,11 @@ def test_env_is_pettingzoos_own_wrappers_in_every_call():
     theirs = wrappers.OrderEnforcingWrapper(wrappers.AssertOutOfBoundsWrapper(theirs))
     names = ("agents", "agent_selection", "rewards", "terminations", "truncations", "infos", "num_agents")
     reads = [lambda e, name=name: getattr(e, name) for name in (*names, "_cumulative_rewards")]
-    reads += [lambda e: e.last(), lambda e: e.observe("player_1"), lambda e: e.observe("nobody"), str]
+
+    def last(e):
+        return e.last()
+
+    reads += [last, lambda e: e.observe("player_1"), lambda e: e.observe("nobody"), str]
 
     def check(call, *args):
         assert same(outcome(call(ours), *args), outcome(call(theirs), *args))
@@ -309,8 +314,30 @@ def test_env_is_pettingzoos_own_wrappers_in_every_call():
                     action = np.int64(action) if draw < 0.3 else action
                 check(lambda e: e.step, action)
         for read in reads:  # every agent has left
+            if read is last:  # theirs reads the departed agent's reward, a bare KeyError; ours says why
+                assert outcome(read, theirs)[0] == "KeyError"
+                assert outcome(read, ours) == ("ValueError", LEFT + "last()")
+                continue
             assert same(outcome(read, ours), outcome(read, theirs))
         check(lambda e: e.step, None)
+
+
+LEFT = "the game is over and every agent has left it; call reset() before "
+
+
+@pytest.mark.parametrize("num_players", [1, 2, 3])
+def test_last_after_every_agent_has_left_is_one_clear_error(num_players):
+    table = aec_env(num_players=num_players)
+    table.reset(seed=0)
+    for _ in table.agent_iter():
+        observation, _, terminated, truncated, _ = table.last()
+        table.step(None if terminated or truncated else int(np.flatnonzero(observation["action_mask"])[0]))
+    assert table.agents == []
+    for observe in (True, False):
+        with pytest.raises(ValueError, match=rf"^{re.escape(LEFT)}last\(\)$"):
+            table.last(observe)
+    table.reset(seed=1)  # and a new game starts
+    assert table.last()[1] == 0.0
 
 
 @pytest.mark.parametrize("rules", ["standard", "yahtzee"])

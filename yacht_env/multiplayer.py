@@ -106,8 +106,12 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
 
     def last(self, observe: bool = True):
         # The raw env's last() without its checks (this wrapper's come first): what AECEnv.last reads through the
-        # wrappers, none of which changes it.
-        return self._raw._last(observe) if self._has_reset else super().last(observe)
+        # wrappers, none of which changes it. Once every agent has left, the raw env's own ValueError (PettingZoo's
+        # wrapper would read the departed agent's reward: a bare KeyError).
+        if not self._has_reset:
+            return super().last(observe)
+        raw = self._raw
+        return raw._last(observe) if raw.agents else raw.last(observe)
 
     def __str__(self) -> str:
         return str(self.env)  # PettingZoo's name for its own class (yacht_v0), not _OrderEnforcing<yacht_v0>

@@ -57,9 +57,9 @@ def check_preset(
 
     Run it on your own :class:`~yacht_env.rules.Rules` before training on them::
 
-        from yacht_env import Rules, check_preset
+        import yacht_env
 
-        check_preset(Rules("thirteen", categories=(*yacht_env.CATEGORIES, "three_of_a_kind")))
+        yacht_env.check_preset(yacht_env.Rules("thirteen", categories=(*yacht_env.CATEGORIES, "three_of_a_kind")))
 
     Args:
         rules: A preset name or a :class:`~yacht_env.rules.Rules`.
@@ -171,8 +171,11 @@ def _dice(rng: np.random.Generator, rules: R.Rules, *leading: int) -> np.ndarray
 
 
 def _bonus_dice(rules: R.Rules) -> np.ndarray:
-    """A stream of five of a kinds (turn ``t``: face ``t % 6 + 1``): played by a shadow with ``upper_first`` it earns
-    the upper bonus, and a Yahtzee bonus and jokers where the rules have them, which random play seldom reaches."""
+    """A stream of five of a kinds: turn ``t`` shows face ``t % 6 + 1`` on every die.
+
+    Played by a shadow with ``upper_first`` it earns the upper bonus, and a Yahtzee bonus and jokers where the rules
+    have them, which random play seldom reaches.
+    """
     faces = np.arange(rules.num_turns) % R.NUM_FACES + 1
     return np.broadcast_to(faces[:, None, None], rules.stream_shape).astype(np.int64)
 

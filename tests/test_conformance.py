@@ -28,7 +28,7 @@ def test_a_custom_rules_object_passes_as_the_docs_say():
     assert yacht_env.check_preset(thirteen, games=2) == dict.fromkeys(SURFACES, "ok")
 
 
-def test_the_same_seed_plays_the_same_games_and_a_subset_of_surfaces_runs_alone():
+def test_a_subset_of_surfaces_runs_alone_and_reports_only_those():
     assert check_preset("classic", seed=3, games=1, surfaces=["vector"]) == {"vector": "ok"}
 
 

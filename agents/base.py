@@ -50,7 +50,8 @@ class Agent:
             ``(N,)`` int actions (``np.intp``), or an ``int`` for a single state.
 
         Raises:
-            ValueError: shapes that do not match, or a state without any legal action.
+            ValueError: shapes that do not match, a value outside ``[0, 1]`` (NaN included: every observation of
+                the envs lies there), or a state without any legal action.
         """
         obs = np.asarray(observations, dtype=np.float32)
         masks = np.asarray(action_masks).astype(bool, copy=False)
@@ -62,6 +63,13 @@ class Agent:
             raise ValueError(
                 f"expected observations (N, {size}) and action_masks (N, {num_actions}) (or one of each), "
                 f"got {np.shape(observations)} and {np.shape(action_masks)}"
+            )
+        inside = (obs >= 0) & (obs <= 1)  # False for NaN
+        if not inside.all():
+            row, column = (int(i) for i in np.argwhere(~inside)[0])
+            raise ValueError(
+                f"observations must hold values in [0, 1], as the envs' do; row {row} holds {obs[row, column]} at "
+                f"index {column}"
             )
         if not masks.any(axis=1).all():
             raise ValueError("every state needs at least one legal action; got an all-False action mask")

@@ -257,7 +257,8 @@ def policy_table(agent: Agent, rules: str | R.Rules = "standard") -> np.ndarray:
 
     Raises:
         ValueError: an agent of other rules, or one that sees a table (``table_players``): its moves depend on more
-            than its own game.
+            than its own game; an agent that returns other than one int action per state, or an illegal one (named
+            with the state).
     """
     rules = R.get_rules(rules)
     if agent.rules != rules:
@@ -274,8 +275,28 @@ def policy_table(agent: Agent, rules: str | R.Rules = "standard") -> np.ndarray:
         for at in np.array_split(np.arange(len(mask)), 32):
             legal = R.legal_action_mask(roll[at], rolls_left[at], mask[at], True, rules.num_categories)
             obs = agent.encoder.flat(roll[at], rolls_left[at], mask[at])
-            policy[t, mask[at], roll[at]] = np.asarray(agent.act(obs, legal)).reshape(-1)
+            actions = _checked_actions(agent, agent.act(obs, legal), legal, roll[at], t, mask[at])
+            policy[t, mask[at], roll[at]] = actions
     return policy
+
+
+def _checked_actions(agent: Agent, chosen: object, legal: np.ndarray, roll, rolls_left: int, open_mask) -> np.ndarray:
+    """``chosen`` as one legal int action per state (a policy table holds nothing else), or one ``ValueError``."""
+    actions = np.asarray(chosen)
+    if actions.shape != (len(legal),) or not np.issubdtype(actions.dtype, np.integer):
+        raise ValueError(
+            f"agent {agent.name!r} returned {actions.dtype} {actions.shape} for {len(legal)} states, not one int "
+            "action per state"
+        )
+    ok = (actions >= 0) & (actions < legal.shape[1])
+    ok[ok] = legal[np.flatnonzero(ok), actions[ok]]
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise ValueError(
+            f"agent {agent.name!r} chose action {int(actions[i])}, not a legal one, at dice {R.ROLL_TUPLES[roll[i]]}, "
+            f"rolls_left={rolls_left}, open_mask={int(open_mask[i]):#b}"
+        )
+    return actions
 
 
 class WinAgent(Agent):

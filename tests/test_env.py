@@ -630,7 +630,7 @@ def test_step_after_termination_or_before_reset_raises():
     [
         (
             {"rules": "nope"},
-            "unknown rules 'nope'; expected one of ['classic', 'knizia', 'standard', 'yahtzee', "
+            "unknown rules 'nope'; expected one of ['classic', 'clubhouse', 'knizia', 'standard', 'yahtzee', "
             "'yahtzee_forced_joker', 'yahtzee_no_bonus', 'yahtzee_no_joker', 'yatzy'] or a Rules object",
         ),
         ({"observation_type": "x"}, "observation_type must be one of ('flat', 'dict', 'masked'), got 'x'"),

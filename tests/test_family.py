@@ -107,6 +107,19 @@ def test_the_presets_sheets_and_sizes():
         ((3, 3, 3, 5, 5), "full_house", "yatzy", 19),  # the sum
         ((3, 3, 3, 3, 3), "full_house", "yatzy", 0),
         ((3, 3, 3, 3, 3), "yatzy", "yatzy", 50),
+        # Clubhouse Games' Yacht Dice (ho94949/yacht-dice).
+        ((3, 3, 3, 5, 5), "full_house", "clubhouse", 19),  # the sum
+        ((6, 6, 6, 6, 6), "full_house", "clubhouse", 30),  # five of a kind is a full house
+        ((4, 4, 4, 4, 1), "four_of_a_kind", "clubhouse", 17),  # the sum of all five dice
+        ((6, 6, 6, 6, 6), "four_of_a_kind", "clubhouse", 30),
+        ((4, 4, 4, 1, 1), "four_of_a_kind", "clubhouse", 0),
+        ((1, 2, 3, 4, 6), "small_straight", "clubhouse", 15),  # any four in sequence
+        ((3, 4, 5, 6, 6), "small_straight", "clubhouse", 15),
+        ((1, 2, 3, 5, 6), "small_straight", "clubhouse", 0),
+        ((2, 3, 4, 5, 6), "large_straight", "clubhouse", 30),
+        ((1, 2, 3, 4, 6), "large_straight", "clubhouse", 0),
+        ((2, 2, 2, 2, 2), "yacht", "clubhouse", 50),
+        ((1, 3, 4, 5, 6), "choice", "clubhouse", 19),
     ],
 )
 def test_scores_of_the_rule_texts(dice, category, rules, points):

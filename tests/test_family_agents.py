@@ -30,7 +30,7 @@ from yacht_lab.head_to_head import head_to_head
 from yacht_lab.report import Z_95
 
 REPO = Path(__file__).resolve().parents[1]
-FAMILY = ("yahtzee", "yahtzee_forced_joker", "yahtzee_no_joker", "yahtzee_no_bonus", "yatzy")
+FAMILY = ("yahtzee", "yahtzee_forced_joker", "yahtzee_no_joker", "yahtzee_no_bonus", "yatzy", "clubhouse")
 
 
 def play(agent, rules: str, games: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

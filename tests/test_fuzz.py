@@ -183,6 +183,53 @@ def test_reset_garbage_options_are_one_value_error(options):
         YachtVectorEnv(2).reset(options=options)
 
 
+def _ragged(shape: tuple[int, ...]) -> list:
+    """A nested list of dice of ``shape`` but for one row of three dice: numpy cannot make it an array."""
+    stream = np.ones(shape, dtype=int).tolist()
+    row = stream
+    while isinstance(row[-1][-1], list):
+        row = row[-1]
+    row[-1] = [1, 2, 3]
+    return stream
+
+
+def _sb3_reset(rules, players, stream):
+    from yacht_env.sb3 import YachtSB3VecEnv
+
+    env = YachtSB3VecEnv(2, rules=rules, **({} if players is None else {"opponents": ["random"] * (players - 1)}))
+    good = np.ones((players, *R.get_rules(rules).stream_shape) if players else R.get_rules(rules).stream_shape, int)
+    env.set_options([{"dice_stream": good}, {"dice_stream": stream}])
+    env.reset()
+
+
+@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
+@pytest.mark.parametrize(
+    ("face", "players"),
+    [("Yacht-v0", None), ("vector", None), ("YachtVersus-v0", 2), ("versus vector", 3), ("pettingzoo", 2),
+     ("sb3", None), ("sb3 versus", 2)],
+)  # fmt: skip
+def test_a_ragged_dice_stream_is_our_value_error_on_every_face(face, players, rules):
+    shape = R.get_rules(rules).stream_shape
+    one = shape if players is None else (players, *shape)  # the face's stream per game
+    batched = face in ("vector", "versus vector")
+    stream = _ragged((2, *one) if batched else one)
+    expected = (2, *one) if batched else one
+    reset = {
+        "Yacht-v0": lambda: YachtEnv(rules=rules).reset(options={"dice_stream": stream}),
+        "vector": lambda: YachtVectorEnv(2, rules=rules).reset(options={"dice_stream": stream}),
+        "YachtVersus-v0": lambda: YachtVersusEnv(["random"], rules=rules).reset(options={"dice_stream": stream}),
+        "versus vector": lambda: YachtVersusVectorEnv(2, ["random"] * 2, rules=rules).reset(
+            options={"dice_stream": stream}
+        ),
+        "pettingzoo": lambda: raw_env(2, rules=rules).reset(options={"dice_stream": stream}),
+        "sb3": lambda: _sb3_reset(rules, None, stream),
+        "sb3 versus": lambda: _sb3_reset(rules, 2, stream),
+    }[face]
+    message = f"dice_stream must be an int array of shape {expected} with values in 1..6"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        reset()
+
+
 # --------------------------------------------------------------------------------------------------
 # Adversarial agents at the tables: mask writers, illegal actors, agents of other rules
 # --------------------------------------------------------------------------------------------------

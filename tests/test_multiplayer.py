@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import gymnasium as gym
@@ -277,7 +278,11 @@ def test_env_is_pettingzoos_own_wrappers_in_every_call():
     theirs = wrappers.OrderEnforcingWrapper(wrappers.AssertOutOfBoundsWrapper(theirs))
     names = ("agents", "agent_selection", "rewards", "terminations", "truncations", "infos", "num_agents")
     reads = [lambda e, name=name: getattr(e, name) for name in (*names, "_cumulative_rewards")]
-    reads += [lambda e: e.last(), lambda e: e.observe("player_1"), lambda e: e.observe("nobody"), str]
+
+    def last(e):
+        return e.last()
+
+    reads += [last, lambda e: e.observe("player_1"), lambda e: e.observe("nobody"), str]
 
     def check(call, *args):
         assert same(outcome(call(ours), *args), outcome(call(theirs), *args))
@@ -309,8 +314,30 @@ def test_env_is_pettingzoos_own_wrappers_in_every_call():
                     action = np.int64(action) if draw < 0.3 else action
                 check(lambda e: e.step, action)
         for read in reads:  # every agent has left
+            if read is last:  # theirs reads the departed agent's reward, a bare KeyError; ours says why
+                assert outcome(read, theirs)[0] == "KeyError"
+                assert outcome(read, ours) == ("ValueError", LEFT + "last()")
+                continue
             assert same(outcome(read, ours), outcome(read, theirs))
         check(lambda e: e.step, None)
+
+
+LEFT = "the game is over and every agent has left it; call reset() before "
+
+
+@pytest.mark.parametrize("num_players", [1, 2, 3])
+def test_last_after_every_agent_has_left_is_one_clear_error(num_players):
+    table = aec_env(num_players=num_players)
+    table.reset(seed=0)
+    for _ in table.agent_iter():
+        observation, _, terminated, truncated, _ = table.last()
+        table.step(None if terminated or truncated else int(np.flatnonzero(observation["action_mask"])[0]))
+    assert table.agents == []
+    for observe in (True, False):
+        with pytest.raises(ValueError, match=rf"^{re.escape(LEFT)}last\(\)$"):
+            table.last(observe)
+    table.reset(seed=1)  # and a new game starts
+    assert table.last()[1] == 0.0
 
 
 @pytest.mark.parametrize("rules", ["standard", "yahtzee"])
@@ -548,3 +575,93 @@ def test_the_common_steps_shortcut_agrees_with_the_general_step(players, reward)
                 fast.step(action)
                 general.step(None if action is None else np.int64(action))
             assert not general.agents
+
+
+# --------------------------------------------------------------------------------------------------
+# The Parallel API (PettingZoo's converter for turn-based games) and PettingZoo's common AEC wrappers
+# --------------------------------------------------------------------------------------------------
+PETTINGZOO_ADVICE = (  # api_test's advice for non-Box observations, and its reset(options={"options": 1})
+    "Observation is not a NumPy array",
+    "Observation space for each agent probably should be",
+    r".*reset options \['options'\] are not used",
+)
+
+
+@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
+def test_parallel_env_passes_pettingzoos_parallel_api_test(rules):
+    from pettingzoo.test import parallel_api_test
+
+    from yacht_env.multiplayer import parallel_env
+
+    with warnings.catch_warnings():
+        for advice in PETTINGZOO_ADVICE:
+            warnings.filterwarnings("ignore", message=advice, category=UserWarning)
+        parallel_api_test(parallel_env(num_players=3, rules=rules), num_cycles=300)
+
+
+@pytest.mark.parametrize("num_players", [1, 2, 3])
+def test_parallel_env_plays_whole_games_one_mover_a_step(num_players):
+    from yacht_env.multiplayer import parallel_env
+
+    table = parallel_env(num_players=num_players)
+    observations, infos = table.reset(seed=num_players)
+    rng = np.random.default_rng(0)
+    earned = dict.fromkeys(table.possible_agents, 0.0)
+    while table.agents:
+        movers = [a for a in table.agents if observations[a]["action_mask"].any()]
+        assert movers == [table.unwrapped.agent_selection]  # only the agent on turn has a legal action
+        actions = {a: uniform(rng, observations[a]["action_mask"]) if a in movers else 0 for a in table.agents}
+        observations, rewards, terminations, truncations, infos = table.step(actions)
+        assert not any(truncations.values())
+        for agent, reward in rewards.items():
+            earned[agent] += reward
+    totals = table.unwrapped._table.totals()
+    assert [earned[a] for a in table.possible_agents] == [float(t) for t in totals]
+    assert (table.unwrapped._table.sheets >= 0).all()
+
+
+@pytest.mark.parametrize("wrapper", ["TerminateIllegalWrapper", "CaptureStdoutWrapper", "BaseWrapper"])
+def test_the_aec_env_passes_api_test_under_pettingzoos_common_wrappers(wrapper, capsys):
+    from pettingzoo.utils import wrappers
+
+    make = {
+        "TerminateIllegalWrapper": lambda: wrappers.TerminateIllegalWrapper(raw_env(num_players=2), illegal_reward=-1),
+        "CaptureStdoutWrapper": lambda: wrappers.CaptureStdoutWrapper(raw_env(num_players=2, render_mode="human")),
+        "BaseWrapper": lambda: wrappers.BaseWrapper(raw_env(num_players=2)),
+    }[wrapper]
+    table = wrappers.OrderEnforcingWrapper(make())
+    with warnings.catch_warnings():
+        for advice in PETTINGZOO_ADVICE:
+            warnings.filterwarnings("ignore", message=advice, category=UserWarning)
+        api_test(table, num_cycles=200)
+    if wrapper == "CaptureStdoutWrapper":  # render() returns what the human render prints
+        table.reset(seed=0)
+        capsys.readouterr()
+        assert "player_0 to play" in table.render() and capsys.readouterr().out == ""
+
+
+def test_multi_episode_env_plays_the_games_back_to_back():
+    # Not through api_test: MultiEpisodeEnv brings the agents back for the next game, which api_test forbids.
+    from pettingzoo.utils.wrappers.multi_episode_env import MultiEpisodeEnv
+
+    table = MultiEpisodeEnv(aec_env(num_players=2), num_episodes=3)
+    table.reset(seed=0)
+    rng = np.random.default_rng(0)
+    picks = 0
+    for _ in table.agent_iter():
+        observation, _, terminated, truncated, _ = table.last()
+        action = None if terminated or truncated else uniform(rng, observation["action_mask"])
+        picks += action is not None and action >= R.PICK_OFFSET
+        table.step(action)
+    assert picks == 3 * 2 * R.NUM_CATEGORIES and table.agents == []
+
+
+def test_terminate_illegal_wrapper_ends_the_game_at_an_illegal_move():
+    from pettingzoo.utils import wrappers
+
+    table = wrappers.OrderEnforcingWrapper(wrappers.TerminateIllegalWrapper(raw_env(num_players=2), illegal_reward=-1))
+    table.reset(seed=0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*made an illegal move", category=UserWarning)
+        table.step(R.KEEP_ALL)  # never legal
+    assert all(table.terminations.values()) and table.rewards["player_0"] == -1

@@ -598,10 +598,10 @@ def test_ctrl_c_leaves_cleanly():
         (  # argparse quotes the choices from Python 3.12.8 / 3.13.1 on
             ["--rules", "kniffel"],
             (
-                "argument --rules: invalid choice: 'kniffel' (choose from classic, knizia, standard, yahtzee, "
-                "yahtzee_forced_joker, yahtzee_no_bonus, yahtzee_no_joker, yatzy)",
-                "argument --rules: invalid choice: 'kniffel' (choose from 'classic', 'knizia', 'standard', 'yahtzee', "
-                "'yahtzee_forced_joker', 'yahtzee_no_bonus', 'yahtzee_no_joker', 'yatzy')",
+                "argument --rules: invalid choice: 'kniffel' (choose from classic, clubhouse, knizia, standard, "
+                "yahtzee, yahtzee_forced_joker, yahtzee_no_bonus, yahtzee_no_joker, yatzy)",
+                "argument --rules: invalid choice: 'kniffel' (choose from 'classic', 'clubhouse', 'knizia', "
+                "'standard', 'yahtzee', 'yahtzee_forced_joker', 'yahtzee_no_bonus', 'yahtzee_no_joker', 'yatzy')",
             ),
         ),
         (["--names", "Ann"], "argument --names: give one name per seat: 2 seats, got 1"),

@@ -25,7 +25,7 @@ from yacht_env import rules as R
 RULES_DIR = Path(R.__file__).parent  # the rules layer is one package: yacht_env/rules/
 RULES_SOURCES = sorted(RULES_DIR.glob("*.py"))
 PRESET_NAMES = ("standard", "classic")
-FAMILY = ("yahtzee", "yahtzee_forced_joker", "yahtzee_no_joker", "yahtzee_no_bonus", "yatzy")
+FAMILY = ("yahtzee", "yahtzee_forced_joker", "yahtzee_no_joker", "yahtzee_no_bonus", "yatzy", "clubhouse")
 
 #: Every ordered roll of five dice.
 ALL_ORDERED_ROLLS = list(itertools.product(range(1, 7), repeat=5))
@@ -255,7 +255,7 @@ def test_unknown_category_raises(category):
 @pytest.mark.parametrize("rules", ["nope", "Standard", None, 0])
 def test_unknown_rules_raise(rules):
     names = (
-        "['classic', 'knizia', 'standard', 'yahtzee', 'yahtzee_forced_joker', 'yahtzee_no_bonus', "
+        "['classic', 'clubhouse', 'knizia', 'standard', 'yahtzee', 'yahtzee_forced_joker', 'yahtzee_no_bonus', "
         "'yahtzee_no_joker', 'yatzy']"
     )
     message = f"unknown rules {rules!r}; expected one of {names} or a Rules object"

@@ -386,6 +386,40 @@ def test_a_cache_dir_of_an_unknown_user_is_a_value_error(fresh_memo, monkeypatch
         solve("standard")
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate.py", "--agents", "optimal", "--games", "2"],
+        ["play.py", "--players", "optimal", "greedy", "--delay", "0"],
+        pytest.param(  # torch's import: 5 s
+            ["train.py", "--total-timesteps", "64", "--n-envs", "16", "--no-progress", "--opponents", "optimal"],
+            marks=pytest.mark.slow,
+        ),
+    ],
+    ids=["evaluate.py", "play.py", "train.py"],
+)
+def test_the_clis_say_a_cache_dir_of_an_unknown_user_in_one_line(tmp_path, argv):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / argv[0]
+    env = {**os.environ, solver.CACHE_DIR_ENV: "~nosuchuser_yacht/x"}
+    out = subprocess.run(
+        [sys.executable, str(script), *argv[1:], *(["--output-dir", str(tmp_path)] if argv[0] == "train.py" else [])],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == (
+        f"{argv[0]}: error: cannot use the cache folder '~nosuchuser_yacht/x' (from $YACHT_RL_CACHE_DIR): "
+        "'~nosuchuser_yacht' names no user's home directory\n"
+    )
+
+
 def test_cache_false_always_solves(fresh_memo, monkeypatch, tmp_path):
     monkeypatch.setenv(solver.CACHE_DIR_ENV, str(tmp_path))
     first, second = solve("standard", cache=False), solve("standard", cache=False)

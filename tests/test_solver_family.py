@@ -13,6 +13,7 @@ solving, theirs and ours) are marked ``slow``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -38,6 +39,9 @@ THEIR_VARIANTS = {
     "yahtzee_no_bonus": "american+no-bonus",
     "yatzy": "yatzy-scandinavian",
 }
+#: Presets no solver here cross-checks, pinned to their published optimum: Nintendo's Clubhouse Games "Yacht Dice"
+#: (ho94949/yacht-dice's README: 191.774369, with the upper bonus counted and Four of a Kind the sum of all five dice).
+PUBLISHED = {"clubhouse": 191.774369}
 PRESETS = [pytest.param(name, marks=[] if name == "yahtzee" else [pytest.mark.slow]) for name in EXPECTED]
 POSITIONS = 10_000
 
@@ -106,6 +110,46 @@ def test_expected_scores_and_shape(ours, name):
     assert solution.expected_score == values[rules.all_open, 0, 0]
     assert (values[0] == 0).all() and solution.keep_values is None
     np.testing.assert_array_equal(np.isfinite(values), reachable_states(rules))  # NaN where no game goes
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_published_optima(ours, name):
+    solution, rules = ours(name), R.get_rules(name)
+    assert solution.expected_score == pytest.approx(PUBLISHED[name], abs=1e-6)
+    assert solution.start_values.shape == (rules.num_open_masks, *rules.bonus_shape)
+    np.testing.assert_array_equal(np.isfinite(solution.start_values), reachable_states(rules))
+
+
+def test_clubhouse_is_yacht_with_the_upper_bonus_and_run_straights():
+    clubhouse = R.get_rules("clubhouse")
+    assert clubhouse.categories == (
+        *R.UPPER_CATEGORIES,
+        "choice",
+        "four_of_a_kind",
+        "full_house",
+        "small_straight",
+        "large_straight",
+        "yacht",
+    )
+    assert (clubhouse.num_actions, clubhouse.bonus_shape, clubhouse.upper_bonus) == (44, (64, 1), 35)
+    assert clubhouse.has_bonuses and not clubhouse.yahtzee_bonus and clubhouse.joker == "none"
+    # Without its upper bonus the sheet is worth 176.119621: the published optimum counts the bonus.
+    no_bonus = dataclasses.replace(clubhouse, name="clubhouse_no_bonus", upper_bonus=0)
+    assert solve(no_bonus, cache=False).expected_score == pytest.approx(176.119621, abs=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("reading", "expected"),
+    [
+        ({"four_of_a_kind": "four_dice"}, 190.041486),  # Four of a Kind as 4 x the face
+        ({"yacht_is_full_house": False}, 191.760880),  # five of a kind not a Full House
+    ],
+)
+def test_other_readings_of_the_clubhouse_rules_miss_the_published_optimum(reading, expected):
+    rules = dataclasses.replace(R.get_rules("clubhouse"), name="clubhouse_reading", **reading)
+    value = solve(rules, cache=False).expected_score
+    assert value == pytest.approx(expected, abs=1e-6) and abs(value - PUBLISHED["clubhouse"]) > 1e-3
 
 
 def test_yacht_presets_keep_their_shape_and_cache_key():

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from yacht_agents import AGENT_SPECS, make_agent
+from yacht_agents.base import Agent
 from yacht_agents.optimal import OptimalAgent
 from yacht_agents.win import WinAgent
 from yacht_env import rules as R
 from yacht_env.distributions import score_distributions
 from yacht_env.encoding import MultiplayerEncoder
-from yacht_env.game import TableState
+from yacht_env.game import TableState, draw_stream
 from yacht_lab.head_to_head import head_to_head
 
 YACHT = R.CATEGORIES.index("yacht")
@@ -228,6 +229,54 @@ def test_a_base_must_be_a_solo_agent_of_the_rules(win2):
         WinAgent(base=win2)
     with pytest.raises(ValueError, match="plays the 'classic' rules, not 'standard'"):
         policy_table(make_agent("greedy", rules="classic"), "standard")
+
+
+class _Returns(Agent):
+    """A duck-typed solo agent whose ``act`` returns what ``choose(observations, masks)`` makes of the masks."""
+
+    def __init__(self, choose) -> None:
+        super().__init__("bad", "standard")
+        self._choose = choose
+
+    def act(self, observations, action_masks):
+        return self._choose(observations, action_masks)
+
+
+@pytest.mark.parametrize(
+    ("choose", "message"),
+    [
+        (  # 31 (keep all five) is never legal; the first batch has no re-roll left, where no keep is
+            lambda obs, masks: np.full(len(obs), R.KEEP_ALL),
+            r"agent 'bad' chose action 31, not a legal one, at dice \(1, 1, 1, 1, 1\), rolls_left=0, open_mask=0b1$",
+        ),
+        (lambda obs, masks: np.full(len(obs), 99), r"chose action 99, not a legal one, at dice \("),
+        (lambda obs, masks: np.full(len(obs), -1), r"chose action -1, not a legal one, at dice \("),
+        (lambda obs, masks: masks.argmax(axis=1) + 0.25, r"returned float64 \(\d+,\) for \d+ states, not one int"),
+        (lambda obs, masks: masks.argmax(axis=1)[:-1], r"returned int64 \(\d+,\) for \d+ states, not one int"),
+    ],
+    ids=["illegal", "too-large", "negative", "float", "too-few"],
+)
+def test_policy_table_refuses_actions_that_are_no_legal_action(choose, message):
+    from yacht_agents.win import policy_table
+
+    with pytest.raises(ValueError, match=message):
+        policy_table(_Returns(choose), "standard")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, 5.0, -1.0])
+@pytest.mark.parametrize("spec", ["win", "greedy"])
+def test_observations_outside_zero_to_one_are_one_value_error(win2, spec, bad):
+    agent = win2 if spec == "win" else make_agent(spec)
+    table = TableState("standard", 2, 3)
+    table.start(np.stack([draw_stream(np.random.default_rng(s), "standard", 2) for s in range(3)]))
+    obs = MultiplayerEncoder("standard", 2).observe(table, np.zeros(3, dtype=np.intp))
+    if spec != "win":
+        obs = obs[:, : agent.encoder.size]
+    masks = np.ones((3, R.NUM_ACTIONS), dtype=bool)
+    agent.act(obs, masks)  # the envs' observations are fine
+    obs[1, -2] = bad  # the win agent's own total: a NaN there was an IndexError, a huge negative index
+    with pytest.raises(ValueError, match=r"^observations must hold values in \[0, 1\], as the envs' do; row 1 holds"):
+        agent.act(obs, masks)
 
 
 def test_table_win_probabilities_exact_with_only_the_yacht_open():

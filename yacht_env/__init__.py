@@ -1,17 +1,19 @@
 """yacht-rl: the dice game Yacht as a reinforcement-learning environment, with its exact optimal solver.
 
 ``import yacht_env`` registers ``"Yacht-v0"`` (solo) and ``"YachtVersus-v0"`` (one seat against fixed opponents)
-with Gymnasium; the PettingZoo multiplayer env is :mod:`yacht_env.multiplayer`.
+with Gymnasium; the PettingZoo multiplayer env is :mod:`yacht_env.multiplayer`. :func:`check_preset` plays seeded
+games of a preset (or your own ``Rules``) through every one of them and checks each step.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
 import gymnasium
 
+from yacht_env.conformance import check_preset
 from yacht_env.env import YachtEnv
 from yacht_env.rules import CATEGORIES, PRESETS, Category, Rules, get_rules, score
 
-__all__ = ["CATEGORIES", "PRESETS", "Category", "Rules", "YachtEnv", "get_rules", "score"]
+__all__ = ["CATEGORIES", "PRESETS", "Category", "Rules", "YachtEnv", "check_preset", "get_rules", "score"]
 try:  # the one version is pyproject.toml's, as installed
     __version__ = version("yacht-rl")
 except PackageNotFoundError:  # the source tree on sys.path without an install

@@ -225,7 +225,8 @@ class YachtEnv(gym.Env):
     ```
     * ``rules``: a preset of ``yacht_env.rules.PRESETS``: Yacht's ``"standard"``, ``"classic"``,
       ``"knizia"``; the family's ``"yahtzee"``, ``"yahtzee_forced_joker"``, ``"yahtzee_no_joker"``,
-      ``"yahtzee_no_bonus"``, ``"yatzy"``; or a :class:`yacht_env.Rules`.
+      ``"yahtzee_no_bonus"``, ``"yatzy"``, ``"clubhouse"`` (Clubhouse Games' Yacht Dice); or a
+      :class:`yacht_env.Rules` (run :func:`yacht_env.check_preset` on your own).
     * ``observation_type``: ``"flat"``, ``"dict"`` or ``"masked"``.
     * ``action_mask_dtype``: ``"int8"`` (default) or ``"bool"``: the mask's dtype in ``"masked"``
       observations.

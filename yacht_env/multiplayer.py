@@ -20,8 +20,9 @@ from typing import Any
 import gymnasium
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import AECEnv
+from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import wrappers
+from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 from pettingzoo.utils.env_logger import EnvLogger
 from pettingzoo.utils.wrappers.order_enforcing import AECOrderEnforcingIterable, AECOrderEnforcingIterator
 
@@ -48,6 +49,16 @@ def env(**kwargs) -> AECEnv:
     aec = raw_env(**kwargs)
     aec = _AssertOutOfBounds(aec)
     return _OrderEnforcing(aec)
+
+
+def parallel_env(**kwargs) -> ParallelEnv:
+    """The table in PettingZoo's Parallel API, through PettingZoo's own converter for turn-based games.
+
+    Each ``step`` takes a dict of every agent's action and plays only the one of the agent on turn (the only
+    agent whose ``observation["action_mask"]`` has a legal action; the others' actions are ignored); the
+    rewards, terminations and infos are those of the AEC env after that step. ``env()``'s arguments.
+    """
+    return turn_based_aec_to_parallel(env(**kwargs))
 
 
 # PettingZoo's wrappers read the env's attributes through ``__getattr__``, one failed lookup per wrapper: five reads
@@ -106,8 +117,12 @@ class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
 
     def last(self, observe: bool = True):
         # The raw env's last() without its checks (this wrapper's come first): what AECEnv.last reads through the
-        # wrappers, none of which changes it.
-        return self._raw._last(observe) if self._has_reset else super().last(observe)
+        # wrappers, none of which changes it. Once every agent has left, the raw env's own ValueError (PettingZoo's
+        # wrapper would read the departed agent's reward: a bare KeyError).
+        if not self._has_reset:
+            return super().last(observe)
+        raw = self._raw
+        return raw._last(observe) if raw.agents else raw.last(observe)
 
     def __str__(self) -> str:
         return str(self.env)  # PettingZoo's name for its own class (yacht_v0), not _OrderEnforcing<yacht_v0>
@@ -226,6 +241,15 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     ``reset(options={"dice_stream": S})`` with ``S`` of shape ``(num_players, 12, 3, 5)`` deals stream
     ``S[p]`` to player ``p``: the same dice can follow the same agent whatever its seat. Other options are
     not used, and a warning says so (PettingZoo's ``api_test`` passes options of its own).
+
+    ## Parallel API
+    A game of alternating whole turns, as PettingZoo's classic games (chess, connect four, tic-tac-toe) are, so
+    ``metadata["is_parallelizable"]`` is False: PettingZoo's ``aec_to_parallel`` (for simultaneous moves) does not
+    apply. :func:`parallel_env` offers the Parallel API through PettingZoo's ``turn_based_aec_to_parallel``:
+    every agent observes at every step, and only the action of the agent on turn (the one with a legal action in
+    its mask) is played. It passes PettingZoo's ``parallel_api_test``. The AEC env also works under PettingZoo's
+    common AEC wrappers: ``api_test`` passes through ``TerminateIllegalWrapper`` (an illegal move ends the game),
+    ``CaptureStdoutWrapper`` and ``BaseWrapper``, and ``MultiEpisodeEnv`` plays games back to back.
 
     ## Arguments
     ``num_players`` (1..10, default 2), ``rules``, ``reward``, ``canonical_keeps``, ``illegal_action``,

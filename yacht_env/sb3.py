@@ -21,6 +21,7 @@ import numpy as np
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
 
+from yacht_env.game import parse_dice_stream
 from yacht_env.vector import YachtVectorEnv
 from yacht_env.versus import YachtVersusVectorEnv
 
@@ -107,7 +108,10 @@ class YachtSB3VecEnv(VecEnv):
                 set(o) - {"dice_stream"} for o in self._options
             ):
                 raise ValueError("set_options accepts only 'dice_stream', given for every env")
-            options = {"dice_stream": np.stack([o["dice_stream"] for o in self._options])}
+            leading = (self.vector_env.num_players,) if self.versus else ()
+            for o in self._options:  # each with its own shape: a ragged one is our ValueError, not numpy's
+                parse_dice_stream(o, self.vector_env.rules, leading)
+            options = {"dice_stream": np.stack([np.asarray(o["dice_stream"]) for o in self._options])}
         obs, _ = self.vector_env.reset(seed=self._seeds[0], options=options)
         self._reset_seeds()
         self._reset_options()

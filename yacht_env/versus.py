@@ -420,6 +420,8 @@ class YachtVersusEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         if isinstance(options, dict) and "dice_stream" in options:
+            # Checked here with this table's shape (a ragged list is our ValueError, not numpy's), then batched.
+            parse_dice_stream({"dice_stream": options["dice_stream"]}, self.rules, (self.num_players,))
             options = {**options, "dice_stream": np.asarray(options["dice_stream"])[None]}
         obs, info = self._tables.reset(seed=seed, options=options)
         self._done = False

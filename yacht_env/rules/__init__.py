@@ -89,6 +89,7 @@ from .picks import (
     score_table,
 )
 from .presets import (
+    CLUBHOUSE_CATEGORIES,
     PRESETS,
     YACHT_PRESETS,
     YAHTZEE_CATEGORIES,
@@ -105,6 +106,7 @@ __all__ = [
     "CANONICAL_KEEPS",
     "CATEGORIES",
     "CATEGORY_SCORERS",
+    "CLUBHOUSE_CATEGORIES",
     "Category",
     "FACE_WEIGHT",
     "FAMILY_DEFAULTS",

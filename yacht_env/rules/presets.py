@@ -232,6 +232,16 @@ YATZY_CATEGORIES = (
     "chance",
     "yatzy",
 )
+#: Nintendo Clubhouse Games' "Yacht Dice" sheet (and the Korean game's), in the order of its score card.
+CLUBHOUSE_CATEGORIES = (
+    *UPPER_CATEGORIES,
+    "choice",
+    "four_of_a_kind",
+    "full_house",
+    "small_straight",
+    "large_straight",
+    "yacht",
+)
 _YAHTZEE = {"categories": YAHTZEE_CATEGORIES, "four_of_a_kind": "all_dice", "full_house": 25, "upper_bonus": 35}
 
 PRESETS: dict[str, Rules] = {
@@ -253,6 +263,18 @@ PRESETS: dict[str, Rules] = {
         large_straight=20,
         straights="exact",
         upper_bonus=50,
+    ),
+    # Nintendo's Clubhouse Games (51 Worldwide Classics) and the Korean "Yacht Dice", as ho94949/yacht-dice plays
+    # them: Yacht's twelve boxes with Yahtzee's run straights (15 and 30), an upper bonus of 35 at 63, Four of a
+    # Kind and Full House the sum of all five dice, and five of a kind a Full House too. No Yacht bonus, no joker.
+    "clubhouse": Rules(
+        "clubhouse",
+        categories=CLUBHOUSE_CATEGORIES,
+        four_of_a_kind="all_dice",
+        yacht_is_full_house=True,
+        small_straight=15,
+        large_straight=30,
+        upper_bonus=35,
     ),
 }
 #: Yacht's own presets (12 categories, no bonus): the ones the shipped models and OpenSpiel's game play.

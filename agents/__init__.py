@@ -10,6 +10,9 @@ with other packages, openai-agents among them). The experiment lab that seats th
 * ``"optimal"``: the exact solver's best action (:mod:`yacht_env.solver`),
 * ``"win"`` / ``"win:P"``: plays to finish first at a table of 2 / ``P`` players (:mod:`yacht_agents.win`; Yacht's
   presets only: rules with bonuses are refused),
+* ``"duel"`` / ``"duel:optimal"``: the exact two-player players, the equilibrium and the best response to the
+  solver (:mod:`yacht_agents.duel`; two-player tables of Yacht's presets, once ``python -m yacht_env.duel build``
+  has built the solution),
 * ``"ppo:PATH"``: a saved sb3-contrib ``MaskablePPO`` model (needs the ``train`` extra); ``PATH`` may also name a
   shipped model, ``ppo:standard`` or ``ppo:classic`` (:func:`yacht_agents.ppo.resolve_model`).
 
@@ -29,9 +32,9 @@ import re
 from yacht_agents.base import Agent
 from yacht_env import rules as R
 
-AGENT_SPECS = ("random", "greedy", "optimal", "win", "win:P", "ppo:PATH")
+AGENT_SPECS = ("random", "greedy", "optimal", "win", "win:P", "duel", "duel:optimal", "ppo:PATH")
 #: The kinds of spec, as :func:`parse_spec` names them.
-AGENT_KINDS = ("random", "greedy", "optimal", "win", "ppo")
+AGENT_KINDS = ("random", "greedy", "optimal", "win", "duel", "ppo")
 
 
 #: A copy's label at the end of a spec (``optimal#2``).
@@ -64,8 +67,10 @@ def _without_label(spec: str) -> str:
 
 
 def _parse_unlabelled(spec: str) -> tuple[str, str | None]:
-    if spec in ("random", "greedy", "optimal", "win"):
+    if spec in ("random", "greedy", "optimal", "win", "duel"):
         return spec, None
+    if spec == "duel:optimal":
+        return "duel", "optimal"
     if isinstance(spec, str) and spec.startswith("win:"):
         size = spec[len("win:") :]
         # ASCII digits only: isdigit alone accepts "²", which int() cannot read; and a few of them (int() refuses
@@ -84,7 +89,8 @@ def make_agent(
     """Builds the agent named by ``spec`` for ``rules``; its ``name`` is ``spec`` (its ``#LABEL`` included).
 
     Args:
-        spec: ``"random"``, ``"greedy"``, ``"optimal"``, ``"win"``, ``"win:P"`` or ``"ppo:PATH"``.
+        spec: ``"random"``, ``"greedy"``, ``"optimal"``, ``"win"``, ``"win:P"``, ``"duel"``, ``"duel:optimal"`` or
+            ``"ppo:PATH"``.
         rules: A preset name or :class:`~yacht_env.rules.Rules`.
         seed: Seed of the ``random`` agent's generator (the other agents are deterministic).
         players: The table size of ``"win"`` (default 2; ``"win:P"`` names it in the spec, which is how
@@ -120,6 +126,12 @@ def make_agent(
         if argument is not None and players is not None and players != table:
             raise ValueError(f"agent {spec!r} plays at a table of {table}, but players={players!r} was given")
         return WinAgent(rules, players=table, name=spec)
+    if kind == "duel":
+        from yacht_agents.duel import DuelAgent
+
+        if players not in (None, 2):
+            raise ValueError(f"agent {spec!r} plays at two-player tables only (the exact solve), not {players}")
+        return DuelAgent(rules, argument, name=spec)
     from yacht_agents.ppo import PPOAgent
 
     return PPOAgent(argument, rules, name=spec)

@@ -138,4 +138,198 @@ def test_larger_games_equal_the_brute_force(categories, cache):
     )
     policy = D.solver_policy(rules)
     first = BruteForce(rules, policy, responder_first=True).value()
-    assert duel.solve(rules, "optimal", precision="float64", cache_dir=cache).seat_values[0] == pytest.approx(first, abs=1e-9)
+    assert duel.solve(rules, "optimal", precision="float64", cache_dir=cache).seat_values[0] == pytest.approx(
+        first, abs=1e-9
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Queries, agents and simulated games
+# --------------------------------------------------------------------------------------------------
+def _random_states(rules: R.Rules, count: int, seed: int):
+    """Reachable turn-start states ``(mover, other, lead)`` of random mid-game sheets."""
+    rng = np.random.default_rng(seed)
+    c = rules.num_categories
+    top = R.score_table(rules).max(axis=0)
+    out = []
+    while len(out) < count:
+        k = int(rng.integers(1, c + 1))  # the mover's open boxes; the other has k or k - 1
+        mover = int(rng.choice(2**c - 1) + 1)
+        while bin(mover).count("1") != k:
+            mover = int(rng.choice(2**c - 1) + 1)
+        other = [m for m in range(2**c) if bin(m).count("1") in (k, k - 1)]
+        other = int(rng.choice(other))
+        filled = lambda m: int(sum(top[i] for i in range(c) if not m >> i & 1))  # noqa: E731
+        out.append((mover, other, int(rng.integers(-filled(other), filled(mover) + 1))))
+    return np.array(out).T
+
+
+@pytest.mark.parametrize("opponent", [None, "optimal"])
+def test_a_turn_start_is_the_mean_of_its_best_first_decisions(opponent, cache):
+    rules = _rules(("ones", "threes", "yacht"))
+    solution = duel.solve(rules, opponent, precision="float64", cache_dir=cache)
+    mover, other, lead = _random_states(rules, 40, seed=1)
+    rolls = np.arange(R.NUM_ROLLS)
+    q = solution.q_values(mover[:, None], other[:, None], lead[:, None], rolls, 2)  # (40, 252, 44)
+    best = q.max(axis=-1) @ R.TRANSITION[0]
+    np.testing.assert_allclose(best, solution.value(mover, other, lead), atol=1e-12)
+    assert ((q >= -1e-15) | np.isneginf(q)).all() and (q <= 1 + 1e-15).all()
+
+
+def test_bad_states_are_one_value_error(cache):
+    rules = _rules(("ones", "yacht"))
+    solution = duel.solve(rules, precision="float64", cache_dir=cache)
+    with pytest.raises(ValueError, match="as many open boxes"):
+        solution.value(1, 0b11, 0)  # the mover has fewer open boxes than the other
+    with pytest.raises(ValueError, match="no game reaches lead 7"):
+        solution.value(0b11, 0b11, 7)  # nothing is filled yet
+    with pytest.raises(ValueError, match="mover must be int"):
+        solution.value(0, 0, 0)
+    with pytest.raises(ValueError, match="rolls_left must be int"):
+        solution.q_values(0b11, 0b11, 0, 0, 3)
+    with pytest.raises(ValueError, match="bonus"):
+        duel.solve("yahtzee")
+    with pytest.raises(ValueError, match="opponent must be None"):
+        duel.solve(rules, "greedy", cache_dir=cache)
+    with pytest.raises(ValueError, match="python -m yacht_env.duel build"):
+        duel.solve(_rules(("twos", "yacht")), cache_dir=cache, build_missing=False)
+
+
+def _seat_win_rates(agents, rules, games: int, seed: int) -> np.ndarray:
+    """Agent 0's win rate (ties half) in seat 0 and in seat 1 against agent 1, on the same dice in both seats."""
+    from yacht_env.game import game_streams
+    from yacht_lab.head_to_head import play_tables
+
+    dice = game_streams(seed, range(2 * games), rules).reshape(games, 2, *rules.stream_shape)
+    rates = []
+    for agent_at in ([0, 1], [1, 0]):
+        totals = play_tables(agents, dice, np.tile(agent_at, (games, 1)), rules)
+        mine, theirs = totals[:, agent_at.index(0)], totals[:, agent_at.index(1)]
+        rates.append(((mine > theirs) + 0.5 * (mine == theirs)).mean())
+    return np.array(rates)
+
+
+def test_the_best_response_agent_wins_what_the_solution_says(cache):
+    from yacht_agents.duel import DuelAgent
+    from yacht_agents.optimal import OptimalAgent
+
+    rules = _rules(("ones", "threes", "yacht"))
+    solution = duel.solve(rules, "optimal", precision="float64", cache_dir=cache)
+    agent = DuelAgent(rules, "optimal", name="duel:optimal", cache_dir=cache, precision="float64")
+    rates = _seat_win_rates([agent, OptimalAgent(rules)], rules, 6000, seed=3)
+    # 6,000 games a seat: a standard error under 0.0065; four of them
+    np.testing.assert_allclose(rates, solution.seat_values, atol=0.026)
+    assert rates.mean() > 0.5 + 0.026  # the solver's policy is beaten in this game
+
+
+def test_a_stopped_build_resumes_from_its_last_level_and_ends_the_same(tmp_path):
+    from yacht_env.duel import builder as B
+
+    rules = _rules(("twos", "little_straight"))
+    whole = duel.solve(rules, "optimal", precision="float64", cache_dir=tmp_path / "whole")
+    folder = duel.solution_folder(rules, "optimal", "float64", tmp_path / "stopped")
+    key = B.read_manifest(whole.folder)["key"]
+    layout, outcomes = duel.Layout(rules), duel._opponent(rules, "optimal")[1]
+
+    def stop_at(n):
+        if n == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        B.build(folder, layout, "best_response", key, outcomes, progress=False, dtype=np.float64, on_level=stop_at)
+    manifest = B.read_manifest(folder)
+    assert not manifest["complete"] and sorted(manifest["levels"]) == ["A00", "A01", "A02", "B00", "B01", "B02"]
+    seen = []
+    B.build(folder, layout, "best_response", key, outcomes, progress=False, dtype=np.float64, on_level=seen.append)
+    assert seen == [3, 4]  # only the levels left
+    resumed = duel.solve(rules, "optimal", precision="float64", cache_dir=tmp_path / "stopped")
+    assert resumed.seat_values == whole.seat_values
+    for table in ("A", "B"):
+        for mine, theirs in zip(resumed._tables[table], whole._tables[table], strict=True):
+            np.testing.assert_array_equal(mine, theirs)
+
+
+def test_a_damaged_level_file_is_rebuilt_or_refused(tmp_path):
+    rules = _rules(("ones", "yacht"))
+    solution = duel.solve(rules, cache_dir=tmp_path)
+    value = solution.first_player_value
+    files = sorted(solution.folder.glob("E*.npy"))
+    assert [f.name for f in files][-1] == "E04.u16.npy" and len(files) == 5  # float32 builds keep uint16 only
+    with open(files[2], "r+b") as file:  # one flipped byte in a level's values
+        file.seek(-3, 2)
+        byte = file.read(1)
+        file.seek(-3, 2)
+        file.write(bytes([byte[0] ^ 0xFF]))
+    duel._MEMO.clear()
+    with pytest.raises(ValueError, match="damaged"):
+        duel.solve(rules, cache_dir=tmp_path)
+    assert abs(value - BruteForce(rules).value()) < 1e-5  # float32, stored as uint16
+
+
+def test_the_duel_agents_play_on_the_versus_env_and_the_pettingzoo_table(cache):
+    import gymnasium as gym
+
+    from yacht_agents.duel import DuelAgent
+    from yacht_env.multiplayer import env as table_env
+
+    rules = _rules(("ones", "threes", "yacht"))
+    duel.solve(rules, precision="float64", cache_dir=cache)
+    agent = DuelAgent(rules, name="duel", cache_dir=cache, precision="float64")
+    versus = gym.make("YachtVersus-v0", rules=rules, opponents=[agent], seat=1)
+    obs, info = versus.reset(seed=0)
+    for _ in range(200):
+        obs, reward, terminated, truncated, info = versus.step(versus.action_space.sample(mask=info["action_mask"]))
+        if terminated:
+            break
+    assert terminated and len(info["totals"]) == 2
+    table = table_env(rules=rules, num_players=2)
+    table.reset(seed=0)
+    picks = 0
+    for _ in table.agent_iter():
+        observation, _, terminated, truncated, _ = table.last()
+        action = None if terminated or truncated else agent.act(observation["observation"], observation["action_mask"])
+        picks += action is not None and action >= R.PICK_OFFSET
+        table.step(action)
+    assert picks == 2 * rules.num_categories
+
+
+def test_the_agent_specs_and_what_they_refuse(cache, monkeypatch):
+    from yacht_agents import make_agent, parse_spec
+
+    assert parse_spec("duel") == ("duel", None) and parse_spec("duel:optimal") == ("duel", "optimal")
+    with pytest.raises(ValueError, match="unknown agent"):
+        parse_spec("duel:greedy")
+    with pytest.raises(ValueError, match="two-player tables only"):
+        make_agent("duel", "standard", players=3)
+    with pytest.raises(ValueError, match="bonus"):
+        make_agent("duel", "yahtzee")
+    monkeypatch.setenv("YACHT_RL_CACHE_DIR", str(cache / "empty"))
+    with pytest.raises(ValueError, match="python -m yacht_env.duel build --rules standard"):
+        make_agent("duel", "standard")
+
+
+def test_the_command_builds_and_shows_a_solution_and_refuses_bad_arguments(tmp_path, capsys):
+    from yacht_env.duel.__main__ import main
+
+    assert main(["info", "--rules", "standard", "--cache-dir", str(tmp_path)]) == 2
+    assert "build it with python -m yacht_env.duel build --rules standard" in capsys.readouterr().err
+    assert main(["build", "--rules", "yahtzee", "--cache-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    with pytest.raises(SystemExit) as stop:
+        main(["build", "--rules", "standard", "--opponent", "greedy"])
+    assert stop.value.code == 2
+
+
+def test_the_module_example_runs(monkeypatch, tmp_path):
+    import doctest
+
+    monkeypatch.setenv("YACHT_RL_CACHE_DIR", str(tmp_path))
+    result = doctest.testmod(duel, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 3 and result.failed == 0
+
+
+def test_a_build_shows_its_progress_and_the_time_left(tmp_path, capsys):
+    duel.solve(_rules(("ones", "yacht")), cache_dir=tmp_path, progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 6 and lines[-1].startswith("duel ones-yacht equilibrium [####") and "100.0%" in lines[-1]
+    assert all("spent 0:00:0" in line and "left ~" in line for line in lines)

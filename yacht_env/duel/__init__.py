@@ -9,7 +9,7 @@ after a pick of box ``c`` for ``s`` points the mover's chance is ``1 - W(other, 
 (or 1, 1/2, 0 by the sign of ``lead + s`` once both sheets are full); the best pick and the best keep are taken
 per lead; a keep averages over the re-rolled dice. :mod:`yacht_env.duel.layout` has the levels and the window
 of leads each state keeps (the rest are decided or never reached), :mod:`yacht_env.duel.turn` the turn,
-:mod:`yacht_env.duel.build` the level-by-level build on disk.
+:mod:`yacht_env.duel.builder` the level-by-level build on disk.
 
 * :func:`solve` ``(rules)``: the equilibrium. ``first_player_value`` is the game's value ``V*`` for the first
   player; its strategy (:meth:`DuelSolution.best_action`) is a player no opponent beats on average over the two
@@ -38,19 +38,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 
 from yacht_env import rules as R
-from yacht_env.duel.build import FORMAT_VERSION, build, level_entries, load_level, read_manifest
+from yacht_env.duel.builder import FORMAT_VERSION, build, level_entries, load_level, read_manifest
 from yacht_env.duel.layout import Layout
 from yacht_env.duel.play import DuelSolution
+from yacht_env.duel.turn import QUANT
 
-__all__ = ["DuelSolution", "Layout", "solve", "unsupported", "solution_folder"]
+__all__ = ["QUANT", "DuelSolution", "Layout", "read_manifest", "solution_folder", "solve", "unsupported"]
 
 PRECISIONS = {"float32": np.float32, "float64": np.float64}
-_MEMO: dict[tuple, DuelSolution] = {}
+_MEMO: dict[tuple[str, str], DuelSolution] = {}
 
 
 def unsupported(rules: R.Rules, players: int = 2) -> str | None:
@@ -101,8 +103,8 @@ def solution_folder(
 
     rules = R.get_rules(rules)
     kind, _, digest = _opponent(rules, opponent)
-    base = S.cache_path(rules, cache_dir).parent
-    return base / "duel" / f"{S.cache_path(rules, cache_dir).name.split('-')[0]}-{kind}-{_key(rules, kind, digest, precision)[:16]}"
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", rules.name)[:40]
+    return S.cache_path(rules, cache_dir).parent / "duel" / f"{name}-{kind}-{_key(rules, kind, digest, precision)[:16]}"
 
 
 def solve(
@@ -114,6 +116,7 @@ def solve(
     progress: bool = False,
     keep_float32: bool = False,
     build_missing: bool = True,
+    storage: str = "compact",
 ) -> DuelSolution:
     """The exact two-player solution of ``rules``: the equilibrium, or the best response to ``opponent``.
 
@@ -126,6 +129,8 @@ def solve(
         progress: Show the build's progress line on stderr.
         keep_float32: Keep the float32 level files of a build beside the uint16 ones.
         build_missing: Build what is not on disk yet (resuming a stopped build); ``False`` raises instead.
+        storage: ``"compact"`` plays from the uint16 files where the build made them (float32 builds), ``"exact"``
+            from the float files (float64 builds, or float32 ones built with ``keep_float32``).
 
     Raises:
         ValueError: rules with bonuses, a bad opponent or precision, or (``build_missing=False``) no finished
@@ -137,10 +142,12 @@ def solve(
         raise ValueError(reason)
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be 'float32' or 'float64', got {precision!r}")
+    if storage not in ("compact", "exact"):
+        raise ValueError(f"storage must be 'compact' or 'exact', got {storage!r}")
     kind, outcomes, digest = _opponent(rules, opponent)
     key = _key(rules, kind, digest, precision)
-    if key in _MEMO:
-        return _MEMO[key]
+    if (key, storage) in _MEMO:
+        return _MEMO[key, storage]
     folder = solution_folder(rules, opponent, precision, cache_dir)
     layout = Layout(rules)
     manifest = read_manifest(folder)
@@ -152,7 +159,13 @@ def solve(
                 + (" --opponent optimal" if opponent == "optimal" else "")
             )
         manifest = build(
-            folder, layout, kind, key, outcomes, progress=progress, keep_float32=keep_float32,
+            folder,
+            layout,
+            kind,
+            key,
+            outcomes,
+            progress=progress,
+            keep_float32=keep_float32,
             dtype=PRECISIONS[precision],
         )
     tables = {}
@@ -160,12 +173,20 @@ def solve(
         levels = []
         for n in range(layout.num_levels):
             values = next(
-                (v for e in level_entries(manifest, table, n) if (v := load_level(folder, e)) is not None), None
+                (
+                    v
+                    for e in level_entries(manifest, table, n, storage == "compact")
+                    if (v := load_level(folder, e)) is not None
+                ),
+                None,
             )
             if values is None:
-                raise ValueError(f"the two-player solution in {folder} is damaged (level {table}{n:02d}): remove the folder to rebuild it")
+                raise ValueError(
+                    f"the two-player solution in {folder} is damaged (level {table}{n:02d}): remove the folder to "
+                    "rebuild it"
+                )
             levels.append(values)
         tables[table] = levels
     solution = DuelSolution(layout, kind, tables, manifest["values"], folder)
-    _MEMO[key] = solution
+    _MEMO[key, storage] = solution
     return solution

@@ -20,10 +20,15 @@ def _parser() -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=text)
         command.add_argument("--rules", default="standard", help="a preset without bonuses (default: standard)")
         command.add_argument(
-            "--opponent", default=None, choices=["optimal"], help="the best response to this solo policy (default: the equilibrium)"
+            "--opponent",
+            default=None,
+            choices=["optimal"],
+            help="the best response to this solo policy (default: the equilibrium)",
         )
         command.add_argument("--precision", default="float32", choices=["float32", "float64"])
-        command.add_argument("--cache-dir", default=None, help="the cache folder (default: $YACHT_RL_CACHE_DIR or ~/.cache/yacht-rl)")
+        command.add_argument(
+            "--cache-dir", default=None, help="the cache folder (default: $YACHT_RL_CACHE_DIR or ~/.cache/yacht-rl)"
+        )
         if name == "build":
             command.add_argument("--keep-float32", action="store_true", help="keep the float32 level files too")
     return parser
@@ -53,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         print("python -m yacht_env.duel: stopped; the finished levels are kept, run it again to go on", file=sys.stderr)
         return 130
     first, second = solution.seat_values
-    print(f"{rules.name} {solution.kind}: first seat {first:.9f}, second seat {second:.9f}, mean {solution.mean_value:.9f}")
+    mean = solution.mean_value
+    print(f"{rules.name} {solution.kind}: first seat {first:.9f}, second seat {second:.9f}, mean {mean:.9f}")
     print(f"files: {solution.folder} (loaded in {time.monotonic() - start:.1f} s)")
     return 0
 

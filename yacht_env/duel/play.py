@@ -60,7 +60,8 @@ class DuelSolution:
             self._own, self._next = "A", "B"
 
     def __repr__(self) -> str:
-        return f"DuelSolution(rules={self.rules.name!r}, kind={self.kind!r}, first_player_value={self.first_player_value:.6f})"
+        value = self.first_player_value
+        return f"DuelSolution(rules={self.rules.name!r}, kind={self.kind!r}, first_player_value={value:.6f})"
 
     @property
     def mean_value(self) -> float:
@@ -72,11 +73,13 @@ class DuelSolution:
         top = rules.all_open
         mover = _ints("mover", mover, 1, top, f"the mover's open mask, {rules.num_categories} bits, not 0")
         other = _ints("other", other, 0, top, f"the other player's open mask, {rules.num_categories} bits")
-        lead = _ints("lead", lead, -10**6, 10**6, "the mover's total minus the other's")
+        lead = _ints("lead", lead, -(10**6), 10**6, "the mover's total minus the other's")
         try:
             mover, other, lead = np.broadcast_arrays(mover, other, lead)
         except ValueError:
-            raise ValueError(f"mover, other and lead must broadcast, got {mover.shape}, {other.shape}, {lead.shape}") from None
+            raise ValueError(
+                f"mover, other and lead must broadcast, got {mover.shape}, {other.shape}, {lead.shape}"
+            ) from None
         bits = R.open_bits(rules.num_categories).sum(axis=1)
         gap = bits[mover] - bits[other]
         if ((gap != 0) & (gap != 1)).any():

@@ -268,12 +268,23 @@ def build(
     meter.close()
     last = layout.num_levels - 1
     manifest["values"] = {t: float(below[t][0]) for t in tables}  # the one state of the top level, lead 0
+    manifest["peak_rss_bytes"] = _peak_memory()
     if dtype == np.float32:  # float64 (small games, exact) keeps its files as they are
         _quantise(folder, manifest, keep_float32)
     manifest["complete"] = True
     write_manifest(folder, manifest)
     assert layout.level(last).num_states == 1
     return manifest
+
+
+def _peak_memory() -> int | None:
+    """This process's peak resident memory in bytes (Linux and macOS), or ``None``."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
 def _quantise(folder: Path, manifest: dict, keep_float32: bool) -> None:
@@ -295,8 +306,9 @@ def _quantise(folder: Path, manifest: dict, keep_float32: bool) -> None:
             del levels[name]
 
 
-def level_entries(manifest: dict, table: str, n: int) -> Iterator[dict]:
-    """The manifest entries holding ``table``'s level ``n``: float32 first where kept, then uint16."""
-    for name in (f"{table}{n:02d}", f"{table}{n:02d}q"):
+def level_entries(manifest: dict, table: str, n: int, quantised_first: bool = True) -> Iterator[dict]:
+    """The manifest entries holding ``table``'s level ``n``: the uint16 file first (or the float one first)."""
+    names = (f"{table}{n:02d}q", f"{table}{n:02d}")
+    for name in names if quantised_first else names[::-1]:
         if name in manifest["levels"]:
             yield manifest["levels"][name]

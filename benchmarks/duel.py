@@ -1,0 +1,151 @@
+"""The two-player solve: its build's time, memory and disk, its exact values, and simulated games that confirm them.
+
+    python benchmarks/duel.py --rules standard --deals 100000
+    python benchmarks/duel.py --rules standard --opponent optimal --deals 100000
+
+Builds the solution if it is not on disk yet (``python -m yacht_env.duel build`` does the same with nothing else),
+then prints: the build's time on this machine (recorded in the solution's manifest), its peak memory and the size
+of its files; the exact win rates of the solution's player against its opponent in each seat (the equilibrium:
+``V*`` and ``1 - V*``); and ``--deals`` deals of simulated games against the ``optimal`` agent, each deal played in
+both seats on the same two dice streams (``2 * deals`` games), with each seat's win rate (ties half), its 95% CI,
+whether the exact value lies in it (the best response), and the games per second. With ``--float32`` (a build that
+kept its float32 files) it also measures what the uint16 storage loses: the largest difference of a stored value,
+and the same deals played from the float32 values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from yacht_agents.duel import DuelAgent
+from yacht_agents.optimal import OptimalAgent
+from yacht_env import duel
+from yacht_env import rules as R
+from yacht_env.game import game_streams
+from yacht_lab.head_to_head import play_tables
+
+
+def seat_games(agent, opponent, rules: R.Rules, deals: int, seed: int, batch: int = 4096) -> dict:
+    """``agent`` against ``opponent`` on ``deals`` deals, each in both seats on the same dice: per-seat results."""
+    wins = np.zeros((2, deals))
+    start = time.perf_counter()
+    for first in range(0, deals, batch):
+        count = min(batch, deals - first)
+        dice = game_streams(seed, range(2 * first, 2 * (first + count)), rules).reshape(count, 2, *rules.stream_shape)
+        for seat in (0, 1):
+            agent_at = np.tile([0, 1] if seat == 0 else [1, 0], (count, 1))
+            totals = play_tables([agent, opponent], dice, agent_at, rules)
+            mine, theirs = totals[:, seat], totals[:, 1 - seat]
+            wins[seat, first : first + count] = (mine > theirs) + 0.5 * (mine == theirs)
+    seconds = time.perf_counter() - start
+    mean, se = wins.mean(axis=1), wins.std(axis=1, ddof=1) / np.sqrt(deals)
+    both = wins.mean(axis=0)
+    return {
+        "seat_win_rates": mean.tolist(),
+        "seat_ci95": [[m - 1.96 * s, m + 1.96 * s] for m, s in zip(mean, se, strict=True)],
+        "mean_win_rate": float(both.mean()),
+        "mean_ci95": [
+            float(both.mean() - 1.96 * both.std(ddof=1) / np.sqrt(deals)),
+            float(both.mean() + 1.96 * both.std(ddof=1) / np.sqrt(deals)),
+        ],
+        "games": 2 * deals,
+        "games_per_second": 2 * deals / seconds,
+        "seconds": seconds,
+        "wins": wins,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rules", default="standard")
+    parser.add_argument(
+        "--opponent", default=None, choices=["optimal"], help="the best response to it (default: the equilibrium)"
+    )
+    parser.add_argument("--deals", type=int, default=2000, help="deals against optimal, each played in both seats")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache-dir", default=None)
+    parser.add_argument(
+        "--float32", action="store_true", help="also play from the kept float32 files (the storage's loss)"
+    )
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args()
+    rules = R.get_rules(args.rules)
+    start = time.perf_counter()
+    solution = duel.solve(rules, args.opponent, cache_dir=args.cache_dir, progress=True)
+    manifest = duel.read_manifest(solution.folder)
+    files = [p for p in solution.folder.iterdir() if p.is_file()]
+    compact = sum(p.stat().st_size for p in files if p.name.endswith(".u16.npy"))
+    report = {
+        "rules": rules.name,
+        "kind": solution.kind,
+        "build_seconds": manifest.get("seconds"),
+        "peak_memory_bytes": manifest.get("peak_rss_bytes"),
+        "disk_bytes": sum(p.stat().st_size for p in files),
+        "disk_bytes_uint16": compact,
+        "values": int(duel.Layout(rules).num_values()),
+        "load_seconds": time.perf_counter() - start,
+        "exact_seat_values": list(solution.seat_values),
+        "exact_mean_value": solution.mean_value,
+    }
+    name = "duel" if args.opponent is None else "duel:optimal"
+    peak = report["peak_memory_bytes"]
+    peak = f"{peak / 2**30:.2f} GiB" if peak else "not recorded"
+    print(
+        f"{rules.name} {solution.kind}: {report['values']:,} values; built in {report['build_seconds'] or 0:.0f} s, "
+        f"peak memory {peak}, files {report['disk_bytes'] / 1e9:.2f} GB "
+        f"(uint16: {compact / 1e9:.2f} GB)"
+    )
+    first, second = solution.seat_values
+    print(f"exact: first seat {first:.9f}, second seat {second:.9f}, mean {solution.mean_value:.9f}")
+    if args.deals:
+        agent = DuelAgent(rules, args.opponent, name=name, cache_dir=args.cache_dir)
+        played = seat_games(agent, OptimalAgent(rules), rules, args.deals, args.seed)
+        wins = played.pop("wins")
+        report["against_optimal"] = played
+        for seat in (0, 1):
+            low, high = played["seat_ci95"][seat]
+            line = f"{name} vs optimal, seat {seat + 1}: {played['seat_win_rates'][seat]:.5f} [{low:.5f}, {high:.5f}]"
+            if solution.kind == "best_response":
+                exact = solution.seat_values[seat]
+                line += f"  exact {exact:.5f} {'inside' if low <= exact <= high else 'OUTSIDE'}"
+            print(line)
+        print(
+            f"{name} vs optimal, both seats: {played['mean_win_rate']:.5f} [{played['mean_ci95'][0]:.5f}, "
+            f"{played['mean_ci95'][1]:.5f}] over {played['games']:,} games, {played['games_per_second']:.0f} games/s"
+        )
+        if args.float32:
+            exact = duel.solve(rules, args.opponent, cache_dir=args.cache_dir, storage="exact", build_missing=False)
+            largest = 0.0
+            for table, levels in solution._tables.items():
+                for compact_level, exact_level in zip(levels, exact._tables[table], strict=True):
+                    difference = np.abs(compact_level / duel.QUANT - exact_level.astype(np.float64))
+                    largest = max(largest, float(difference.max()))
+            exact_agent = DuelAgent(rules, args.opponent, name=name, cache_dir=args.cache_dir)
+            exact_agent.solution = exact
+            other = seat_games(exact_agent, OptimalAgent(rules), rules, args.deals, args.seed)
+            paired = wins.mean(axis=0) - other.pop("wins").mean(axis=0)
+            report["storage"] = {
+                "largest_value_difference": largest,
+                "float32_mean_win_rate": other["mean_win_rate"],
+                "uint16_minus_float32": float(paired.mean()),
+                "uint16_minus_float32_se": float(paired.std(ddof=1) / np.sqrt(args.deals)),
+                "deals_that_differ": int((paired != 0).sum()),
+            }
+            print(
+                f"uint16 storage: largest difference of a stored value {largest:.2e}; from float32 values "
+                f"{other['mean_win_rate']:.5f} on the same deals ({int((paired != 0).sum())} of {args.deals} deals end "
+                f"otherwise; uint16 - float32 = {paired.mean():+.6f} "
+                f"+- {1.96 * paired.std(ddof=1) / np.sqrt(args.deals):.6f})"
+            )
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(report, file, indent=1)
+            file.write("\n")
+
+
+if __name__ == "__main__":
+    main()

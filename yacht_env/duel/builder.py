@@ -46,7 +46,8 @@ TABLES = {"equilibrium": ("E",), "best_response": ("A", "B")}
 # --------------------------------------------------------------------------------------------------
 def chunks(level: Level) -> list[tuple[int, int]]:
     """Runs ``[s0, s1)`` of consecutive states of one mover, each at most :data:`CHUNK_COLUMNS` values (or one
-    state)."""
+    state).
+    """
     per_mover = len(level.others)
     first = np.arange(level.num_states) // per_mover * per_mover
     key = first * (level.num_values + 1) + (level.offset[:-1] - level.offset[first]) // CHUNK_COLUMNS
@@ -74,7 +75,8 @@ def max_turn(layout: Layout, level: Level, below: np.ndarray, s0: int, s1: int) 
 
 def policy_turn(layout: Layout, level: Level, below: np.ndarray, s0: int, s1: int, outcomes: np.ndarray) -> np.ndarray:
     """The values of states ``[s0, s1)`` (one mover) when the mover plays the fixed policy whose turn from open
-    mask ``O`` ends scoring ``s`` in box ``k`` with probability ``outcomes[O, k, s]``."""
+    mask ``O`` ends scoring ``s`` in box ``k`` with probability ``outcomes[O, k, s]``.
+    """
     mover, other, lead = columns(level, s0, s1)
     picks = after_picks(layout, level.n, below, mover, other, lead)
     rows = pick_rows(layout.rules)
@@ -92,7 +94,8 @@ def solve_level(
     dtype=np.float32,
 ) -> np.ndarray:
     """Level ``n``'s values (flat, ``dtype``) from level ``n - 1``'s (``None`` for level 0): the max turn, or with
-    ``outcomes`` the fixed policy's turn (:func:`policy_turn`)."""
+    ``outcomes`` the fixed policy's turn (:func:`policy_turn`).
+    """
     level = layout.level(n)
     out = np.empty(level.num_values, dtype=dtype)
     if n == 0:
@@ -212,9 +215,9 @@ def build(
     Args:
         folder: The solution's folder (created if needed).
         layout: The game's layout.
-        kind: ``"equilibrium"`` or ``"best_response"`` (then ``outcomes`` is the fixed policy's
-            :func:`~yacht_env.distributions.turn_outcomes`).
+        kind: ``"equilibrium"`` or ``"best_response"``.
         key: The solution's key; a folder of another key is built afresh.
+        outcomes: The best response's fixed policy, as :func:`~yacht_env.distributions.turn_outcomes` (or ``None``).
         progress: Show a progress line on stderr.
         keep_float32: Keep the float32 level files beside the uint16 ones.
         threads: Threads for a level's chunks.
@@ -229,20 +232,7 @@ def build(
         return manifest
     tables = TABLES[kind]
     levels = manifest["levels"]
-    below: dict[str, np.ndarray] = {}
-    done = -1
-    for n in range(layout.num_levels):  # the last level whose every table is on disk
-        if all(f"{t}{n:02d}" in levels for t in tables):
-            done = n
-        else:
-            break
-    if done >= 0:
-        for t in tables:
-            values = load_level(folder, levels[f"{t}{done:02d}"], mmap=False)
-            if values is None:
-                done = -1
-                break
-            below[t] = values
+    done, below = _last_finished(folder, manifest, tables, layout.num_levels)
     weights = [layout.level(n).num_values for n in range(layout.num_levels)]
     meter = Progress(float(sum(weights)), progress, f"duel {layout.rules.name} {kind}")
     meter.advance(float(sum(weights[: done + 1])), f"resuming after level {done}" if done >= 0 else "start")
@@ -275,6 +265,22 @@ def build(
     write_manifest(folder, manifest)
     assert layout.level(last).num_states == 1
     return manifest
+
+
+def _last_finished(folder: Path, manifest: dict, tables: tuple[str, ...], num_levels: int):
+    """``(n, values)``: the last level whose every table is on disk and sound, with its values (``-1, {}``: none)."""
+    levels, done = manifest["levels"], -1
+    for n in range(num_levels):
+        if not all(f"{t}{n:02d}" in levels for t in tables):
+            break
+        done = n
+    below = {}
+    for t in tables if done >= 0 else ():
+        values = load_level(folder, levels[f"{t}{done:02d}"], mmap=False)
+        if values is None:
+            return -1, {}
+        below[t] = values
+    return done, below
 
 
 def _peak_memory() -> int | None:

@@ -123,7 +123,9 @@ class DuelSolution:
         """The chance to win after each action, ``(..., num_actions)`` float64, ``-inf`` for illegal actions.
 
         Args:
-            mover, other, lead: The state (ints or broadcastable int arrays), the solution's player to move.
+            mover: The open mask of the solution's player, to move (ints or broadcastable int arrays, as all).
+            other: The opponent's open mask.
+            lead: The player's total minus the opponent's.
             roll: The sorted-roll index showing (0..251, :func:`yacht_env.rules.roll_index`).
             rolls_left: Re-rolls left this turn (0..2).
 

@@ -70,7 +70,9 @@ def after_picks(
         layout: The game's :class:`~yacht_env.duel.layout.Layout`.
         n: The level of the states (the picks lead to level ``n - 1``).
         below: Level ``n - 1``'s values, flat (:attr:`Level.offset`), P(the mover there wins; ties half).
-        mover, other, lead: ``(columns,)`` int64: each column's state and lead.
+        mover: ``(columns,)`` int64: each column's mover's open mask.
+        other: ``(columns,)`` int64: the other player's open mask.
+        lead: ``(columns,)`` int64: the mover's total minus the other's.
 
     Returns:
         Every ``(box, score)`` row; the rows of a box the column's mover has filled are :data:`CLOSED`.
@@ -109,7 +111,8 @@ def best_of_rows(picks: np.ndarray, of_roll: np.ndarray) -> np.ndarray:
 
 def keep_values(pick_value: np.ndarray, rolls_left: int) -> np.ndarray:
     """``EK_t`` ``(210, columns)`` for ``t = rolls_left`` (1 or 2): the value of each kept multiset (the turn's
-    row order, :data:`yacht_env.family_solver.KEEP_ROW`), from ``V0`` ``(252, columns)``."""
+    row order, :data:`yacht_env.family_solver.KEEP_ROW`), from ``V0`` ``(252, columns)``.
+    """
     value = pick_value
     for _ in range(rolls_left - 1):
         value = np.maximum(F._best_keeps(F._expected_keeps(value)), pick_value)

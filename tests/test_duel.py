@@ -333,3 +333,17 @@ def test_a_build_shows_its_progress_and_the_time_left(tmp_path, capsys):
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 6 and lines[-1].startswith("duel ones-yacht equilibrium [####") and "100.0%" in lines[-1]
     assert all("spent 0:00:0" in line and "left ~" in line for line in lines)
+
+
+@pytest.mark.parametrize("opponent", [None, "optimal"])
+def test_the_torch_kernels_build_the_same_solution(opponent, tmp_path):
+    pytest.importorskip("torch")
+    rules = _rules(("ones", "threes", "yacht"))
+    on_numpy = duel.solve(rules, opponent, precision="float64", cache_dir=tmp_path / "numpy", device="numpy")
+    on_torch = duel.solve(rules, opponent, precision="float64", cache_dir=tmp_path / "torch", device="cpu")
+    assert on_torch.seat_values == pytest.approx(on_numpy.seat_values, abs=1e-12)
+    for table, levels in on_numpy._tables.items():
+        for mine, theirs in zip(on_torch._tables[table], levels, strict=True):
+            np.testing.assert_allclose(mine, theirs, atol=1e-12)
+    with pytest.raises(ValueError, match="not available here"):
+        duel.solve(_rules(("twos", "yacht")), cache_dir=tmp_path, device="cuda:7")

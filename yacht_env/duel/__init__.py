@@ -52,7 +52,7 @@ from yacht_env.duel.turn import QUANT
 __all__ = ["QUANT", "DuelSolution", "Layout", "read_manifest", "solution_folder", "solve", "unsupported"]
 
 PRECISIONS = {"float32": np.float32, "float64": np.float64}
-_MEMO: dict[tuple[str, str], DuelSolution] = {}
+_MEMO: dict[tuple[str, str], DuelSolution] = {}  # (folder, storage) -> the solution
 
 
 def unsupported(rules: R.Rules, players: int = 2) -> str | None:
@@ -117,6 +117,7 @@ def solve(
     keep_float32: bool = False,
     build_missing: bool = True,
     storage: str = "compact",
+    device: str = "auto",
 ) -> DuelSolution:
     """The exact two-player solution of ``rules``: the equilibrium, or the best response to ``opponent``.
 
@@ -131,6 +132,8 @@ def solve(
         build_missing: Build what is not on disk yet (resuming a stopped build); ``False`` raises instead.
         storage: ``"compact"`` plays from the uint16 files where the build made them (float32 builds), ``"exact"``
             from the float files (float64 builds, or float32 ones built with ``keep_float32``).
+        device: Where a build computes (:func:`yacht_env.duel.accel.device_for`): ``"auto"`` takes a GPU where
+            torch sees one, else numpy on all cores.
 
     Raises:
         ValueError: rules with bonuses, a bad opponent or precision, or (``build_missing=False``) no finished
@@ -146,9 +149,9 @@ def solve(
         raise ValueError(f"storage must be 'compact' or 'exact', got {storage!r}")
     kind, outcomes, digest = _opponent(rules, opponent)
     key = _key(rules, kind, digest, precision)
-    if (key, storage) in _MEMO:
-        return _MEMO[key, storage]
     folder = solution_folder(rules, opponent, precision, cache_dir)
+    if (str(folder), storage) in _MEMO:
+        return _MEMO[str(folder), storage]
     layout = Layout(rules)
     manifest = read_manifest(folder)
     if manifest is None or manifest.get("key") != key or not manifest.get("complete"):
@@ -167,6 +170,7 @@ def solve(
             progress=progress,
             keep_float32=keep_float32,
             dtype=PRECISIONS[precision],
+            device=device,
         )
     tables = {}
     for table in ("E",) if kind == "equilibrium" else ("A", "B"):
@@ -188,5 +192,5 @@ def solve(
             levels.append(values)
         tables[table] = levels
     solution = DuelSolution(layout, kind, tables, manifest["values"], folder)
-    _MEMO[key, storage] = solution
+    _MEMO[str(folder), storage] = solution
     return solution

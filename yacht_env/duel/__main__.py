@@ -31,6 +31,9 @@ def _parser() -> argparse.ArgumentParser:
         )
         if name == "build":
             command.add_argument("--keep-float32", action="store_true", help="keep the float32 level files too")
+            command.add_argument(
+                "--device", default="auto", help="auto (a GPU where torch sees one, else numpy), numpy, cpu, cuda, ..."
+            )
     return parser
 
 
@@ -50,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             progress=args.command == "build",
             keep_float32=getattr(args, "keep_float32", False),
             build_missing=args.command == "build",
+            device=getattr(args, "device", "auto"),
         )
     except ValueError as error:
         print(f"python -m yacht_env.duel: error: {error}", file=sys.stderr)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from yacht_env.duel.accel import DeviceTurn, device_for
 from yacht_env.duel.layout import Layout, Level
 from yacht_env.duel.turn import QUANT, after_picks, best_of_rows, pick_rows, turn_start
 from yacht_env.util import atomic_output
@@ -209,6 +210,7 @@ def build(
     threads: int = _THREADS,
     dtype=np.float32,
     on_level: Callable[[int], None] | None = None,
+    device: str = "auto",
 ) -> dict:
     """Builds (or finishes building) a solution's levels in ``folder`` and returns its manifest.
 
@@ -223,6 +225,8 @@ def build(
         threads: Threads for a level's chunks.
         dtype: The float type of the computation and of the level files (float32, or float64 for exactness).
         on_level: Called with each level's number once it is on disk (tests stop a build with it).
+        device: Where the levels are computed (:func:`yacht_env.duel.accel.device_for`): ``"auto"`` takes a GPU
+            where torch sees one, else numpy on all cores; ``"numpy"``, ``"cpu"`` (torch), ``"cuda"``, ...
     """
     folder.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(folder)
@@ -233,6 +237,14 @@ def build(
     tables = TABLES[kind]
     levels = manifest["levels"]
     done, below = _last_finished(folder, manifest, tables, layout.num_levels)
+    accelerator = device_for(device)
+    on_device = None if accelerator is None else DeviceTurn(layout, accelerator, dtype)
+
+    def level_values(n: int, source: np.ndarray | None, policy: np.ndarray | None) -> np.ndarray:
+        if on_device is None or n == 0:
+            return solve_level(layout, n, source, policy, threads=threads, dtype=dtype)
+        return on_device.solve_level(n, source, policy)
+
     weights = [layout.level(n).num_values for n in range(layout.num_levels)]
     meter = Progress(float(sum(weights)), progress, f"duel {layout.rules.name} {kind}")
     meter.advance(float(sum(weights[: done + 1])), f"resuming after level {done}" if done >= 0 else "start")
@@ -240,12 +252,9 @@ def build(
     for n in range(done + 1, layout.num_levels):
         start = time.monotonic()
         if kind == "equilibrium":
-            current = {"E": solve_level(layout, n, below.get("E"), threads=threads, dtype=dtype)}
+            current = {"E": level_values(n, below.get("E"), None)}
         else:
-            current = {
-                "A": solve_level(layout, n, below.get("B"), threads=threads, dtype=dtype),
-                "B": solve_level(layout, n, below.get("A"), outcomes, threads=threads, dtype=dtype),
-            }
+            current = {"A": level_values(n, below.get("B"), None), "B": level_values(n, below.get("A"), outcomes)}
         for t, values in current.items():
             levels[f"{t}{n:02d}"] = _save_level(folder, f"{t}{n:02d}", values)
         seconds += time.monotonic() - start
@@ -259,6 +268,7 @@ def build(
     last = layout.num_levels - 1
     manifest["values"] = {t: float(below[t][0]) for t in tables}  # the one state of the top level, lead 0
     manifest["peak_rss_bytes"] = _peak_memory()
+    manifest["device"] = "numpy" if accelerator is None else str(accelerator)
     if dtype == np.float32:  # float64 (small games, exact) keeps its files as they are
         _quantise(folder, manifest, keep_float32)
     manifest["complete"] = True

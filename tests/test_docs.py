@@ -26,7 +26,8 @@ The rules, for ``README.md`` and every ``docs/**/*.md`` (not the build output ``
 * Other blocks (``text``, ``yaml``, ...) are not run.
 
 Besides, the environment pages ``docs/envs/*.md`` must be exactly what ``docs/_scripts/gen_env_pages.py`` writes
-from the envs' docstrings (run that script after editing a docstring).
+from the envs' docstrings (run that script after editing a docstring), and every row of the comparison tables of
+``docs/results.md`` gives the median and the mean, each beside its % of the optimal median or mean, which is that ratio.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import itertools
 import re
 import shlex
 import sys
@@ -262,6 +264,46 @@ def test_documented_command_line_parses(name: str, argv: list[str], tmp_path, mo
     except SystemExit as exit:
         if exit.code:
             pytest.fail(f"{name}: {' '.join(argv)!r} is refused by its parser: {capsys.readouterr().err.strip()}")
+
+
+def number(cell: str) -> float | None:
+    """The first number of a table cell (``**98.4%** (...)`` -> 98.4), or ``None`` for ``-`` / ``not given``."""
+    match = re.search(r"\d[\d,]*(\.\d+)?", cell.replace("**", ""))
+    return float(match.group(0).replace(",", "")) if match else None
+
+
+def cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def comparison_tables(path: Path) -> list[tuple[list[str], list[list[str]]]]:
+    """``(header, rows)`` of each Markdown table of ``path`` whose first column is ``agent``."""
+    lines = path.read_text().splitlines()
+    return [
+        (cells(line), [cells(row) for row in itertools.takewhile(lambda row: row.startswith("|"), lines[i + 2 :])])
+        for i, line in enumerate(lines)
+        if line.startswith("| agent |")
+    ]
+
+
+def test_the_results_tables_set_each_median_and_mean_against_its_own_optimum():
+    """docs/results.md: every row of a comparison gives the median and the mean, each with its % of the optimal
+    median or mean (a published median is never set against the optimal mean), and each % is that ratio."""
+    tables = comparison_tables(DOCS / "results.md")
+    assert len(tables) >= 2
+    for header, rows in tables:
+        median = next((i for i, name in enumerate(header) if name == "median"), None)
+        assert median is not None, f"a comparison without medians: {header}"
+        mean = header.index("mean score [95% CI]")
+        for value, percent in ((median, median + 1), (mean, mean + 1)):
+            assert header[percent].startswith(f"% of optimal {header[value].split()[0]}"), header
+            optimum = number(header[percent])
+            for row in rows:
+                shown, ratio = number(row[value]), number(row[percent])
+                assert (shown is None) == (ratio is None), f"{row[0]}: {row[value]!r} beside {row[percent]!r}"
+                if shown is not None:
+                    tolerance = 1.0 if "about" in row[percent] else 0.05 + 1e-9  # the % is rounded to 0.1
+                    assert abs(ratio - 100 * shown / optimum) <= tolerance, f"{row[0]}: {row[value]} / {optimum}"
 
 
 def test_env_pages_are_generated_from_the_docstrings():

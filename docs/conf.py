@@ -20,6 +20,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from sphinx.ext.autodoc.mock import mock
+
 import yacht_env
 
 DOCS = Path(__file__).resolve().parent
@@ -48,21 +50,42 @@ autodoc_inherit_docstrings = False  # Gymnasium's and SB3's own docstrings are t
 autodoc_default_options = {"members": True, "show-inheritance": True, "ignore-module-all": True}
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
-# Optional libraries a module imports at its top: mocked only where they are not installed.
+# The libraries beyond the core dependencies (numpy, gymnasium) that a module imports at its top, from every extra
+# but docs: mocked where they are not installed, so the docs extra alone builds the site. This file's own imports of
+# the modules (the API pages, the re-exports) go through the same mock (``_import``).
 autodoc_mock_imports = [
     name
-    for name in ("torch", "stable_baselines3", "sb3_contrib", "pettingzoo", "ray", "rliable", "rich", "yaml")
+    for name in (
+        "matplotlib",
+        "pettingzoo",
+        "ray",
+        "rich",
+        "rliable",
+        "sb3_contrib",
+        "scipy",
+        "stable_baselines3",
+        "torch",
+        "tqdm",
+        "yaml",
+    )
     if importlib.util.find_spec(name) is None
 ]
 
 
+def _import(name: str):
+    """``importlib.import_module(name)`` with the libraries of ``autodoc_mock_imports`` mocked, as autodoc imports."""
+    with mock(autodoc_mock_imports):
+        return importlib.import_module(name)
+
+
 def modules(package: str) -> list[str]:
     """The package and every module under it, sorted (private ``_x`` modules and ``__main__`` left out)."""
-    root = importlib.import_module(package)
+    root = _import(package)
     found = [package]
-    for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
-        if not any(part.startswith("_") for part in info.name.split(".")[1:]):
-            found.append(info.name)
+    with mock(autodoc_mock_imports):  # walk_packages imports the subpackages
+        for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
+            if not any(part.startswith("_") for part in info.name.split(".")[1:]):
+                found.append(info.name)
     return sorted(found)
 
 
@@ -86,7 +109,7 @@ def reexports() -> dict[str, list[str]]:
     for package in PACKAGES:
         names = modules(package)
         for name in names:
-            module = importlib.import_module(name)
+            module = _import(name)
             if not hasattr(module, "__path__"):
                 continue
             for attr in getattr(module, "__all__", ()):

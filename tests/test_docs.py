@@ -10,6 +10,11 @@ The rules, for ``README.md`` and every ``docs/**/*.md`` (not the build output ``
   ``<!-- docs-test: slow -->`` takes over 10 s and is marked ``slow``. An example that trains keeps its budget
   tiny in the example itself. A block that needs an optional library which is not installed (torch, the SB3
   libraries, PettingZoo, TorchRL, Ray's RLlib) is skipped, as the torch-free CI runs are.
+* The integration pages' Python blocks (``docs/integrations.md``, ``docs/multiagent-training.md``) run a second
+  time on a family preset, Yahtzee (45 actions, 69 floats): every env and agent they build takes
+  ``rules="yahtzee"`` unless the example names its own rules (``Yacht-v0`` and ``YachtVersus-v0`` through their
+  registered kwargs, the PettingZoo ``env``/``parallel_env``, ``YachtSB3VecEnv``, ``ppo_config`` and
+  ``make_agent`` through a default), so a size written into an example instead of read from the env fails.
 * Each fenced ``bash``, ``console``, ``sh`` or ``shell`` block is read line by line (``\\`` continuations
   joined, ``#`` comments dropped, a ``$`` prompt removed, split at ``&&``, ``||``, ``|`` and ``;``). Every
   command that invokes one of the project's command-line programs, ``python train.py`` / ``evaluate.py`` /
@@ -21,20 +26,25 @@ The rules, for ``README.md`` and every ``docs/**/*.md`` (not the build output ``
 * Other blocks (``text``, ``yaml``, ...) are not run.
 
 Besides, the environment pages ``docs/envs/*.md`` must be exactly what ``docs/_scripts/gen_env_pages.py`` writes
-from the envs' docstrings (run that script after editing a docstring).
+from the envs' docstrings (run that script after editing a docstring), and every row of the comparison tables of
+``docs/results.md`` gives the median and the mean, each beside its % of the optimal median or mean, which is that ratio.
 """
 
 from __future__ import annotations
 
 import doctest
+import functools
 import importlib
 import importlib.util
+import inspect
+import itertools
 import re
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import gymnasium
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,6 +57,16 @@ SHELL_LANGUAGES = {"bash", "console", "sh", "shell"}
 SCRIPTS = ("train", "evaluate", "play", "sweep")
 PROGRAMS = {f"{name}.py": name for name in SCRIPTS} | {f"yacht-{name}": name for name in SCRIPTS}
 OPTIONAL = {"torch", "stable_baselines3", "sb3_contrib", "pettingzoo", "torchrl", "tensordict", "rich", "ray"}
+INTEGRATION_PAGES = (DOCS / "integrations.md", DOCS / "multiagent-training.md")
+FAMILY_PRESET = "yahtzee"
+# What the integration pages build envs and agents with, besides gymnasium.make / make_vec of the registered ids.
+BUILDERS = (
+    ("yacht_env.multiplayer", "env"),
+    ("yacht_env.multiplayer", "parallel_env"),
+    ("yacht_env.sb3", "YachtSB3VecEnv"),
+    ("yacht_env.rllib", "ppo_config"),
+    ("yacht_agents", "make_agent"),
+)
 
 
 @dataclass(frozen=True)
@@ -91,11 +111,11 @@ def blocks(path: Path) -> list[Block]:
 ALL_BLOCKS = [block for path in markdown_files() for block in blocks(path)]
 
 
-def params(language_test) -> list:
+def params(language_test, pages: tuple[Path, ...] | None = None) -> list:
     return [
         pytest.param(block, id=block.id, marks=[pytest.mark.slow] if block.slow else [])
         for block in ALL_BLOCKS
-        if language_test(block.language)
+        if language_test(block.language) and (pages is None or block.path in pages)
     ]
 
 
@@ -109,6 +129,52 @@ def test_the_docs_have_examples():
 
 @pytest.mark.parametrize("block", params(lambda language: language == "python"))
 def test_python_example_runs(block: Block, tmp_path, monkeypatch):
+    run_python_block(block, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("block", params(lambda language: language == "python", INTEGRATION_PAGES))
+def test_integration_example_runs_on_a_family_preset(block: Block, tmp_path, monkeypatch):
+    """The integration examples read every size from the env: they run unchanged on Yahtzee."""
+    default_rules(monkeypatch, FAMILY_PRESET)
+    run_python_block(block, tmp_path, monkeypatch)
+
+
+def test_the_family_preset_has_other_sizes_than_yacht():
+    """What makes the test above bite: Yahtzee's action count and observation length are not Yacht's."""
+    importlib.import_module("yacht_env")  # registers Yacht-v0
+    yacht, family = (gymnasium.make("Yacht-v0", rules=rules) for rules in ("standard", FAMILY_PRESET))
+    assert family.action_space.n != yacht.action_space.n
+    assert family.observation_space.shape != yacht.observation_space.shape
+
+
+def default_rules(monkeypatch, rules: str) -> None:
+    """Every env and agent built through the registered ids and :data:`BUILDERS` takes ``rules`` unless given one."""
+    importlib.import_module("yacht_env")  # registers the ids
+    for env_id in ("Yacht-v0", "YachtVersus-v0"):
+        monkeypatch.setitem(gymnasium.registry[env_id].kwargs, "rules", rules)
+    for module_name, name in BUILDERS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:  # an optional library: the examples that need it are skipped
+            continue
+        monkeypatch.setattr(module, name, with_default_rules(getattr(module, name), rules))
+
+
+def with_default_rules(build, rules: str):
+    """``build`` with ``rules`` as its default: a ``rules`` the caller passes (by keyword or position) wins."""
+    parameters = list(inspect.signature(build).parameters)
+    position = parameters.index("rules") if "rules" in parameters else None
+
+    @functools.wraps(build)
+    def call(*args, **kwargs):
+        if "rules" not in kwargs and (position is None or len(args) <= position):
+            kwargs["rules"] = rules
+        return build(*args, **kwargs)
+
+    return call
+
+
+def run_python_block(block: Block, tmp_path, monkeypatch) -> None:
     if block.skip:
         pytest.skip(block.skip)
     monkeypatch.chdir(tmp_path)
@@ -198,6 +264,46 @@ def test_documented_command_line_parses(name: str, argv: list[str], tmp_path, mo
     except SystemExit as exit:
         if exit.code:
             pytest.fail(f"{name}: {' '.join(argv)!r} is refused by its parser: {capsys.readouterr().err.strip()}")
+
+
+def number(cell: str) -> float | None:
+    """The first number of a table cell (``**98.4%** (...)`` -> 98.4), or ``None`` for ``-`` / ``not given``."""
+    match = re.search(r"\d[\d,]*(\.\d+)?", cell.replace("**", ""))
+    return float(match.group(0).replace(",", "")) if match else None
+
+
+def cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def comparison_tables(path: Path) -> list[tuple[list[str], list[list[str]]]]:
+    """``(header, rows)`` of each Markdown table of ``path`` whose first column is ``agent``."""
+    lines = path.read_text().splitlines()
+    return [
+        (cells(line), [cells(row) for row in itertools.takewhile(lambda row: row.startswith("|"), lines[i + 2 :])])
+        for i, line in enumerate(lines)
+        if line.startswith("| agent |")
+    ]
+
+
+def test_the_results_tables_set_each_median_and_mean_against_its_own_optimum():
+    """docs/results.md: every row of a comparison gives the median and the mean, each with its % of the optimal
+    median or mean (a published median is never set against the optimal mean), and each % is that ratio."""
+    tables = comparison_tables(DOCS / "results.md")
+    assert len(tables) >= 2
+    for header, rows in tables:
+        median = next((i for i, name in enumerate(header) if name == "median"), None)
+        assert median is not None, f"a comparison without medians: {header}"
+        mean = header.index("mean score [95% CI]")
+        for value, percent in ((median, median + 1), (mean, mean + 1)):
+            assert header[percent].startswith(f"% of optimal {header[value].split()[0]}"), header
+            optimum = number(header[percent])
+            for row in rows:
+                shown, ratio = number(row[value]), number(row[percent])
+                assert (shown is None) == (ratio is None), f"{row[0]}: {row[value]!r} beside {row[percent]!r}"
+                if shown is not None:
+                    tolerance = 1.0 if "about" in row[percent] else 0.05 + 1e-9  # the % is rounded to 0.1
+                    assert abs(ratio - 100 * shown / optimum) <= tolerance, f"{row[0]}: {row[value]} / {optimum}"
 
 
 def test_env_pages_are_generated_from_the_docstrings():

@@ -236,6 +236,20 @@ def test_sweep_defaults_to_the_shipped_sweep_file():
 # --------------------------------------------------------------------------------------------------
 # The wheel
 # --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "output", ["dist/yacht_rl-0.2.0.tar.gz", "dist/yacht_rl-0.2.0-py3-none-any.whl", "build/lib/yacht_env/env.py"]
+)
+def test_what_python_m_build_writes_is_ignored_by_git(output):
+    """``python -m build`` writes ``dist/`` (and setuptools ``build/``) in the checkout: git never offers them."""
+    try:
+        done = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", output], capture_output=True, timeout=30)
+    except FileNotFoundError:
+        pytest.skip("git is not installed")
+    if done.returncode == 128:  # not a git checkout (an unpacked sdist)
+        pytest.skip("not a git checkout")
+    assert done.returncode == 0, f"{output} is not ignored by .gitignore"
+
+
 @pytest.mark.slow
 def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(tmp_path):
     pytest.importorskip("build")

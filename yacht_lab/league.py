@@ -26,7 +26,7 @@ these probabilities from each table's next game; games in flight keep their oppo
 ``train.py --resume`` restores it: the resumed run draws with the same members and probabilities the
 uninterrupted run drew with at step ``N`` (the games in flight then are not restored: they start anew, as in
 every resume). Every evaluation plays the learner's deterministic policy against each fixed member
-(:func:`yacht_lab.tasks.evaluate_versus`: the learner and ``players - 1`` copies of the member, on the
+(:func:`yacht_lab.tasks.evaluate_against`: the learner and ``players - 1`` copies of the member, on the
 ``eval.games`` deals) and writes ``league_curve.csv``; ``learning_curve.csv`` is the row of the first fixed member.
 """
 
@@ -46,7 +46,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from yacht_env.util import atomic_output, atomic_write, remove_stale_temps
 from yacht_lab.config import TrainConfig
 from yacht_lab.runs import VERSUS_CURVE_FIELDS, save_atomically
-from yacht_lab.tasks import ScaledReward, TableTask, evaluate_versus
+from yacht_lab.tasks import ScaledReward, TableTask, evaluate_against
 
 LEAGUE_DIR = "league"
 CURVE_FILE = "league_curve.csv"
@@ -55,37 +55,6 @@ PLOT_FILE = "league_curve.png"
 #: (ties split) with its 95% CI half-width over deals, its mean score and margin, and the games played.
 CURVE_FIELDS = ("timesteps", "member", "win_rate", "win_rate_ci95", "mean_score", "mean_margin", "games")
 STATE_FORMAT = 1
-
-
-def table_spec(spec: str, players: int) -> str:
-    """``spec`` as an agent of a ``players`` table: the win agent is sized to it (``win`` -> ``win:3``)."""
-    return f"win:{players}" if spec == "win" and players != 2 else spec
-
-
-def make_member(spec: str, rules: str, players: int, seed: int | None = None):
-    """The agent of a fixed member's spec at a table of ``players``.
-
-    Raises:
-        ValueError: an unknown spec, a model that does not load or was trained at another table size, a win agent
-            of another size or on rules with bonuses.
-    """
-    from yacht_agents import make_agent
-
-    agent = make_agent(table_spec(spec, players), rules, seed=seed)
-    table = getattr(agent, "table_players", None)
-    if table not in (None, players):
-        raise ValueError(f"{spec!r} plays at a table of {table} players; the league's has {players}")
-    return agent
-
-
-def evaluate_member(model, rules: str, spec: str, players: int, games: int, seed: int) -> tuple[dict, dict[str, Any]]:
-    """A live model against ``players - 1`` copies of one member (:func:`yacht_lab.tasks.evaluate_versus` on
-    ``games`` deals of ``seed``): the full result, and the curve's row of it (``member``, ``win_rate``,
-    ``win_rate_ci95``, ``mean_score``, ``mean_margin``, ``games``)."""
-    opponents = [table_spec(spec, players)] * (players - 1)
-    result = evaluate_versus(model, rules, opponents, games, seed)
-    keys = ("win_rate", "win_rate_ci95", "mean_score", "mean_margin")
-    return result, {"member": spec, **{key: result[key] for key in keys}, "games": games * players * players}
 
 
 def pfsp_weights(wins: np.ndarray, games: np.ndarray, power: float, floor: float) -> np.ndarray:
@@ -322,10 +291,11 @@ class LeagueTask(TableTask):
         return [self.config.league.fixed[0]]
 
     def make_env(self):
+        from yacht_agents import make_agent
         from yacht_env.sb3 import YachtSB3VecEnv
 
         config, players = self.config, self.config.league.players
-        fixed = [make_member(spec, config.rules, players, seed=i) for i, spec in enumerate(config.league.fixed)]
+        fixed = [make_agent(spec, config.rules, seed=i, players=players) for i, spec in enumerate(config.league.fixed)]
         env = YachtSB3VecEnv(
             config.n_envs, pool=fixed, players=players, reward=config.reward, seat=config.seat, rules=config.rules
         )
@@ -353,7 +323,7 @@ class LeagueTask(TableTask):
         config, players = self.config, self.config.league.players
         first = None
         for spec in config.league.fixed:
-            result, row = evaluate_member(model, config.rules, spec, players, config.eval.games, config.eval.seed)
+            result, row = evaluate_against(model, config.rules, spec, players, config.eval.games, config.eval.seed)
             first = first or result
             self.league_rows.append({"timesteps": model.num_timesteps, **row})
         write_league_curve(self.league.run_dir / CURVE_FILE, self.league_rows)

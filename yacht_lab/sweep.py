@@ -53,6 +53,7 @@ from yacht_lab.config import TrainConfig, _from_dict, validate
 from yacht_lab.runs import CURVE_FILE, read_curve
 from yacht_lab.sweep_spec import Sweep, parse_sweep
 from yacht_lab.tasks import curve_fields
+from yacht_lab.yaml_reader import read_yaml
 
 #: The file the sweep is saved in, inside its folder (what ``--resume`` reads).
 SWEEP_FILE = "sweep_spec.yaml"
@@ -255,7 +256,16 @@ def _trial_params(sweep: Sweep, folder: Path, cpus_per_trial: int) -> list[dict[
 
 def save_sweep(folder: Path, sweep: Sweep, settings: dict[str, Any]) -> None:
     """``sweep_spec.yaml``: the sweep file as read and the settings it runs with (what ``--resume`` reads)."""
-    atomic_write(folder / SWEEP_FILE, yaml.safe_dump({"sweep": sweep.source, "settings": settings}, sort_keys=False))
+    text = yaml.dump({"sweep": sweep.source, "settings": settings}, Dumper=_PlainDumper, sort_keys=False)
+    atomic_write(folder / SWEEP_FILE, text)
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """``yaml.SafeDumper`` that writes a value shared twice out twice: the reader refuses aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        """Every value is written out."""
+        return True
 
 
 def load_saved_sweep(folder: Path) -> tuple[Sweep, dict[str, Any]]:
@@ -268,9 +278,12 @@ def load_saved_sweep(folder: Path) -> tuple[Sweep, dict[str, Any]]:
     if not path.is_file():
         raise ValueError(f"cannot resume: {str(folder)!r} is not a sweep folder (no {SWEEP_FILE})")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = read_yaml(path, "saved sweep")
+    except ValueError as error:
+        raise ValueError(f"cannot resume: {str(path)!r} is damaged ({error})") from None
+    try:
         return parse_sweep(data["sweep"], str(path)), dict(data["settings"])
-    except (yaml.YAMLError, KeyError, TypeError) as error:
+    except (KeyError, TypeError) as error:
         detail = f"no {error}" if isinstance(error, KeyError) else " ".join(str(error).split())
         raise ValueError(f"cannot resume: {str(path)!r} is damaged ({detail})") from None
 

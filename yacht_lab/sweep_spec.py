@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from yacht_env.rules import is_int
-from yacht_lab.config import MAX_SEED, TrainConfig, _from_dict, read_yaml, validate
+from yacht_lab.config import MAX_SEED, TrainConfig, _from_dict, validate
+from yacht_lab.yaml_reader import read_yaml
 
 #: Keys the sweep sets itself and a search may not: the seed (``seeds``), the budget (``budget``) and the torch
 #: threads (``--cpus-per-trial``).

@@ -140,40 +140,6 @@ class EntropyScheduleCallback(BaseCallback):
         self.logger.record("train/ent_coef", self.model.ent_coef)
 
 
-class CriticWarmupCallback(BaseCallback):
-    """Freezes the actor for every update whose rollout ends within the first ``timesteps``: only the critic's
-    own weights (its MLP, its output layer and, if not shared, its features extractor) learn.
-
-    A run started from a model under a new reward (``init`` with ``reward: win``) has a critic whose output
-    starts at zero, and its first advantages are mostly noise: a converged policy that follows them only gets
-    worse. With the actor's parameters set not to require gradients they get none, and the optimizer leaves
-    them as they are; from the first update past the warm-up they learn again (Adam's moments for them start
-    then). Everything the actor uses, a features extractor it shares with the critic included, stays frozen.
-    """
-
-    def __init__(self, timesteps: int) -> None:
-        super().__init__()
-        self.timesteps = timesteps
-
-    def _on_step(self) -> bool:
-        return True
-
-    def _on_rollout_end(self) -> None:
-        frozen = self.model.num_timesteps <= self.timesteps
-        for parameter in actor_parameters(self.model.policy):
-            parameter.requires_grad_(not frozen)
-        self.logger.record("train/critic_warmup", float(frozen))
-
-
-def actor_parameters(policy) -> list:
-    """The policy's parameters that are not the critic's alone (SB3 actor-critic policies)."""
-    critic = [policy.value_net, policy.mlp_extractor.value_net]
-    if not policy.share_features_extractor:
-        critic.append(policy.vf_features_extractor)
-    own = {id(p) for module in critic for p in module.parameters()}
-    return [p for p in policy.parameters() if id(p) not in own]
-
-
 class StopCallback(BaseCallback):
     """Stops training on a signal (:class:`StopFlag`) or when ``max_minutes`` have passed since ``start``."""
 

@@ -58,8 +58,8 @@ LEGACY_TEMPS = ("*.tmp.zip", "learning_curve.tmp", "learning_curve.tmp.png")
 # --------------------------------------------------------------------------------------------------
 def run_name(config: TrainConfig) -> str:
     """CleanRL-style: ``Yacht-v0__<rules>__ppo__<seed>__<unix time>`` (``YachtVersus-v0__...`` at a table,
-    ``...__rollouts__...`` for rollout policy improvement)."""
-    algorithm = "ppo" if config.rollouts is None else "rollouts"
+    ``...__distill__...`` for the policy-iteration distillation)."""
+    algorithm = "ppo" if config.distill is None else "distill"
     return f"{config.env_id}__{config.rules}__{algorithm}__{config.seed}__{int(time.time())}"
 
 

@@ -53,6 +53,7 @@ class StopFlag:
         return self
 
     def arm(self) -> None:
+        """From now on a first signal only asks to stop (training has started)."""
         self.armed = True
 
     def _handle(self, signum: int, frame) -> None:
@@ -116,6 +117,7 @@ class SpeedCallback(BaseCallback):
             self.bar.set_postfix_str(f"{self.steps_per_second:,.0f} steps/s", refresh=False)
 
     def close(self) -> None:
+        """Closes the progress bar."""
         if self.bar is not None:
             self.bar.close()
 
@@ -196,6 +198,7 @@ class CurveCallback(BaseCallback):
         return True
 
     def evaluate(self) -> dict[str, float]:
+        """Evaluates the model now and writes the curve's row; returns it."""
         model, task = self.model, self.task
         self.last_eval = model.num_timesteps
         row = {
@@ -242,6 +245,7 @@ class RunCheckpointCallback(BaseCallback):
         return True
 
     def save(self) -> Path:
+        """Saves a checkpoint of the model now; returns its path."""
         self.last = self.model.num_timesteps
         path = self.folder / f"step_{self.model.num_timesteps}.zip"
         save_atomically(self.model, path)
@@ -272,6 +276,7 @@ class ReportCallback(BaseCallback):
         return True
 
     def flush(self) -> None:
+        """Reports the rows not reported yet."""
         rows = self.curve.rows[self.reported_rows :]
         self.reported_rows = len(self.curve.rows)
         checkpoint = self.checkpoints.last_path

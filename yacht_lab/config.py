@@ -132,7 +132,8 @@ def _check_versus(config: TrainConfig) -> None:
 
 def _check_members(key: str, specs: Any, rules: str, players: int) -> None:
     """A list of 1..:data:`MAX_FIXED_MEMBERS` distinct agent specs of a table of ``players`` (``league.fixed``,
-    ``distill.opponents``); its ``win`` and ``ppo:PATH`` members are built (they must fit the rules and the table)."""
+    ``distill.opponents``); its ``win`` and ``ppo:PATH`` members are built (they must fit the rules and the table).
+    """
     if not isinstance(specs, list) or not 1 <= len(specs) <= MAX_FIXED_MEMBERS:
         raise ValueError(f"{key} must be a list of 1..{MAX_FIXED_MEMBERS} agent specs, got {specs!r}")
     for i, spec in enumerate(specs):
@@ -155,7 +156,8 @@ def _check_members(key: str, specs: Any, rules: str, players: int) -> None:
 
 def _check_league(config: TrainConfig) -> tuple[int, str]:
     """The ``league`` section; its ``win`` and ``ppo:PATH`` members are built (they must fit the table).
-    Returns the table's size and how to name it in an error."""
+    Returns the table's size and how to name it in an error.
+    """
     league = config.league
     if not isinstance(league, LeagueConfig):
         raise ValueError(f"league must be a mapping of league keys or null, got {league!r}")

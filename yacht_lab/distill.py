@@ -168,7 +168,8 @@ class Distiller:
 
     def label(self, obs: np.ndarray, masks: np.ndarray) -> dict[str, np.ndarray]:
         """The teacher's move at every position (``labels``), the learner's most likely one (``top``) and ``gaps``:
-        the teacher's win probability of its move minus that of the learner's, by the teacher's model."""
+        the teacher's win probability of its move minus that of the learner's, by the teacher's model.
+        """
         with torch.no_grad():
             top = self._logits(obs, masks).numpy().argmax(axis=1)
         labels = np.asarray(self.teacher.act(obs, masks), dtype=np.intp).reshape(-1)
@@ -184,7 +185,8 @@ class Distiller:
 
     def update(self, data: dict[str, np.ndarray]) -> dict[str, float]:
         """Adds the labelled positions to the memory (the last ``memory`` of them) and takes ``epochs`` passes of
-        cross-entropy toward every remembered label."""
+        cross-entropy toward every remembered label.
+        """
         self.memory.append({key: data[key] for key in ("obs", "masks", "labels")})
         while sum(len(part["labels"]) for part in self.memory[1:]) >= self.memory_size:
             self.memory.pop(0)
@@ -224,7 +226,8 @@ class Distiller:
 
 def _start(config: TrainConfig, opponents: list) -> tuple[Any, Any]:
     """The learner (the network of the config at the distillation's table, with the ``init`` model's weights) and
-    the env it was built on (the table against the opponents: it gives the network its spaces)."""
+    the env it was built on (the table against the opponents: it gives the network its spaces).
+    """
     from yacht_env.sb3 import YachtSB3VecEnv
 
     env = YachtSB3VecEnv(

@@ -65,7 +65,8 @@ def pfsp_weights(wins: np.ndarray, games: np.ndarray, power: float, floor: float
 
 def draw_probabilities(weights: np.ndarray, snapshot: np.ndarray, snapshot_share: float | None) -> np.ndarray:
     """Each member's draw probability: weight over the sum of weights, or with ``snapshot_share`` (once there is a
-    snapshot) that share for the snapshots and the rest for the fixed members, each group by weight."""
+    snapshot) that share for the snapshots and the rest for the fixed members, each group by weight.
+    """
     weights, snapshot = np.asarray(weights, dtype=np.float64), np.asarray(snapshot, dtype=bool)
     if snapshot_share is None or not snapshot.any():
         return weights / weights.sum()
@@ -88,6 +89,7 @@ class Member:
 
     @property
     def snapshot(self) -> bool:
+        """Whether the member is a snapshot of the learner (not a fixed member)."""
         return self.file is not None
 
 
@@ -122,7 +124,8 @@ class League:
 
     def record(self, opponents: np.ndarray, totals: np.ndarray, seat: int) -> None:
         """Counts one finished game: the members at its opponent seats (env indices, seat order), the final totals
-        of every seat and the learner's seat."""
+        of every seat and the learner's seat.
+        """
         mine, others = totals[seat], np.delete(totals, seat)
         for member, theirs in zip(opponents, others, strict=True):
             counts = self._pending.setdefault(int(member), [0.0, 0.0])
@@ -145,6 +148,7 @@ class League:
         self.folded_at = timesteps
 
     def to_json(self, timesteps: int) -> dict[str, Any]:
+        """The league's state at ``timesteps`` as JSON-ready data."""
         return {
             "format": STATE_FORMAT,
             "timesteps": timesteps,
@@ -222,7 +226,8 @@ class League:
 
     def snapshot(self, model, timesteps: int) -> Member:
         """Freezes ``model`` into ``league/snapshot_<timesteps>.zip``, adds it to the league and the env, retires
-        the oldest snapshot past ``max_snapshots``."""
+        the oldest snapshot past ``max_snapshots``.
+        """
         member = Member(
             name=f"snapshot_{timesteps}", file=f"{LEAGUE_DIR}/snapshot_{timesteps}.zip", timesteps=timesteps
         )
@@ -241,6 +246,7 @@ class League:
         return member
 
     def snapshot_due(self, timesteps: int) -> bool:
+        """Whether a snapshot is to be taken at ``timesteps``."""
         return (
             self.settings.max_snapshots > 0 and timesteps - self.last_snapshot >= self.settings.snapshot_every_timesteps
         )
@@ -249,7 +255,8 @@ class League:
 class LeagueCallback(BaseCallback):
     """Counts each finished game's results; at each rollout's start folds them in, takes a snapshot when one is
     due, and gives the env the new draw probabilities. Placed before the checkpoint callback, whose saves write
-    the league's state (:meth:`LeagueTask.checkpoint`)."""
+    the league's state (:meth:`LeagueTask.checkpoint`).
+    """
 
     def __init__(self, league: League) -> None:
         super().__init__()
@@ -274,7 +281,8 @@ class LeagueCallback(BaseCallback):
 
 class LeagueTask(TableTask):
     """One seat at tables whose opponents are drawn from the league; the curve is the win rate against the first
-    fixed member, ``league_curve.csv`` against each."""
+    fixed member, ``league_curve.csv`` against each.
+    """
 
     def __init__(self, config: TrainConfig) -> None:
         super().__init__(config)
@@ -284,13 +292,16 @@ class LeagueTask(TableTask):
 
     @property
     def players(self) -> int:
+        """Players at a table: the league's."""
         return self.config.league.players
 
     @property
     def against(self) -> list[str]:
+        """The curve's opponent: the first fixed member."""
         return [self.config.league.fixed[0]]
 
     def make_env(self):
+        """The training VecEnv: the tables whose opponents are drawn from the league's pool, rewards scaled."""
         from yacht_agents import make_agent
         from yacht_env.sb3 import YachtSB3VecEnv
 
@@ -304,7 +315,8 @@ class LeagueTask(TableTask):
 
     def attach(self, run_dir: Path, model, resumed: bool) -> None:
         """Builds the league (a resumed run: restored from its state at the checkpoint's step, with the league curve
-        up to it) and seats it in the env. Writes nothing."""
+        up to it) and seats it in the env. Writes nothing.
+        """
         self.league = League(self.config, run_dir)
         if resumed:
             self.league.restore(model.num_timesteps)
@@ -314,12 +326,15 @@ class LeagueTask(TableTask):
         self.league.connect(self._env, snapshots_from_disk=resumed)
 
     def callbacks(self) -> list[BaseCallback]:
+        """The league's callback (:class:`LeagueCallback`)."""
         return [LeagueCallback(self.league)]
 
     def checkpoint(self, timesteps: int) -> None:
+        """Writes the league's state beside the checkpoint."""
         self.league.save(timesteps)
 
     def evaluate(self, model) -> dict[str, float]:
+        """The curve's columns against the first fixed member; ``league_curve.csv`` against each."""
         config, players = self.config, self.config.league.players
         first = None
         for spec in config.league.fixed:
@@ -330,11 +345,13 @@ class LeagueTask(TableTask):
         return {key: first[key] for key in VERSUS_CURVE_FIELDS[2:-1]}
 
     def describe(self, row: dict[str, float]) -> str:
+        """The progress line, with the win rate against each fixed member."""
         last = self.league_rows[-len(self.config.league.fixed) :]
         rates = ", ".join(f"{r['member']} {100 * r['win_rate']:.1f}%" for r in last)
         return f"{super().describe(row)}; win rate against the league's fixed members: {rates}"
 
     def plot(self, curve_path: Path, png_path: Path) -> None:
+        """The versus plot and ``league_curve.png``."""
         super().plot(curve_path, png_path)
         plot_league_curve(curve_path.parent / CURVE_FILE, curve_path.parent / PLOT_FILE, self.players)
 
@@ -369,7 +386,8 @@ def read_league_curve(path: Path) -> list[dict[str, Any]]:
 
 def plot_league_curve(curve_path: Path, png_path: Path, players: int) -> None:
     """``league_curve.png``: the win rate against each fixed member (95% CI bands) vs timesteps, the even rate
-    ``1 / players`` marked."""
+    ``1 / players`` marked.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

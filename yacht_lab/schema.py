@@ -45,6 +45,8 @@ MAX_LAYER_WIDTH = 8192
 
 @dataclass
 class PolicyConfig:
+    """The network: its MLPs and the dice odds it sees (:class:`yacht_agents.policy.OddsPolicy`)."""
+
     net_arch: list[int] = field(default_factory=lambda: [256, 256])
     """Hidden layers of the policy MLP and of the (separate) value MLP (at most :data:`MAX_LAYERS` of at most
     :data:`MAX_LAYER_WIDTH` units)."""
@@ -64,6 +66,8 @@ class PolicyConfig:
 
 @dataclass
 class PPOConfig:
+    """PPO's settings (sb3-contrib's ``MaskablePPO``) and the schedules of the rate and the entropy bonus."""
+
     n_steps: int = 256
     """Steps per env per rollout (rollout size = n_steps x n_envs, at most :data:`MAX_ROLLOUT_STEPS`)."""
     batch_size: int = 4096
@@ -92,6 +96,8 @@ class PPOConfig:
 
 @dataclass
 class EvalConfig:
+    """The periodic evaluation of the deterministic policy."""
+
     every_timesteps: int = 500_000
     """Evaluate the deterministic policy every this many timesteps (and at the end)."""
     games: int = 2000
@@ -104,7 +110,8 @@ class EvalConfig:
 @dataclass
 class LeagueConfig:
     """A league of opponents (:mod:`yacht_lab.league`): each opponent seat of each table draws a member at each
-    game's start, among the fixed agents and frozen snapshots of the learner."""
+    game's start, among the fixed agents and frozen snapshots of the learner.
+    """
 
     fixed: list[str] = field(default_factory=lambda: ["optimal"])
     """The fixed members, agent specs (``random``, ``greedy``, ``optimal``, ``win`` (at the league's table size),
@@ -135,7 +142,8 @@ class DistillConfig:
     """Policy-iteration distillation (:mod:`yacht_lab.distill`) instead of PPO: the learner plays its own games and
     learns, by cross-entropy, the moves of the win agent over its start's policy (one step of policy iteration for the
     win, evaluated exactly). Needs ``init`` (a solo model of rules without bonuses) and ``reward: win``; the table is
-    this section's (``opponents`` at the top level stays empty, no league)."""
+    this section's (``opponents`` at the top level stays empty, no league).
+    """
 
     opponents: list[str] = field(default_factory=lambda: ["optimal", "ppo:standard"])
     """Who the learner meets: each other seat of each table draws one of these uniformly (specs as
@@ -163,6 +171,8 @@ class DistillConfig:
 
 @dataclass
 class TrainConfig:
+    """A training run: the game, the table, the reward, the budget, and the sections above."""
+
     rules: str = "standard"
     """Rules preset: a name of :data:`yacht_env.rules.PRESETS` (Yacht's ``standard``, ``classic``, ``knizia``, or the
     family's ``yahtzee``, ``yahtzee_forced_joker``, ``yahtzee_no_joker``, ``yahtzee_no_bonus``, ``yatzy``). The
@@ -293,7 +303,8 @@ def _translated(data: Any) -> Any:
 
 def _distill_of_rollouts(section: Any, rules: Any) -> Any:
     """The ``distill`` section of an old ``rollouts`` section that ran the distillation (``labels: exact`` on every
-    decision: ``late_turns`` the whole sheet, so that ``anchor`` had no decision to weigh)."""
+    decision: ``late_turns`` the whole sheet, so that ``anchor`` had no decision to weigh).
+    """
     if not isinstance(section, dict):
         return section
     try:

@@ -26,9 +26,11 @@ class ScaledReward(VecEnvWrapper):
         self.scale = scale
 
     def reset(self):
+        """Resets the wrapped env."""
         return self.venv.reset()
 
     def step_wait(self):
+        """Steps the wrapped env, its rewards scaled."""
         obs, rewards, dones, infos = self.venv.step_wait()
         return obs, rewards * self.scale, dones, infos
 
@@ -98,7 +100,8 @@ def evaluate_versus(model, rules: str, opponents: list[str], games: int, seed: i
 def evaluate_against(model, rules: str, spec: str, players: int, games: int, seed: int) -> tuple[dict, dict[str, Any]]:
     """A live model against ``players - 1`` copies of one agent (:func:`evaluate_versus` on ``games`` deals of
     ``seed``): the full result, and a curve's row of it (``member``, ``win_rate``, ``win_rate_ci95``,
-    ``mean_score``, ``mean_margin``, ``games``). A league's members and a distillation's opponents are measured so."""
+    ``mean_score``, ``mean_margin``, ``games``). A league's members and a distillation's opponents are measured so.
+    """
     result = evaluate_versus(model, rules, [spec] * (players - 1), games, seed)
     keys = ("win_rate", "win_rate_ci95", "mean_score", "mean_margin")
     return result, {"member": spec, **{key: result[key] for key in keys}, "games": games * players * players}
@@ -178,7 +181,8 @@ class SoloTask:
 
 class TableTask(SoloTask):
     """One seat at ``n_envs`` tables of ``YachtVersus-v0`` against the config's opponents, in its ``seat``,
-    rewarded by its ``reward``; the curve is the win rate against them."""
+    rewarded by its ``reward``; the curve is the win rate against them.
+    """
 
     fields = VERSUS_CURVE_FIELDS
     metric = "win_rate"
@@ -195,6 +199,7 @@ class TableTask(SoloTask):
         return list(self.config.opponents)
 
     def make_env(self):
+        """The training VecEnv: the versus tables against the config's opponents, rewards scaled."""
         from yacht_env.sb3 import YachtSB3VecEnv
 
         config = self.config
@@ -207,11 +212,13 @@ class TableTask(SoloTask):
         """Nothing: a versus plot needs no levels (its reference is the even win rate, 1 / players)."""
 
     def evaluate(self, model) -> dict[str, float]:
+        """The curve's columns: the win rate and the rest against the opponents."""
         config = self.config
         result = evaluate_versus(model, config.rules, config.opponents, config.eval.games, config.eval.seed)
         return {key: result[key] for key in VERSUS_CURVE_FIELDS[2:-1]}
 
     def describe(self, row: dict[str, float]) -> str:
+        """The evaluation's part of the progress line."""
         return (
             f"eval win rate {100 * row['win_rate']:.1f}% +- {100 * row['win_rate_ci95']:.1f} against "
             f"{', '.join(self.against)}, score {row['mean_score']:.2f} +- {row['score_ci95']:.2f}, "
@@ -220,7 +227,8 @@ class TableTask(SoloTask):
 
     def plot(self, curve_path: Path, png_path: Path) -> None:
         """Versus learning curve PNG: win rate (95% CI band) vs wall-clock minutes and vs timesteps, the even
-        win rate ``1 / players`` marked."""
+        win rate ``1 / players`` marked.
+        """
         from yacht_lab.report import _short
 
         config = self.config
@@ -244,7 +252,8 @@ class TableTask(SoloTask):
 
 def task_class(config: TrainConfig) -> type[SoloTask]:
     """The kind of task of a config as far as its curve goes: :class:`SoloTask` alone, :class:`TableTask` at a table
-    (opponents or a league: a league's task is a table task that draws its opponents)."""
+    (opponents or a league: a league's task is a table task that draws its opponents).
+    """
     return SoloTask if config.players == 1 else TableTask
 
 

@@ -55,7 +55,8 @@ __all__ = ["Abort", "load_checkpoint", "make_vec_env", "resume_config", "task_fo
 
 def task_for(config: TrainConfig) -> SoloTask:
     """The task of a PPO config: :class:`~yacht_lab.league.LeagueTask` with a league, :class:`TableTask` if it names
-    opponents, else :class:`SoloTask`."""
+    opponents, else :class:`SoloTask`.
+    """
     if config.league is not None:
         return LeagueTask(config)
     return TableTask(config) if config.opponents else SoloTask(config)
@@ -210,7 +211,8 @@ def _model_and_curve(config: TrainConfig, env, run_dir: Path, resume, task) -> t
 
 def _learn(config: TrainConfig, task, model, run_dir: Path, rows, stop, remaining: int, resume, report, progress):
     """Trains ``model`` for ``remaining`` steps with the run's callbacks, saves and plots; returns the last
-    checkpoint and whether a signal stopped the run."""
+    checkpoint and whether a signal stopped the run.
+    """
     start = time.time()
     wall_offset = rows[-1]["wall_minutes"] * 60 if rows else 0.0
     speed = SpeedCallback(config.total_timesteps, progress)

@@ -20,7 +20,8 @@ MAX_YAML_BYTES = 1 << 20
 
 class _PlainLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` without aliases: ``*name`` can make a few lines expand into billions of values (a
-    configuration file never needs one), so an alias is refused where it is read."""
+    configuration file never needs one), so an alias is refused where it is read.
+    """
 
     def compose_node(self, parent, index):  # noqa: D102 - PyYAML's hook
         if self.check_event(yaml.AliasEvent):

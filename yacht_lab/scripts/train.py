@@ -29,6 +29,7 @@ COMMAND = "yacht-train"
 
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    """The parsed command line (one error line and exit status 2 on bad input)."""
     from yacht_env.rules import PRESETS
     from yacht_lab.cli import OneLineParser, number
 
@@ -93,6 +94,7 @@ def _terminate(signum: int, frame) -> None:
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Runs ``yacht-train``; returns its exit status."""
     prog = program_name(COMMAND, prog)
     # SIGTERM like SIGINT from the start: an exception, so that nothing is left half-done (a claimed run
     # folder is removed again); during training yacht_lab.training's own handling takes over.

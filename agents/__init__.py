@@ -93,12 +93,14 @@ def make_agent(
             ``"ppo:PATH"``.
         rules: A preset name or :class:`~yacht_env.rules.Rules`.
         seed: Seed of the ``random`` agent's generator (the other agents are deterministic).
-        players: The table size of ``"win"`` (default 2; ``"win:P"`` names it in the spec, which is how
-            ``evaluate.py --players P --agents win:P ...`` seats it: the table view is chosen before any
-            observation, so the agent cannot infer it).
+        players: The table the agent sits at: the size of ``"win"`` (default 2; ``"win:P"`` names it in the spec,
+            which is how ``evaluate.py --players P --agents win:P ...`` seats it: the table view is chosen before any
+            observation, so the agent cannot infer it); a ``"ppo:PATH"`` model trained at a table must have been
+            trained at one of this size (a solo model sits at any table).
 
     Raises:
-        ValueError: unknown spec or rules, or a PPO model that is missing, unreadable or of other spaces.
+        ValueError: unknown spec or rules, a PPO model that is missing, unreadable or of other spaces, or an agent
+            of another table size than ``players``.
     """
     rules = R.get_rules(rules)
     kind, argument = parse_spec(spec)
@@ -124,7 +126,7 @@ def make_agent(
 
         table = int(argument) if argument is not None else (2 if players is None else players)
         if argument is not None and players is not None and players != table:
-            raise ValueError(f"agent {spec!r} plays at a table of {table}, but players={players!r} was given")
+            raise ValueError(f"{spec!r} plays at a table of {table} players; this one has {players}")
         return WinAgent(rules, players=table, name=spec)
     if kind == "duel":
         from yacht_agents.duel import DuelAgent
@@ -134,7 +136,10 @@ def make_agent(
         return DuelAgent(rules, argument, name=spec)
     from yacht_agents.ppo import PPOAgent
 
-    return PPOAgent(argument, rules, name=spec)
+    agent = PPOAgent(argument, rules, name=spec)
+    if players is not None and agent.table_players not in (None, players):
+        raise ValueError(f"{spec!r} plays at a table of {agent.table_players} players; this one has {players}")
+    return agent
 
 
 __all__ = ["AGENT_KINDS", "AGENT_SPECS", "Agent", "make_agent", "parse_spec"]

@@ -99,7 +99,8 @@ _BITS = 1 << np.arange(R.NUM_DICE)
 
 def straight_runs(rules: R.Rules) -> list[tuple[int, tuple[int, ...]]]:
     """Rule 3's targets: ``(category index, run of faces)`` for each run that completes an open straight box of
-    the sheet, in rule 3's order of preference (large straights first, then the higher run)."""
+    the sheet, in rule 3's order of preference (large straights first, then the higher run).
+    """
     runs = dict(EXACT_RUNS)
     if rules.straights == "exact":
         runs.update({"large_straight": ((2, 3, 4, 5, 6),), "small_straight": ((1, 2, 3, 4, 5),)})
@@ -203,7 +204,11 @@ def greedy_actions(rules: R.Rules, roll, rolls_left, open_mask, upper=0, armed=0
 
     Args:
         rules: The preset.
-        roll, rolls_left, open_mask, upper, armed: The states (``upper`` and ``armed``: the family's, 0 otherwise).
+        roll: The sorted rolls (indices into the rules' table of rolls).
+        rolls_left: The re-rolls left, 0..2.
+        open_mask: The open categories (bit masks).
+        upper: The upper section's subtotals, capped (the family's; 0 otherwise).
+        armed: Whether the five-of-a-kind box holds its points (the family's; 0 otherwise).
     """
     t = greedy_tables(rules)
     roll, rolls_left, open_mask, upper, armed = (

@@ -103,6 +103,7 @@ class OddsFeatures(nn.Module):
         return self.chase.shape[-1]
 
     def forward(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """The chase values and the keep head's odds of a batch of flat observations."""
         counts = th.round(obs[:, self.counts] * R.NUM_DICE)
         roll = self.code_to_roll[(counts @ self.face_weights).long()]
         rolls_left = obs[:, self.rolls_left].argmax(dim=1)
@@ -125,7 +126,8 @@ def _mlp(n_in: int, arch: list[int], activation: type[nn.Module]) -> nn.Sequenti
 class OddsExtractor(nn.Module):
     """SB3's ``mlp_extractor`` for :class:`OddsPolicy`: separate policy and value MLPs on the observation plus
     the chase values (if ``chase_inputs``). With ``keep_head`` the actor's latent carries the after-keep values
-    behind its last hidden layer, for :meth:`OddsPolicy._get_action_dist_from_latent` to split off."""
+    behind its last hidden layer, for :meth:`OddsPolicy._get_action_dist_from_latent` to split off.
+    """
 
     def __init__(
         self,
@@ -151,13 +153,16 @@ class OddsExtractor(nn.Module):
         return (th.cat([obs, chase], dim=1) if self.chase_inputs else obs), keep
 
     def forward(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """The actor's and the critic's latent features of a batch of features."""
         inputs, keep = self._inputs(obs)
         return self._actor(inputs, keep), self.value_net(inputs)
 
     def forward_actor(self, obs: th.Tensor) -> th.Tensor:
+        """The actor's latent features."""
         return self._actor(*self._inputs(obs))
 
     def forward_critic(self, obs: th.Tensor) -> th.Tensor:
+        """The critic's latent features."""
         return self.value_net(self._inputs(obs)[0])
 
     def _actor(self, inputs: th.Tensor, keep: th.Tensor) -> th.Tensor:
@@ -170,7 +175,8 @@ class OddsPolicy(MaskableActorCriticPolicy):
     (``keep_head``), with the bonus odds on rules with bonuses (``bonus_odds``); see the module docstring.
     ``rules`` (a preset name or :class:`~yacht_env.rules.Rules`) picks the odds tables; ``net_arch`` is
     ``{"pi": [...], "vf": [...]}`` as for SB3's ``MlpPolicy``. ``bonus_odds`` defaults to off, as model files
-    written before it were trained."""
+    written before it were trained.
+    """
 
     def __init__(
         self,

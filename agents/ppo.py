@@ -82,7 +82,8 @@ def resolve_model(model: str | os.PathLike) -> Path:
 
 def saved_policy_module(path: str | os.PathLike) -> str | None:
     """The module a saved model's ``policy_class`` names (read from the zip's ``data`` JSON, nothing
-    unpickled), or ``None`` if the file does not say (not an SB3 zip: loading it will tell)."""
+    unpickled), or ``None`` if the file does not say (not an SB3 zip: loading it will tell).
+    """
     try:
         with _open_archive(path) as archive:
             data = json.loads(_read_member(archive, "data"))
@@ -123,7 +124,8 @@ class _Refused(ValueError):
 
 def _open_archive(path: str | os.PathLike) -> zipfile.ZipFile:
     """The model's zip, once its central directory says it expands to at most :data:`MAX_MODEL_BYTES` in at most
-    :data:`MAX_MODEL_MEMBERS` members (nothing is decompressed to find out)."""
+    :data:`MAX_MODEL_MEMBERS` members (nothing is decompressed to find out).
+    """
     archive = zipfile.ZipFile(path)
     try:
         members = archive.infolist()
@@ -171,7 +173,8 @@ def _is_int(value: Any, low: int, high: int) -> bool:
 
 def _class_reference(entry: Any) -> tuple[str, str]:
     """``(module, name)`` of the class that SB3 pickled for ``policy_class``, read by disassembling the pickle
-    (:mod:`pickletools`, which executes nothing): it must be a bare reference to a global, nothing more."""
+    (:mod:`pickletools`, which executes nothing): it must be a bare reference to a global, nothing more.
+    """
     serialized = entry.get(":serialized:") if isinstance(entry, dict) else None
     if not isinstance(serialized, str) or len(serialized) > 1000:
         raise _Refused("its policy_class is not a class reference")
@@ -206,7 +209,8 @@ def _net_arch(value: Any) -> dict[str, list[int]]:
 @dataclass(frozen=True)
 class SavedModel:
     """What a model file says about its network, read from the readable fields of its ``data`` JSON and
-    validated (:func:`read_model`); the pickled entries beside them are never read."""
+    validated (:func:`read_model`); the pickled entries beside them are never read.
+    """
 
     policy: str  # "OddsPolicy" or "MaskableActorCriticPolicy"
     net_arch: dict[str, list[int]] | None  # None: SB3's default (64, 64)
@@ -218,6 +222,7 @@ class SavedModel:
     seed: int | None
 
     def policy_class(self):
+        """The SB3 policy class the file names (one of the known classes, never unpickled)."""
         if self.policy == "OddsPolicy":
             from yacht_agents.policy import OddsPolicy
 
@@ -227,6 +232,7 @@ class SavedModel:
         return MaskableActorCriticPolicy
 
     def policy_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild the saved policy's network."""
         import torch
 
         kwargs: dict[str, Any] = dict(self.odds)
@@ -237,20 +243,44 @@ class SavedModel:
         return kwargs
 
     def spaces(self):
+        """The observation and action spaces the model was trained on."""
         from gymnasium import spaces
 
         return spaces.Box(0.0, 1.0, (self.observation_size,), np.float32), spaces.Discrete(self.num_actions)
 
 
 def _read_saved_model(archive: zipfile.ZipFile) -> SavedModel:
+    """What a model file's ``data`` says, each part checked (:class:`_Refused` names the first that does not pass)."""
     try:
         data = json.loads(_read_member(archive, "data"))
     except (ValueError, RecursionError):
         raise _Refused("its 'data' is not JSON (not an SB3 model file)") from None
     if not isinstance(data, dict) or "policy_class" not in data:
         raise _Refused("its 'data' names no policy_class (not an SB3 model file)")
-    reference = _class_reference(data["policy_class"])
-    readable_module = data["policy_class"].get("__module__")
+    policy = _read_policy_class(data["policy_class"])
+    net_arch, activation, odds = _read_policy_kwargs(data.get("policy_kwargs", {}), policy)
+    shape, n = _read_spaces(data.get("observation_space"), data.get("action_space"))
+    steps, seed = data.get("num_timesteps", 0), data.get("seed")
+    if not _is_int(steps, 0, 2**62) or not (seed is None or _is_int(seed, -(2**63), 2**64)):
+        raise _Refused("its num_timesteps or seed is not an integer")
+
+    saved = SavedModel(policy, net_arch, activation, odds, shape[0], n, steps, seed)
+    # What the network will take, before it is built (the file's size bound says what it may hold).
+    arch = net_arch or {"pi": [64, 64], "vf": [64, 64]}
+    inputs = shape[0] + 64  # OddsPolicy adds a value per category
+    size = sum(
+        sum((n_in + 1) * n_out for n_in, n_out in zip([inputs, *layers], [*layers, outputs], strict=True))
+        for layers, outputs in ((arch["pi"], n + 64), (arch["vf"], 1))
+    )
+    if 4 * size > MAX_MODEL_BYTES:
+        raise _Refused(f"its network of about {size} parameters is larger than a model may be (MAX_MODEL_BYTES)")
+    return saved
+
+
+def _read_policy_class(policy_class: Any) -> str:
+    """The name of the known policy class a file's ``policy_class`` entry names."""
+    reference = _class_reference(policy_class)
+    readable_module = policy_class.get("__module__")
     if reference not in POLICY_CLASSES or readable_module not in (None, reference[0]):
         raise _Refused(
             f"its policy class {'.'.join(reference)} is not one this loader builds "
@@ -258,8 +288,11 @@ def _read_saved_model(archive: zipfile.ZipFile) -> SavedModel:
             "a file you trust loads with load_model(path, trust=True)"
         )
     policy = POLICY_CLASSES[reference]
+    return policy
 
-    kwargs = data.get("policy_kwargs", {})
+
+def _read_policy_kwargs(kwargs: Any, policy: str) -> tuple[Any, str | None, dict[str, Any]]:
+    """A file's ``policy_kwargs``: its ``net_arch``, activation and odds options, each one this loader builds."""
     if isinstance(kwargs, dict) and ":type:" in kwargs:
         if kwargs[":type:"] != "<class 'dict'>":
             raise _Refused("its policy_kwargs is not a dict")
@@ -293,8 +326,11 @@ def _read_saved_model(archive: zipfile.ZipFile) -> SavedModel:
             if not isinstance(value, bool):
                 raise _Refused(f"its {key} {value!r} is not True or False")
             odds[key] = value
+    return net_arch, activation, odds
 
-    obs, actions = data.get("observation_space"), data.get("action_space")
+
+def _read_spaces(obs: Any, actions: Any) -> tuple[list, int]:
+    """A file's observation space (a float32 ``Box`` of one size) and action space (``Discrete(n)``)."""
     if not isinstance(obs, dict) or obs.get(":type:") != "<class 'gymnasium.spaces.box.Box'>":
         raise _Refused("its observation space is not a Box")
     shape = _literal(obs.get("_shape"), "observation shape")
@@ -307,21 +343,7 @@ def _read_saved_model(archive: zipfile.ZipFile) -> SavedModel:
     n, start = _literal(actions.get("n"), "action count"), _literal(actions.get("start", 0), "action start")
     if not _is_int(n, 1, MAX_ACTIONS) or start != 0:
         raise _Refused(f"its action space is not Discrete(n) for n in 1..{MAX_ACTIONS}")
-    steps, seed = data.get("num_timesteps", 0), data.get("seed")
-    if not _is_int(steps, 0, 2**62) or not (seed is None or _is_int(seed, -(2**63), 2**64)):
-        raise _Refused("its num_timesteps or seed is not an integer")
-
-    saved = SavedModel(policy, net_arch, activation, odds, shape[0], n, steps, seed)
-    # What the network will take, before it is built (the file's size bound says what it may hold).
-    arch = net_arch or {"pi": [64, 64], "vf": [64, 64]}
-    inputs = shape[0] + 64  # OddsPolicy adds a value per category
-    size = sum(
-        sum((n_in + 1) * n_out for n_in, n_out in zip([inputs, *layers], [*layers, outputs], strict=True))
-        for layers, outputs in ((arch["pi"], n + 64), (arch["vf"], 1))
-    )
-    if 4 * size > MAX_MODEL_BYTES:
-        raise _Refused(f"its network of about {size} parameters is larger than a model may be (MAX_MODEL_BYTES)")
-    return saved
+    return shape, n
 
 
 def _state_dict(archive: zipfile.ZipFile, name: str, device: Any) -> dict:

@@ -35,8 +35,7 @@ solver's. ``WinAgent(base=agent)`` reads a solo agent's whole policy (:func:`pol
 (:func:`yacht_env.distributions.policy_distributions`) and plays to win assuming everyone plays *that* policy after
 the decision: one step of policy iteration for the win from the agent's own play, with no solver in it. Over the
 shipped score model (``PPOAgent("standard")``, which wins 48.4% against the solver) it wins about 51% against the
-solver (``docs/playing-to-win.md``, "Ninth try"), the teacher of the self-play model's exact labels
-(:mod:`yacht_lab.rollouts`).
+solver; it is the teacher of the policy-iteration distillation (:mod:`yacht_lab.distill`).
 """
 
 from __future__ import annotations
@@ -61,7 +60,8 @@ _TABLE_ROWS = 512  # tables of table_win_probabilities evaluated together: (rows
 
 def _die_children() -> list[tuple[np.ndarray, np.ndarray]]:
     """Per number of kept dice ``j = 4, 3, .., 0``: the kept multisets of ``j`` dice and, per face, the one
-    with that face added (indices into ``KEPT``, whose last 252 entries are the rolls)."""
+    with that face added (indices into ``KEPT``, whose last 252 entries are the rolls).
+    """
     index = {kept: i for i, kept in enumerate(R.KEPT)}
     levels = []
     for size in range(R.NUM_DICE - 1, -1, -1):
@@ -77,7 +77,8 @@ _DIE_CHILDREN = _die_children()
 def _after_keeps(roll_values: np.ndarray, roll_as_kept: np.ndarray) -> np.ndarray:
     """``(n, 210)``: ``roll_values @ TRANSITION[:210].T`` (the expected value after each keep), by rolling the
     re-rolled dice one at a time: the value of keeping ``K`` is the mean over a die's faces of keeping ``K``
-    and that die. 1,260 additions per row instead of a 252 x 210 product (the transition rows are sparse)."""
+    and that die. 1,260 additions per row instead of a 252 x 210 product (the transition rows are sparse).
+    """
     values = np.empty((len(roll_values), len(R.KEPT)))
     values[:, roll_as_kept] = roll_values
     for parents, children in _DIE_CHILDREN:
@@ -100,8 +101,9 @@ def final_win_probability(cdf: np.ndarray, opponent_open: np.ndarray, opponent_t
 
     Args:
         cdf: :func:`cdf_before` of the score distributions.
-        opponent_open, opponent_total: ``(N, P - 1)`` ints: each opponent's open mask (at a turn start) and
-            total; the opponents play the solver's policy to the end, their dice independent.
+        opponent_open: ``(N, P - 1)`` ints: each opponent's open mask (at a turn start); the opponents play the
+            solver's policy to the end, their dice independent.
+        opponent_total: ``(N, P - 1)`` ints: each opponent's total.
     """
     width = cdf.shape[1] - 1
     columns = cdf.shape[1]
@@ -132,7 +134,8 @@ def _model_tables(distributions: ScoreDistributions) -> tuple[np.ndarray, np.nda
     """:func:`cdf_before` and ``(4096, 3 * width)``: at column ``width + s``, ``P(X < s) + P(X = s) / 2`` for
     ``X ~ D[O]`` (0 for ``s < 0``, 1 past the support): the probability of finishing first with a lead of ``s``
     over an opponent with open mask ``O`` still to play (and, shifted, the midpoint ``m`` of
-    :func:`table_win_probabilities`)."""
+    :func:`table_win_probabilities`).
+    """
     cdf = cdf_before(distributions)
     width = distributions.width
     half = 0.5 * (cdf[:, :-1] + cdf[:, 1:])
@@ -143,7 +146,8 @@ def _model_tables(distributions: ScoreDistributions) -> tuple[np.ndarray, np.nda
 @functools.lru_cache(maxsize=4)
 def _padded_pmf(distributions: ScoreDistributions) -> tuple[np.ndarray, np.ndarray]:
     """``(4096, 3 * width)``: ``D[O][s]`` at column ``width + s`` (0 outside ``0..width-1``), and ``(4096,)``: the
-    last ``s`` with ``D[O][s] > 0`` (the most points still to come)."""
+    last ``s`` with ``D[O][s] > 0`` (the most points still to come).
+    """
     start, width = distributions.start, distributions.width
     pmf = np.zeros((len(start), 3 * width))
     pmf[:, width : 2 * width] = start
@@ -161,8 +165,8 @@ def table_win_probabilities(
 
     Args:
         distributions: The :class:`~yacht_env.distributions.ScoreDistributions` of the rules played.
-        open_masks, totals: ``(N, P)`` ints, ``P >= 2``: each player's open mask and total (at most what its
-            filled categories can score).
+        open_masks: ``(N, P)`` ints, ``P >= 2``: each player's open mask.
+        totals: ``(N, P)`` ints: each player's total (at most what its filled categories can score).
 
     Returns:
         ``(N, P)`` float64, each row summing to 1 (up to rounding).
@@ -383,8 +387,9 @@ class WinAgent(Agent):
         """``(N, width)``: the win probability (ties split) if the agent's final total is ``v = 0..width-1``.
 
         Args:
-            opponent_open, opponent_total: ``(N, P - 1)`` ints: each opponent's open mask (at a turn start) and
-                total; the opponents play the base policy to the end.
+            opponent_open: ``(N, P - 1)`` ints: each opponent's open mask (at a turn start); the opponents play
+                the base policy to the end.
+            opponent_total: ``(N, P - 1)`` ints: each opponent's total.
         """
         return final_win_probability(self._cdf_before, opponent_open, opponent_total)
 
@@ -392,9 +397,13 @@ class WinAgent(Agent):
         """Per action, the win probability if it is taken and everyone plays the base policy after.
 
         Args:
-            roll, rolls_left, open_mask, total: ``(N,)`` ints: the agent's state and total.
-            opponent_open, opponent_total: ``(N, P - 1)`` ints: the opponents' open masks and totals (each
-                total at most what its filled categories can score, as in a game).
+            roll: ``(N,)`` ints: the agent's sorted roll.
+            rolls_left: ``(N,)`` ints: its re-rolls left.
+            open_mask: ``(N,)`` ints: its open categories.
+            total: ``(N,)`` ints: its total.
+            opponent_open: ``(N, P - 1)`` ints: the opponents' open masks.
+            opponent_total: ``(N, P - 1)`` ints: the opponents' totals (each at most what its filled categories
+                can score, as in a game).
 
         Returns:
             ``(N, 44)`` float64; ``-inf`` for illegal actions (the env's legality, canonical keeps).

@@ -13,14 +13,15 @@ more players need several optimal agents with distinct names, which the library 
 
 Over another policy: with ``--base SPEC`` (a solo agent, e.g. ``ppo:standard``) the win agent assumes that everyone
 plays that agent's policy after each decision (``WinAgent(base=...)``: the policy read whole and evaluated exactly),
-one step of policy iteration for the win from the agent's own play, the teacher of ``rollouts.labels: exact``:
+one step of policy iteration for the win from the agent's own play, the teacher of the distillation
+(``configs/selfplay.yaml``):
 
     python benchmarks/win_agent.py --players 2 3 --deals 50000 20000 --base ppo:standard
 
 Where the edge lies: with ``--last-turns`` (one ``K`` per table size), the win agent plays for the win only on
 the decisions of its last ``K`` turns (at most ``K`` categories open in its own game) and takes the solver's action
-everywhere else (``K = 12``: everywhere, the win agent itself). This measured ``ppo.learn_last_turns``'s premise
-(``yacht_lab/focus.py``): at two players four fifths of the edge lie in the last four turns.
+everywhere else (``K = 12``: everywhere, the win agent itself). At two players four fifths of the edge lie in the
+last four turns (the fifth self-play try's premise: ``docs/selfplay-tries.md``).
 """
 
 from __future__ import annotations

@@ -287,8 +287,8 @@ def test_results_are_pairwise_and_folded_with_the_decay(tmp_path):
 
 
 def started_league(tmp_path, **league):
-    from yacht_lab.tasks import task_for
-    from yacht_lab.training import make_model
+    from yacht_lab.model import make_model
+    from yacht_lab.training import task_for
 
     config = league_config(**league)
     task = task_for(config)
@@ -368,7 +368,7 @@ def test_a_restored_league_has_the_same_members_weights_and_draws(tmp_path):
         ({"fixed": []}, {}, r"league.fixed must be a list of 1..16 agent specs"),
         ({"fixed": ["nobody"]}, {}, r"league.fixed\[0\] is an unknown agent 'nobody'"),
         ({"fixed": ["greedy", "greedy"]}, {}, "league.fixed lists 'greedy' twice"),
-        ({"fixed": ["win:3"]}, {}, r"league.fixed\[0\]: 'win:3' plays at a table of 3 players; the league's has 2"),
+        ({"fixed": ["win:3"]}, {}, r"league.fixed\[0\]: 'win:3' plays at a table of 3 players; this one has 2"),
         ({"fixed": ["ppo:models/nope.zip"]}, {}, r"league.fixed\[0\]: cannot load PPO model"),
         ({"sampling": "elo"}, {}, "league.sampling must be 'uniform' or 'pfsp'"),
         ({"pfsp_power": -1}, {}, "league.pfsp_power must be a number >= 0"),
@@ -400,13 +400,6 @@ def test_league_keys_read_from_yaml_and_a_config_without_one_is_saved_as_before(
     config = load_config(path)
     assert config.league == LeagueConfig(fixed=["greedy", "win"]) and config.env_id == "YachtVersus-v0"
     assert config.players == 2 and config.to_dict()["league"]["sampling"] == "pfsp"
-
-
-def test_the_selfplay_recipe_is_a_valid_league_config():
-    config = load_config(REPO / "configs" / "selfplay.yaml")
-    assert config.init == "standard" and config.reward == "win" and config.reward_scale == 1.0
-    assert config.league.fixed == ["optimal", "win", "greedy", "ppo:standard"] and config.league.sampling == "pfsp"
-    assert config.ppo.learning_rate <= 1e-4 and config.ppo.ent_coef <= 0.01 and config.players == 2
 
 
 # --------------------------------------------------------------------------------------------------

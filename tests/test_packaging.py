@@ -275,7 +275,7 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     # every model and config of the repository, none forgotten as new ones come
     assert {f"yacht_agents/models/{path.name}" for path in (REPO / "models").glob("*.zip")} == models
     assert {f"yacht_lab/configs/{path.name}" for path in (REPO / "configs").glob("*.yaml")} == configs
-    assert not any(name.startswith(("agents/", "models/", "tests/", "benchmarks/")) for name in names)
+    assert not any(name.startswith(("agents/", "models/", "tests/", "benchmarks/", "research/")) for name in names)
     top = {name.split("/")[0] for name in names if ".dist-info/" not in name}
     assert top == {"yacht_env", "yacht_agents", "yacht_lab"}  # no top-level agents: openai-agents keeps its name
     info = next(name for name in names if name.endswith(".dist-info/METADATA"))

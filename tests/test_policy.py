@@ -34,8 +34,8 @@ from yacht_env.encoding import (
 )
 from yacht_env.sb3 import YachtSB3VecEnv
 from yacht_lab.config import TrainConfig
-from yacht_lab.tasks import make_vec_env
-from yacht_lab.training import make_model
+from yacht_lab.model import make_model
+from yacht_lab.training import make_vec_env
 
 PRESETS = ["standard", "classic"]
 REPO = Path(__file__).resolve().parents[1]

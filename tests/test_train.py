@@ -4,7 +4,6 @@ stopping on Ctrl-C or SIGTERM and resuming, determinism, and one clean error lin
 
 from __future__ import annotations
 
-import copy
 import csv
 import math
 import os
@@ -23,53 +22,26 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from helpers import REPO, TINY_PPO, write_config
 from sb3_contrib import MaskablePPO
 
 from yacht_agents import make_agent
 from yacht_env.solver import solve
+from yacht_lab import model as model_module
 from yacht_lab import runs, tasks, training
-from yacht_lab.callbacks import Abort, StopFlag, actor_parameters
+from yacht_lab.callbacks import Abort, StopFlag
 from yacht_lab.config import TrainConfig, load_config
 from yacht_lab.evaluation import evaluate
+from yacht_lab.model import make_model
 from yacht_lab.runs import CURVE_FIELDS, VERSUS_CURVE_FIELDS, claim_run_folder
-from yacht_lab.tasks import evaluate_model, evaluate_versus, make_vec_env
-from yacht_lab.training import make_model, train
+from yacht_lab.tasks import evaluate_model, evaluate_versus
+from yacht_lab.training import make_vec_env, train
 
-REPO = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CURVE_HEADER = "timesteps,wall_minutes,mean_score,score_ci95,percent_of_optimal,mean_regret,steps_per_second"
 RUN_FILES = {"config.yaml", "command.txt", "model.zip", "checkpoints", "learning_curve.csv", "learning_curve.png", "tb"}
-
-# 2,048 steps in two rollouts of 1,024 (8 games x 128 steps), evaluated and checkpointed every rollout.
-TINY = {
-    "rules": "standard",
-    "seed": 0,
-    "total_timesteps": 2048,
-    "max_minutes": None,
-    "n_envs": 8,
-    "torch_threads": 1,
-    "policy": {"net_arch": [32, 32]},
-    "ppo": {"n_steps": 128, "batch_size": 256, "n_epochs": 2},
-    "eval": {"every_timesteps": 1024, "games": 100, "seed": 1000},
-    "checkpoint_every_timesteps": 1024,
-}
+TINY = TINY_PPO
 LONG_BUDGET = 200_000  # never reached: the run is interrupted
-
-
-def merged(base: dict, changes: dict) -> dict:
-    """``base`` with ``changes`` applied, nested sections merged key by key."""
-    result = copy.deepcopy(base)
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = merged(result[key], value)
-        else:
-            result[key] = value
-    return result
-
-
-def write_config(path: Path, **changes) -> Path:
-    path.write_text(yaml.safe_dump(merged(TINY, changes), sort_keys=False))
-    return path
 
 
 def run_train(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -207,11 +179,11 @@ def copy_run(run: Path, destination: Path) -> Path:
 # The library: config loading and validation
 # --------------------------------------------------------------------------------------------------
 def test_the_learning_rate_schedule_runs_from_start_to_end_and_stays_at_end_past_it():
-    schedule = training.linear_schedule(3e-4, 1e-5)
+    schedule = model_module.linear_schedule(3e-4, 1e-5)
     assert schedule(1.0) == 3e-4 and schedule(0.0) == 1e-5
     assert schedule(0.5) == pytest.approx(1e-5 + 0.5 * (3e-4 - 1e-5), rel=1e-15)
     # SB3's last rollout can end past total_timesteps: its negative progress_remaining keeps the final rate
-    assert schedule(-0.0006) == 1e-5 and training.linear_schedule(3e-4, 0.0)(-0.0006) == 0.0
+    assert schedule(-0.0006) == 1e-5 and model_module.linear_schedule(3e-4, 0.0)(-0.0006) == 0.0
     assert schedule(1.5) == 3e-4
 
 
@@ -280,8 +252,6 @@ def test_load_config_validates_the_overrides(tmp_path):
         ({"ppo": {"batch_size": 1}}, "ppo.batch_size"),
         ({"ppo": {"n_epochs": 0}}, "ppo.n_epochs"),
         ({"ppo": {"max_grad_norm": float("nan")}}, "ppo.max_grad_norm"),
-        ({"ppo": {"critic_warmup_timesteps": -1}}, "ppo.critic_warmup_timesteps"),
-        ({"ppo": {"critic_warmup_timesteps": 0.5}}, "ppo.critic_warmup_timesteps"),
         ({"eval": {"every_timesteps": 0}}, "eval.every_timesteps"),
         ({"eval": {"seed": -1}}, "eval.seed"),
         ({"ppo": None}, "ppo"),
@@ -608,26 +578,6 @@ def test_a_checkpoint_holds_the_policy_trained_on_its_steps(library_runs):
     assert not same_parameters(parameters(run / "checkpoints/step_1024.zip"), initial)
 
 
-def test_the_critic_warmup_trains_only_the_critic_then_both(tmp_path):
-    # Two rollouts of 1,024 steps, a warm-up of the first: the first update leaves every actor weight as it was
-    # and changes the critic's; the second changes the actor too.
-    path = write_config(tmp_path / "tiny.yaml", ppo={"learning_rate_final": 3e-4, "critic_warmup_timesteps": 1024})
-    config = load_config(path)
-    run = train(config, tmp_path / "run", command="test", progress=False)
-    env = make_vec_env(config)
-    model = make_model(config, env, None)
-    env.close()
-    actor = {name for name, p in model.policy.named_parameters() if any(p is q for q in actor_parameters(model.policy))}
-    assert actor and "action_net.weight" in actor and "value_net.weight" not in actor
-    assert not any(name.startswith("mlp_extractor.value_net") for name in actor)
-    initial = {k: v.clone() for k, v in model.policy.state_dict().items()}
-    first, second = parameters(run / "checkpoints/step_1024.zip"), parameters(run / "checkpoints/step_2048.zip")
-    critic = set(initial) - actor
-    assert same_parameters({k: first[k] for k in actor}, {k: initial[k] for k in actor})
-    assert not same_parameters({k: first[k] for k in critic}, {k: initial[k] for k in critic})
-    assert not same_parameters({k: second[k] for k in actor}, {k: first[k] for k in actor})
-
-
 # --------------------------------------------------------------------------------------------------
 # Errors: exit status 2, one line, no traceback, no run folder
 # --------------------------------------------------------------------------------------------------
@@ -799,7 +749,7 @@ def test_a_failed_build_removes_the_claimed_folder(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise RuntimeError("the build failed")
 
-    monkeypatch.setattr(training, "make_model", fail)
+    monkeypatch.setattr(training, "start_model", fail)
     config = load_config(write_config(tmp_path / "c.yaml"))
     with pytest.raises(RuntimeError, match="the build failed"):
         train(config, tmp_path / "out" / "runs", progress=False)
@@ -811,7 +761,7 @@ def test_a_signal_before_training_starts_aborts_and_removes_the_claimed_folder(t
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(5)  # the handler raises before this ends
 
-    monkeypatch.setattr(training, "make_model", interrupted_build)
+    monkeypatch.setattr(training, "start_model", interrupted_build)
     config = load_config(write_config(tmp_path / "c.yaml"))
     with pytest.raises(Abort) as raised:
         train(config, tmp_path / "runs", progress=False)

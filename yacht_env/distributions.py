@@ -258,8 +258,10 @@ class ScoreDistributions:
         """Per action, the distribution of the points to come if it is taken and the policy follows.
 
         Args:
-            roll, rolls_left, open_mask: States as :meth:`~yacht_env.solver.Solution.q_values` takes them
-                (ints or equal-shape int arrays; at least one category open).
+            roll: The sorted rolls, as :meth:`~yacht_env.solver.Solution.q_values` takes them (ints or
+                equal-shape int arrays).
+            rolls_left: The re-rolls left, likewise.
+            open_mask: The open categories, likewise (at least one open).
 
         Returns:
             ``(..., 44, width)`` float64; a pick includes its own points. Illegal actions (the env's

@@ -136,7 +136,8 @@ def par_chase_values(rules: str | R.Rules = "standard") -> np.ndarray:
 @functools.cache
 def keep_par_chase_values(rules: str | R.Rules = "standard") -> np.ndarray:
     """``G[t, r, m, k]``: :func:`par_chase_values` after keep-mask ``m`` and the re-roll, as
-    :func:`keep_chase_values` is for :func:`chase_values`. Float64, ``(3, 252, 32, num_categories)``, read-only."""
+    :func:`keep_chase_values` is for :func:`chase_values`. Float64, ``(3, 252, 32, num_categories)``, read-only.
+    """
     rules = R.get_rules(rules)
     return _chase_tables(rules, "par")[1]
 
@@ -169,7 +170,8 @@ def _chase_tables(rules: R.Rules, target: str = "points") -> tuple[np.ndarray, n
 
 class State(NamedTuple):
     """A decision state of the rules core: ``(roll, rolls_left, open_mask, upper, armed)``, ints or ``np.intp``
-    arrays (``upper`` and ``armed`` are 0 unless the preset has an upper / a Yahtzee bonus)."""
+    arrays (``upper`` and ``armed`` are 0 unless the preset has an upper / a Yahtzee bonus).
+    """
 
     roll: Any
     rolls_left: Any
@@ -276,7 +278,8 @@ class ObservationEncoder:
     def _flat_one(self, roll: int, rolls_left: int, open_mask: int, *tail: np.ndarray) -> np.ndarray:
         """:meth:`flat` of one state of rules without bonuses, followed by ``tail`` in the same array: the tables'
         rows (views made once, read from lists) and the score-now part (the scores times the open bits) joined in
-        one call, the same float32 values as the batched path."""
+        one call, the same float32 values as the batched path.
+        """
         before, scores, open_bits, by_open = self._rows or self._make_rows()
         return np.concatenate(
             (
@@ -289,7 +292,8 @@ class ObservationEncoder:
 
     def _flat_one_then(self, roll: int, rolls_left: int, open_mask: int, rest: np.ndarray) -> np.ndarray:
         """:meth:`_flat_one` up to the score-now part, then ``rest``: the observation from the open bits on, which a
-        caller keeps between picks (:meth:`MultiplayerEncoder.pick_part`)."""
+        caller keeps between picks (:meth:`MultiplayerEncoder.pick_part`).
+        """
         before, scores, open_bits, _ = self._rows or self._make_rows()
         return np.concatenate((before[roll * R.ROLLS_PER_TURN + rolls_left], scores[roll] * open_bits[open_mask], rest))
 
@@ -426,7 +430,8 @@ class MultiplayerEncoder:
     def pick_part(self, table: TableState, seat: int) -> np.ndarray:
         """One table: the observation of the player at ``seat`` from its own open categories on (the open bits and
         fraction, the family's upper and armed parts, then :meth:`table_part`), float32: all of it changes only when
-        someone picks, so a caller can keep it between picks and pass it to :meth:`observe`."""
+        someone picks, so a caller can keep it between picks and pass it to :meth:`observe`.
+        """
         own = table.players[seat]
         if not self.solo._bonuses:  # the open bits and fraction (a row of the solo encoder's table), then the table
             if self._by_open_lists is None:
@@ -438,7 +443,8 @@ class MultiplayerEncoder:
 
     def _table_values(self, values: list[float], table: TableState, seat: int) -> list[float]:
         """``values``, extended in place by :meth:`table_part`'s as Python floats (made float32 at once by the caller,
-        as assigning each would round it): one array from one list."""
+        as assigning each would round it): one array from one list.
+        """
         games, scale, open_bits = table.players, self.max_total, self._open_lists
         own = games[seat]
         best = None

@@ -288,6 +288,7 @@ class YachtEnv(gym.Env):
 
     # ---------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Starts a new game (Gymnasium's ``reset``); see the class docstring."""
         super().reset(seed=seed)
         stream = parse_dice_stream(options, self.rules)
         self._game.start(draw_stream(self.np_random, self.rules) if stream is None else stream)
@@ -298,6 +299,7 @@ class YachtEnv(gym.Env):
         return self._get_obs(), self._get_info(False)
 
     def step(self, action):
+        """Plays one action (Gymnasium's ``step``); see the class docstring."""
         if self._done:
             raise ValueError("the episode is over; call reset() before step()")
         if type(action) is not int:  # the common case skips these checks
@@ -343,6 +345,7 @@ class YachtEnv(gym.Env):
         return self._game.mask.copy()
 
     def render(self) -> str | np.ndarray | None:
+        """The score sheet as text (``ansi``), an image (``rgb_array``) or printed (``human``)."""
         if self.render_mode not in self.metadata["render_modes"]:
             gym.logger.warn(
                 f"render() called with render_mode={self.render_mode!r}; pass one of {self.metadata['render_modes']}"

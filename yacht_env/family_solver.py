@@ -100,7 +100,8 @@ _THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity
 
 def _expected_keeps(values: np.ndarray) -> np.ndarray:
     """``EK`` ``(210, n)`` from ``V`` ``(252, n)`` (rows): re-rolling around ``K`` adds one fresh die at a time,
-    so ``EK[K]`` is the mean over the six faces of ``EK[K + face]`` (of ``V`` for ``K`` of four dice)."""
+    so ``EK[K]`` is the mean over the six faces of ``EK[K + face]`` (of ``V`` for ``K`` of four dice).
+    """
     keeps = np.empty((NUM_PROPER_KEPT, values.shape[1]), dtype=values.dtype)
     for size in range(R.NUM_DICE - 1, -1, -1):
         lo, hi = _SIZE_SPANS[size]
@@ -114,7 +115,8 @@ def _expected_keeps(values: np.ndarray) -> np.ndarray:
 
 def _best_keeps(keeps: np.ndarray) -> np.ndarray:
     """``(252, n)``: per roll, the best of ``keeps`` ``(210, n)`` over its proper sub-multisets (rows; ``keeps``
-    is overwritten with the best over each multiset's sub-multisets)."""
+    is overwritten with the best over each multiset's sub-multisets).
+    """
     for lo, hi, children, prefixes in _SUBSETS:
         below = keeps[children[:, 0]]
         for c, count in enumerate(prefixes[1:], 1):
@@ -260,7 +262,8 @@ def reachable_states(rules: R.Rules) -> np.ndarray:
 
 def in_chunks(function, open_mask: np.ndarray, bonus: np.ndarray) -> np.ndarray:
     """``function(open_mask, bonus)`` over chunks of states (on all cores: numpy lets go of the GIL), joined
-    along the last axis."""
+    along the last axis.
+    """
     starts = range(0, len(open_mask), _CHUNK)
     work = lambda s: function(open_mask[s : s + _CHUNK], bonus[s : s + _CHUNK])  # noqa: E731
     if len(starts) <= 1 or _THREADS == 1:
@@ -271,7 +274,8 @@ def in_chunks(function, open_mask: np.ndarray, bonus: np.ndarray) -> np.ndarray:
 
 def turn(picks: Picks, ahead: np.ndarray, open_mask: np.ndarray, bonus: np.ndarray, rolls_left: int) -> np.ndarray:
     """Within a turn of states ``(open_mask, bonus)``: ``EK_t`` ``(210, n)`` (rows) for ``t = rolls_left`` re-rolls
-    left; ``rolls_left = 3`` gives ``S`` ``(n,)``, the turn's start (a roll of all five dice, then two re-rolls)."""
+    left; ``rolls_left = 3`` gives ``S`` ``(n,)``, the turn's start (a roll of all five dice, then two re-rolls).
+    """
     pick_now = value = picks.values(ahead, open_mask, bonus)
     for _ in range(rolls_left - 1):
         value = np.maximum(_best_keeps(_expected_keeps(value)), pick_now)
@@ -280,7 +284,8 @@ def turn(picks: Picks, ahead: np.ndarray, open_mask: np.ndarray, bonus: np.ndarr
 
 def solve_family(rules: R.Rules) -> np.ndarray:
     """Backward induction over the reachable turn-start states: ``start_values`` ``(num_open_masks,
-    *bonus_shape)`` float64, NaN where no game goes."""
+    *bonus_shape)`` float64, NaN where no game goes.
+    """
     picks, reachable = picks_for(rules), reachable_states(rules)
     width = picks.width
     ahead = np.full(1 + reachable.size, np.nan)

@@ -437,7 +437,8 @@ class TableState:
     def redeal(self, rng: np.random.Generator, tables: np.ndarray | None = None) -> None:
         """Every player's dice still to come at ``tables`` (default: all) drawn afresh from ``rng``: the player on
         turn keeps the roll showing, the others (waiting at a turn start) are dealt theirs again
-        (:meth:`GameState.redeal`)."""
+        (:meth:`GameState.redeal`).
+        """
         if self.num_tables is None:
             raise ValueError("redeal() works on a batch of tables; this TableState holds one table")
         tables = np.arange(self.num_tables) if tables is None else np.asarray(tables, dtype=np.intp)
@@ -450,7 +451,8 @@ def bonus_info(rules: R.Rules, game: GameState) -> dict[str, Any]:
     """The info keys of what the family's state adds (none for Yacht's presets): ``"upper"`` (int64, the upper
     subtotal, capped at the bonus threshold) with an upper bonus, ``"armed"`` (bool, the five-of-a-kind box holds
     its points) with a Yahtzee bonus; for one game an ``np.int64`` and a 0-d bool array (the envs' info types,
-    ``Yacht-v0``'s Information), for a batch new arrays of those dtypes."""
+    ``Yacht-v0``'s Information), for a batch new arrays of those dtypes.
+    """
     info: dict[str, Any] = {}
     one = game.num_games is None
     if rules.upper_bonus:

@@ -76,7 +76,8 @@ def _forwarded(name: str) -> property:
 
 class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
     """PettingZoo's ``OrderEnforcingWrapper``, reading the per-step attributes, ``last()`` and ``observe()``
-    straight from the raw env."""
+    straight from the raw env.
+    """
 
     def __init__(self, aec: AECEnv) -> None:
         super().__init__(aec)
@@ -135,7 +136,8 @@ class _TurnsIterable(AECOrderEnforcingIterable):
 
 class _Turns(AECOrderEnforcingIterator):
     """PettingZoo's ``AECOrderEnforcingIterator`` (``agent_iter``'s), reading the agents straight from the raw env
-    (``agent_iter`` is refused before the first reset, so they are there)."""
+    (``agent_iter`` is refused before the first reset, so they are there).
+    """
 
     def __init__(self, env: _OrderEnforcing, max_iter: int) -> None:
         super().__init__(env, max_iter)
@@ -154,7 +156,8 @@ class _Turns(AECOrderEnforcingIterator):
 
 class _AssertOutOfBounds(wrappers.AssertOutOfBoundsWrapper):
     """PettingZoo's ``AssertOutOfBoundsWrapper``, its check read straight from the raw env (an int in range passes
-    at once, anything else goes through the space's ``contains``)."""
+    at once, anything else goes through the space's ``contains``).
+    """
 
     def __init__(self, aec: AECEnv) -> None:
         super().__init__(aec)
@@ -319,13 +322,16 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._no_winners.flags.writeable = False
 
     def observation_space(self, agent: str) -> spaces.Space:
+        """The observation space of ``agent`` (every agent's is the same)."""
         return self._observation_space
 
     def action_space(self, agent: str) -> spaces.Space:
+        """The action space of ``agent`` (every agent's is the same)."""
         return self._action_space
 
     # ---------------------------------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Starts a new game (PettingZoo's ``reset``); see the class docstring."""
         if seed is not None or not hasattr(self, "_np_random"):
             self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(seed)
         if isinstance(options, dict) and set(options) - {"dice_stream"}:
@@ -353,6 +359,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
             self.render()
 
     def step(self, action) -> None:
+        """Plays the action of the agent on turn (PettingZoo's ``step``); see the class docstring."""
         table = self._table
         if (
             not self._over
@@ -421,6 +428,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
             self.render()
 
     def last(self, observe: bool = True):
+        """The observation, reward, termination, truncation and info of the agent on turn."""
         self._check_playing("last()")
         return self._last(observe)
 
@@ -432,6 +440,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         return observation, self._cumulative_rewards[agent], self.terminations[agent], self.truncations[agent], info
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """``agent``'s observation and action mask (all zeros when it is not on turn)."""
         table = self._table
         if not self._over and agent == self.agent_selection:  # the agent on turn in a game on: PettingZoo's loop
             seat = table.current
@@ -452,6 +461,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         return {"observation": self._own_then(own.roll, own.rolls_left, own.open_mask, part), "action_mask": mask}
 
     def render(self) -> str | None:
+        """The table's score sheets as text, or printed (``human``)."""
         if self.render_mode not in self.metadata["render_modes"]:
             gymnasium.logger.warn(f"render() called with render_mode={self.render_mode!r}; pass 'ansi' or 'human'")
             return None
@@ -462,12 +472,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         return text
 
     def close(self) -> None:
+        """Nothing to release: the game holds no resources."""
         pass
 
     # ---------------------------------------------------------------------------------------------
     def _check_playing(self, call: str) -> None:
         """One clear error for ``call`` before the first reset or once every agent has left the finished game
-        (PettingZoo's ``OrderEnforcingWrapper``, which ``env()`` adds, answers those calls first)."""
+        (PettingZoo's ``OrderEnforcingWrapper``, which ``env()`` adds, answers those calls first).
+        """
         if not hasattr(self, "agent_selection"):
             raise ValueError(f"call reset() before {call}")
         if not self.agents:
@@ -479,7 +491,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
 
     def _picked(self) -> None:
         """A pick (or a new game): the seats' kept observation parts and the infos' scores and totals are built
-        again when next needed."""
+        again when next needed.
+        """
         self._pick_parts = [None] * self.num_players
         self._sheet_info = None
 
@@ -487,6 +500,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     # agent's info a step (last()); ``infos`` builds every agent's, the same dicts last() handed out.
     @property
     def infos(self) -> dict[str, dict[str, Any]]:
+        """Every agent's info (PettingZoo's ``infos``)."""
         if self._infos is None:
             self._infos = {agent: self._info(agent) for agent in self.agents}
         return self._infos

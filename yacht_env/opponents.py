@@ -109,7 +109,8 @@ def act_at_tables(
         who: ``(len(tables),)``: the index in ``agents`` of the player on turn at each table.
         table: The batched :class:`~yacht_env.game.TableState`.
         tables: Indices of the tables that take a decision.
-        solo, view: The encoders of the two observations.
+        solo: The encoder of an agent's own game, as ``Yacht-v0`` shows it.
+        view: The encoder of the table from a seat.
 
     Returns:
         ``(len(tables),)`` intp actions, each legal for its player.

@@ -55,7 +55,8 @@ def game_title(rules: R.Rules) -> str:
 def score_now(rules: R.Rules, roll: int, open_mask: int, upper: int = 0, armed: int = 0) -> list[int]:
     """Per box, what it would hold if the dice showing were scored there now (a joker's full points included):
     the sheet's entry-to-be (:func:`yacht_env.rules.pick_outcome`'s ``box``, bonuses apart); ``-1`` for a filled
-    box and for an open one the forced joker's placement rules out (:func:`yacht_env.rules.legal_picks`)."""
+    box and for an open one the forced joker's placement rules out (:func:`yacht_env.rules.legal_picks`).
+    """
     k = np.arange(rules.num_categories)
     if rules.has_bonuses:
         box = R.pick_outcome(rules, roll, k, open_mask, upper, armed)[1]
@@ -246,7 +247,8 @@ _PIP_LAYOUTS: dict[int, tuple[tuple[int, int], ...]] = {
 
 def image_height(num_categories: int, num_bonus_rows: int = 0) -> int:
     """Image height in pixels for a sheet of ``num_categories`` boxes and ``num_bonus_rows`` bonus rows (fixed per
-    preset, whatever the state)."""
+    preset, whatever the state).
+    """
     return _ROWS_TOP + (num_categories + num_bonus_rows + 1) * _ROW_H + _RULE_H + _BOTTOM
 
 
@@ -262,7 +264,8 @@ def _row_top(k: int) -> int:
 
 def row_box(k: int, num_categories: int, num_bonus_rows: int = 0) -> tuple[int, int]:
     """Pixel rows ``(top, bottom)`` (half-open) of row ``k``: category ``k`` below ``num_categories``, then the
-    bonus rows, then (``k == num_categories + num_bonus_rows``) the total's."""
+    bonus rows, then (``k == num_categories + num_bonus_rows``) the total's.
+    """
     rows = num_categories + num_bonus_rows
     if k < rows:
         return _row_top(k), _row_top(k) + _ROW_H

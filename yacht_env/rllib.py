@@ -48,9 +48,11 @@ class RLlibKeys(BaseWrapper):
         self._space = spaces.Dict({OBSERVATIONS: space["observation"], "action_mask": space["action_mask"]})
 
     def observation_space(self, agent: str) -> spaces.Dict:
+        """The observation space of ``agent``: the PettingZoo env's, for RLlib."""
         return self._space
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """``agent``'s observation, for RLlib."""
         observation = self.env.observe(agent)
         return {OBSERVATIONS: observation["observation"], "action_mask": observation["action_mask"]}
 

@@ -122,11 +122,13 @@ class YachtSB3VecEnv(VecEnv):
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
+        """Keeps the actions for :meth:`step_wait` (SB3's ``VecEnv``)."""
         # Checked by the vector env in step_wait, by the same rules as every face of the env (an int array of
         # shape (N,)): a float, a bool or a wrong shape is an error, never silently cast.
         self._actions = actions
 
     def step_wait(self) -> VecEnvStepReturn:
+        """Steps every game with the kept actions (SB3's ``VecEnv``): observations, rewards, dones, infos."""
         obs, rewards, terminated, truncated, info = self.vector_env.step(self._actions)
         self._episode_return += rewards
         self._episode_length += 1
@@ -171,27 +173,33 @@ class YachtSB3VecEnv(VecEnv):
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
     ) -> list[Any] | np.ndarray:
+        """Calls ``method_name`` on the vector env for the given indices (``action_masks`` answers per game)."""
         if method_name == "action_masks":
             # One (N, 44) array: np.stack (what sb3-contrib applies to the result) leaves it as it is.
             return self.action_masks()[self._indices(indices)]
         raise AttributeError(f"YachtSB3VecEnv has no per-env method {method_name!r}; only 'action_masks'")
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """An attribute of the vector env, once per game of ``indices``."""
         value = getattr(self.vector_env, attr_name)
         return [value for _ in self._indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Refused: the attributes are fixed at construction (``AttributeError``)."""
         raise AttributeError(f"YachtSB3VecEnv attributes are fixed at construction; cannot set {attr_name!r}")
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        """Per game, whether it counts as wrapped in ``wrapper_class``: so it does for ``Monitor``."""
         # The adapter writes Monitor's "episode" info itself, so SB3's evaluation helpers may rely on it.
         wrapped = issubclass(Monitor, wrapper_class)
         return [wrapped for _ in self._indices(indices)]
 
     def close(self) -> None:
+        """Closes the vector env."""
         self.vector_env.close()
 
     def get_images(self) -> Sequence[np.ndarray | None]:
+        """No images: ``None`` for every game."""
         return [None for _ in range(self.num_envs)]
 
     def _indices(self, indices: VecEnvIndices) -> list[int]:

@@ -125,7 +125,8 @@ def _best_keep(keep_values: np.ndarray) -> np.ndarray:
 
 def _solve_arrays(rules: R.Rules) -> tuple[np.ndarray, np.ndarray]:
     """Backward induction: returns ``start_values`` (4096,) and ``keep_values`` (2, 4096, 210), float64
-    (for Yacht's 12 categories; ``num_open_masks`` in general)."""
+    (for Yacht's 12 categories; ``num_open_masks`` in general).
+    """
     score = R.score_table(rules).astype(np.float64)  # (252, num_categories)
     transition_t = np.ascontiguousarray(R.TRANSITION[:NUM_PROPER_KEPT].T)  # (252, 210)
     first_roll = R.TRANSITION[0]
@@ -376,7 +377,8 @@ _MEMO: dict[R.Rules, Solution] = {}
 
 def cache_key(rules: str | R.Rules = "standard") -> str:
     """The hex digest identifying a solution: the rules' fields and :data:`SOLVER_FORMAT_VERSION` (and, for rules
-    with bonuses, :data:`FAMILY_FORMAT_VERSION`)."""
+    with bonuses, :data:`FAMILY_FORMAT_VERSION`).
+    """
     rules = R.get_rules(rules)
     payload = {"rules": rules.as_dict(), "solver_format_version": SOLVER_FORMAT_VERSION}
     if rules.has_bonuses:
@@ -411,7 +413,8 @@ def cache_path(rules: str | R.Rules = "standard", cache_dir: str | os.PathLike |
 def _save(path: Path, solution: Solution) -> None:
     """Writes the solution's arrays with their key and checksum, atomically (:func:`yacht_env.util.save_arrays`).
 
-    The family's file holds only the start values of the reachable states (the rest are NaN, by rule)."""
+    The family's file holds only the start values of the reachable states (the rest are NaN, by rule).
+    """
     rules = solution.rules
     if rules.has_bonuses:
         arrays = {"start_values": solution.start_values[reachable_states(rules)]}

@@ -227,7 +227,8 @@ def load_arrays(path: Path, key: str, specs: dict) -> dict | None:
 def memoised_cache(memo: dict, what: str, key, path: Path, load, compute, save):
     """The memo's ``key`` entry, else ``load(path)`` (``None`` when missing or damaged), else ``compute()``
     saved with ``save(path, result)``; a cache folder that cannot be written, or a directory, FIFO, device or
-    read-only file at ``path``, only warns (naming ``what``)."""
+    read-only file at ``path``, only warns (naming ``what``).
+    """
     if key in memo:
         return memo[key]
     result = load(path)

@@ -86,6 +86,7 @@ class BatchedEnv(VectorEnv):
         return self._get_obs(), info
 
     def step(self, actions):
+        """Plays one action in every game (Gymnasium's ``VectorEnv.step``); see the class docstring."""
         if not self._was_reset:
             raise ValueError("call reset() before step()")
         actions = self._check_actions(actions)
@@ -337,7 +338,8 @@ class YachtVectorEnv(BatchedEnv):
 
     def render(self) -> tuple[str, ...] | None:
         """With ``render_mode="ansi"``, one score-sheet line per game (with the family's bonus rows where the preset
-        has them: ``upper bonus 45/63  yahtzee bonus 100``, as :func:`yacht_env.render.bonus_rows`)."""
+        has them: ``upper bonus 45/63  yahtzee bonus 100``, as :func:`yacht_env.render.bonus_rows`).
+        """
         if self.render_mode is None:
             return None
         from yacht_env.render import bonus_rows

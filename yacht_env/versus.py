@@ -166,6 +166,7 @@ class YachtVersusVectorEnv(BatchedEnv):
         return self.opponents if self._pool is None else self._pool.agents
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Starts new games at every table (Gymnasium's ``VectorEnv.reset``); see the class docstring."""
         if seed is not None:
             for i, opponent in enumerate(self.pool):
                 if callable(getattr(opponent, "reseed", None)):
@@ -229,7 +230,8 @@ class YachtVersusVectorEnv(BatchedEnv):
 
     def _deal(self, tables: np.ndarray, streams: np.ndarray | None) -> None:
         """Deals new games at ``tables``: seats, each player's dice, the pool's members, then the opponents before
-        the learner play."""
+        the learner play.
+        """
         n, p = len(tables), self.num_players
         if streams is None:
             streams = draw_stream(self.np_random, self.rules, n * p).reshape(
@@ -304,7 +306,8 @@ class YachtVersusVectorEnv(BatchedEnv):
     # ---------------------------------------------------------------------------------------------
     def _play_opponents(self, tables: np.ndarray) -> None:
         """Opponents on turn at ``tables`` (bool (N,)) play, one decision per table per pass, in batch per
-        opponent (per pool member), until the learner is on turn again or the game is over."""
+        opponent (per pool member), until the learner is on turn again or the game is over.
+        """
         table = self._table
         active = np.flatnonzero(tables & (table.current != self._learner_seat) & ~self._over)
         while active.size:
@@ -418,6 +421,7 @@ class YachtVersusEnv(gym.Env):
         self._done = True
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Starts a new game (Gymnasium's ``reset``); see the class docstring."""
         super().reset(seed=seed)
         if isinstance(options, dict) and "dice_stream" in options:
             # Checked here with this table's shape (a ragged list is our ValueError, not numpy's), then batched.
@@ -428,6 +432,7 @@ class YachtVersusEnv(gym.Env):
         return self._one(obs), self._one_info(info)
 
     def step(self, action):
+        """Plays the learner's action and the opponents' turns after it (Gymnasium's ``step``)."""
         if self._done:
             raise ValueError("the episode is over; call reset() before step()")
         if isinstance(action, np.ndarray) and action.shape == ():
@@ -445,6 +450,7 @@ class YachtVersusEnv(gym.Env):
         return self._tables.action_masks()[0]
 
     def render(self) -> str | None:
+        """The table's score sheets as text, or printed (``human``)."""
         if self.render_mode not in self.metadata["render_modes"]:
             gym.logger.warn(f"render() called with render_mode={self.render_mode!r}; pass 'ansi' or 'human'")
             return None

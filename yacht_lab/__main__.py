@@ -15,6 +15,7 @@ USAGE = f"usage: {PROG} {{{','.join(COMMANDS)}}} [options]  (then: {PROG} <comma
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m yacht_lab <train|evaluate|play|sweep> ...``: runs that command; returns its exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in ("-h", "--help"):
         print(USAGE)

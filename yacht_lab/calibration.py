@@ -98,7 +98,8 @@ class Calibration:
 
     def to_dict(self) -> dict[str, object]:
         """Per agent its mean prediction (overall and by round), observed win share and Brier score; pooled:
-        the Brier score, that of always predicting ``1 / P``, and the reliability table."""
+        the Brier score, that of always predicting ``1 / P``, and the reliability table.
+        """
         q, unit = PREDICTION_UNIT, self.share_unit
         agents = {}
         for name, count in self.count.items():
@@ -139,7 +140,8 @@ class Calibration:
 
 def predict_round_starts(distributions: ScoreDistributions, round_starts: np.ndarray) -> np.ndarray:
     """The model's win probabilities at the round starts :func:`~yacht_lab.head_to_head.play_tables` recorded:
-    float ``(N, C, P)``."""
+    float ``(N, C, P)``.
+    """
     n, c, _, p = round_starts.shape
     flat = round_starts.reshape(n * c, 2, p)  # one call: it bounds its own temporaries and computes each table once
     return table_win_probabilities(distributions, flat[:, 0], flat[:, 1]).reshape(n, c, p)

@@ -53,6 +53,7 @@ class StopFlag:
         return self
 
     def arm(self) -> None:
+        """From now on a first signal only asks to stop (training has started)."""
         self.armed = True
 
     def _handle(self, signum: int, frame) -> None:
@@ -116,6 +117,7 @@ class SpeedCallback(BaseCallback):
             self.bar.set_postfix_str(f"{self.steps_per_second:,.0f} steps/s", refresh=False)
 
     def close(self) -> None:
+        """Closes the progress bar."""
         if self.bar is not None:
             self.bar.close()
 
@@ -138,40 +140,6 @@ class EntropyScheduleCallback(BaseCallback):
         progress = min(self.model.num_timesteps / self.total_timesteps, 1.0)
         self.model.ent_coef = self.start + (self.end - self.start) * progress
         self.logger.record("train/ent_coef", self.model.ent_coef)
-
-
-class CriticWarmupCallback(BaseCallback):
-    """Freezes the actor for every update whose rollout ends within the first ``timesteps``: only the critic's
-    own weights (its MLP, its output layer and, if not shared, its features extractor) learn.
-
-    A run started from a model under a new reward (``init`` with ``reward: win``) has a critic whose output
-    starts at zero, and its first advantages are mostly noise: a converged policy that follows them only gets
-    worse. With the actor's parameters set not to require gradients they get none, and the optimizer leaves
-    them as they are; from the first update past the warm-up they learn again (Adam's moments for them start
-    then). Everything the actor uses, a features extractor it shares with the critic included, stays frozen.
-    """
-
-    def __init__(self, timesteps: int) -> None:
-        super().__init__()
-        self.timesteps = timesteps
-
-    def _on_step(self) -> bool:
-        return True
-
-    def _on_rollout_end(self) -> None:
-        frozen = self.model.num_timesteps <= self.timesteps
-        for parameter in actor_parameters(self.model.policy):
-            parameter.requires_grad_(not frozen)
-        self.logger.record("train/critic_warmup", float(frozen))
-
-
-def actor_parameters(policy) -> list:
-    """The policy's parameters that are not the critic's alone (SB3 actor-critic policies)."""
-    critic = [policy.value_net, policy.mlp_extractor.value_net]
-    if not policy.share_features_extractor:
-        critic.append(policy.vf_features_extractor)
-    own = {id(p) for module in critic for p in module.parameters()}
-    return [p for p in policy.parameters() if id(p) not in own]
 
 
 class StopCallback(BaseCallback):
@@ -230,6 +198,7 @@ class CurveCallback(BaseCallback):
         return True
 
     def evaluate(self) -> dict[str, float]:
+        """Evaluates the model now and writes the curve's row; returns it."""
         model, task = self.model, self.task
         self.last_eval = model.num_timesteps
         row = {
@@ -276,6 +245,7 @@ class RunCheckpointCallback(BaseCallback):
         return True
 
     def save(self) -> Path:
+        """Saves a checkpoint of the model now; returns its path."""
         self.last = self.model.num_timesteps
         path = self.folder / f"step_{self.model.num_timesteps}.zip"
         save_atomically(self.model, path)
@@ -306,6 +276,7 @@ class ReportCallback(BaseCallback):
         return True
 
     def flush(self) -> None:
+        """Reports the rows not reported yet."""
         rows = self.curve.rows[self.reported_rows :]
         self.reported_rows = len(self.curve.rows)
         checkpoint = self.checkpoints.last_path

@@ -10,12 +10,14 @@ class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line on stderr (no usage block), exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        """Prints the one-line error and exits with status 2."""
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def number(kind: type, low: float, inclusive: bool = True, high: float | None = None):
     """An argparse ``type``: a finite ``kind`` (``int`` or ``float``) that is >= ``low`` (or > ``low``) and, if
-    ``high`` is given, <= ``high``."""
+    ``high`` is given, <= ``high``.
+    """
     bound = f">= {low}" if inclusive else f"> {low}"
     if high is not None:
         bound += f" and <= {high:,}"

@@ -72,7 +72,8 @@ _MAX_DIGITS = 6
 
 def _is_number(word: str) -> bool:
     """ASCII digits only: ``str.isdigit`` also accepts superscripts (``²``, a key of AZERTY keyboards) that
-    ``int`` cannot read."""
+    ``int`` cannot read.
+    """
     return word.isascii() and word.isdigit()
 
 
@@ -179,7 +180,8 @@ _COMMON_NAMES = {
 
 def help_text(rules: R.Rules = R.PRESETS["standard"]) -> str:
     """The ``help`` text of a preset's sheet: the common names of its boxes and, for the family's sheets, what the
-    bonus rows count and how the joker plays."""
+    bonus rows count and how the joker plays.
+    """
     lines = [_HELP.format(common=", ".join(short for name, short in _COMMON_NAMES.items() if name in rules.categories))]
     if rules.upper_bonus:
         threshold = rules.upper_bonus_threshold
@@ -269,6 +271,7 @@ def _parse_keep(head: str, rest: list[str]) -> Command:
 
 
 def dice_text(dice: Sequence[int]) -> str:
+    """The five dice as text, e.g. ``1 3 3 5 6``."""
     return " ".join(str(int(d)) for d in dice)
 
 
@@ -331,7 +334,8 @@ def kept_dice(roll: int, action: int) -> np.ndarray:
 def pick_words(k: int, roll: int, rules: R.Rules, open_mask: int | None = None, upper: int = 0, armed: int = 0) -> str:
     """A pick in words: ``Yacht for 50``. Given the state (``open_mask``, and the family's ``upper`` and ``armed``),
     what it earns under the family's rules (:func:`yacht_env.rules.pick_outcome`): a joker's full points and any bonus
-    the pick earns, ``Sixes for 24 + 35 upper bonus``, ``Full House for 25 + 100 Yahtzee bonus``."""
+    the pick earns, ``Sixes for 24 + 35 upper bonus``, ``Full House for 25 + 100 Yahtzee bonus``.
+    """
     name = display_name(rules.categories[k])
     if open_mask is None or not rules.has_bonuses:
         return f"{name} for {int(R.score_table(rules)[roll, k])}"
@@ -350,7 +354,8 @@ def describe(
     action: int, roll: int, rules: R.Rules, open_mask: int | None = None, upper: int = 0, armed: int = 0
 ) -> str:
     """An action in words: ``keep 4 4``, ``re-roll all five``, ``score Yacht for 50`` (a pick as :func:`pick_words`
-    says it, with the state where it is given)."""
+    says it, with the state where it is given).
+    """
     if action >= R.PICK_OFFSET:
         return "score " + pick_words(action - R.PICK_OFFSET, roll, rules, open_mask, upper, armed)
     if action == 0:
@@ -360,7 +365,8 @@ def describe(
 
 def command_for(action: int, roll: int) -> str:
     """A command that plays ``action`` in sorted roll ``roll``: ``r``, ``k 245`` (positions), ``k 6`` (one die,
-    by its face) or ``s 7``; :func:`resolve` maps it back to ``action`` when ``action`` is canonical."""
+    by its face) or ``s 7``; :func:`resolve` maps it back to ``action`` when ``action`` is canonical.
+    """
     if action >= R.PICK_OFFSET:
         return f"s {action - R.PICK_OFFSET + 1}"
     if action == 0:

@@ -85,6 +85,7 @@ class AgentResult:
 
     @property
     def games_per_second(self) -> float:
+        """Games played per second of wall-clock time."""
         return len(self.scores) / self.seconds if self.seconds > 0 else math.inf
 
     def summary(self, optimal_expected_score: float) -> dict[str, object]:

@@ -145,6 +145,7 @@ class Tally:
         self.n = self.total = self.total_sq = 0
 
     def add(self, values: np.ndarray) -> None:
+        """Counts a batch of values."""
         values = np.asarray(values, dtype=np.int64)
         self.n += len(values)
         self.total += int(values.sum())
@@ -174,6 +175,7 @@ class PairResult:
     margin: Tally = field(default_factory=Tally)  # per deal: sum of total_a - total_b
 
     def summary(self, games_per_deal: int) -> dict[str, object]:
+        """The pair's result as JSON-ready data."""
         win_rate, win_ci = self.outcome.mean_ci(2 * games_per_deal)
         margin, margin_ci = self.margin.mean_ci(games_per_deal)
         return _rounded(
@@ -216,17 +218,21 @@ class HeadToHead:
 
     @property
     def games_per_deal(self) -> int:
+        """Games of each deal: every table's dice and seat rotations."""
         return self.num_players**2
 
     @property
     def total_games(self) -> int:
+        """Games played in all."""
         return self.deals * self.tables_per_deal
 
     @property
     def games_per_second(self) -> float:
+        """Games played per second of wall-clock time."""
         return self.total_games / self.seconds if self.seconds > 0 else math.inf
 
     def agent_summary(self, name: str) -> dict[str, object]:
+        """One agent's result as JSON-ready data."""
         per_deal = self.games[name] // self.deals
         score, score_ci = self.scores[name].mean_ci(per_deal)
         share, share_ci = self.shares[name].mean_ci(per_deal * self.share_unit)
@@ -269,7 +275,8 @@ class HeadToHead:
 
     def paired_differences(self) -> dict[str, dict[str, dict[str, object]]]:
         """At two players with three agents or more: :meth:`paired_difference` of every pair of agents (in the
-        order given) against every other agent, ``{against: {"a - b": {"difference", "difference_ci95"}}}``."""
+        order given) against every other agent, ``{against: {"a - b": {"difference", "difference_ci95"}}}``.
+        """
         if self.num_players != 2 or len(self.names) < 3 or self.deal_outcomes is None:
             return {}
         table: dict[str, dict[str, dict[str, object]]] = {}
@@ -303,7 +310,55 @@ class HeadToHead:
 
 
 def pair_key(a: str, b: str) -> str:
+    """The key of a pair's result: ``'a vs b'``."""
     return f"{a} vs {b}"
+
+
+def _checked_table(agents, num_players, games, seed, batch_size, rules: R.Rules) -> tuple[int, list]:
+    """The table size and the agents of a head to head, checked (``ValueError`` as :func:`head_to_head` says)."""
+    if not is_int(num_players) or not 2 <= num_players <= MAX_PLAYERS:
+        raise ValueError(f"num_players must be an int in 2..{MAX_PLAYERS}, got {num_players!r}")
+    for name, value, low in (("games", games, 1), ("seed", seed, 0), ("batch_size", batch_size, 1)):
+        if not is_int(value) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    if games > MAX_GAMES:
+        raise ValueError(f"games must be an int >= 1 and <= {MAX_GAMES:,}, got {games!r}")
+    if batch_size > MAX_BATCH_SIZE:
+        raise ValueError(f"batch_size must be an int >= 1 and <= {MAX_BATCH_SIZE:,}, got {batch_size!r}")
+    p, agents = int(num_players), list(agents)
+    if p == 2 and len(agents) < 2:
+        raise ValueError(f"a 2-player head to head needs at least 2 agents, got {len(agents)}")
+    if p > 2 and len(agents) != p:
+        raise ValueError(f"a {p}-player table seats exactly {p} agents, got {len(agents)}")
+    check_agents(agents, rules, p)
+    return p, agents
+
+
+def _count_pairs(result: HeadToHead, names: list[str], totals: np.ndarray, deals: range, column: dict) -> None:
+    """Adds one lineup's games of a batch of deals to its pairs' results (``totals``: ``(deal, game, agent)``, the
+    agents ``names`` in order; ``column``: each pair's column of ``deal_outcomes``).
+    """
+    nd, per_deal, p = totals.shape
+    for i, j in itertools.combinations(range(p), 2):
+        key = pair_key(names[i], names[j])
+        pair = result.pairs[key]
+        a, b = totals[:, :, i], totals[:, :, j]
+        wins_a, wins_b = (a > b).sum(axis=1), (a < b).sum(axis=1)
+        pair.games += nd * per_deal
+        pair.wins_a += int(wins_a.sum())
+        pair.wins_b += int(wins_b.sum())
+        pair.ties += int(nd * per_deal - wins_a.sum() - wins_b.sum())
+        pair.outcome.add(wins_a + (per_deal - wins_b))  # 2 * wins + ties
+        result.deal_outcomes[deals.start : deals.stop, column[key]] = wins_a + (per_deal - wins_b)
+        pair.margin.add((a - b).sum(axis=1))
+
+
+def _keep_deal_sums(result: HeadToHead, deals: range, scores: dict, shares: dict, first_seat: np.ndarray) -> None:
+    """Writes a batch of deals' sums per agent (``keep_deals``) into ``result.deal_sums``."""
+    result.deal_sums["first_seat"][deals.start : deals.stop] = first_seat
+    for k, name in enumerate(result.names):
+        result.deal_sums["scores"][deals.start : deals.stop, k] = scores[name]
+        result.deal_sums["shares"][deals.start : deals.stop, k] = shares[name]
 
 
 def head_to_head(
@@ -345,21 +400,7 @@ def head_to_head(
             agent choosing an illegal action.
     """
     rules = R.get_rules(rules)
-    if not is_int(num_players) or not 2 <= num_players <= MAX_PLAYERS:
-        raise ValueError(f"num_players must be an int in 2..{MAX_PLAYERS}, got {num_players!r}")
-    for name, value, low in (("games", games, 1), ("seed", seed, 0), ("batch_size", batch_size, 1)):
-        if not is_int(value) or value < low:
-            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    if games > MAX_GAMES:
-        raise ValueError(f"games must be an int >= 1 and <= {MAX_GAMES:,}, got {games!r}")
-    if batch_size > MAX_BATCH_SIZE:
-        raise ValueError(f"batch_size must be an int >= 1 and <= {MAX_BATCH_SIZE:,}, got {batch_size!r}")
-    p, agents = int(num_players), list(agents)
-    if p == 2 and len(agents) < 2:
-        raise ValueError(f"a 2-player head to head needs at least 2 agents, got {len(agents)}")
-    if p > 2 and len(agents) != p:
-        raise ValueError(f"a {p}-player table seats exactly {p} agents, got {len(agents)}")
-    check_agents(agents, rules, p)
+    p, agents = _checked_table(agents, num_players, games, seed, batch_size, rules)
     names = [agent.name for agent in agents]
 
     lineups = list(itertools.combinations(range(len(agents)), 2)) if p == 2 else [tuple(range(p))]
@@ -430,18 +471,7 @@ def head_to_head(
                     scores[names[k]] += totals[:, :, i].sum(axis=1)
                     shares[names[k]] += share[:, :, i].sum(axis=1)
                     result.games[names[k]] += nd * per_deal
-                for i, j in itertools.combinations(range(p), 2):
-                    key = pair_key(names[lineup[i]], names[lineup[j]])
-                    pair = result.pairs[key]
-                    a, b = totals[:, :, i], totals[:, :, j]
-                    wins_a, wins_b = (a > b).sum(axis=1), (a < b).sum(axis=1)
-                    pair.games += nd * per_deal
-                    pair.wins_a += int(wins_a.sum())
-                    pair.wins_b += int(wins_b.sum())
-                    pair.ties += int(nd * per_deal - wins_a.sum() - wins_b.sum())
-                    pair.outcome.add(wins_a + (per_deal - wins_b))  # 2 * wins + ties
-                    result.deal_outcomes[deals.start : deals.stop, column[key]] = wins_a + (per_deal - wins_b)
-                    pair.margin.add((a - b).sum(axis=1))
+                _count_pairs(result, [names[k] for k in lineup], totals, deals, column)
                 if bar is not None:
                     bar.update(nd * per_deal)
                 if on_games_done is not None:
@@ -451,10 +481,7 @@ def head_to_head(
                 result.shares[name].add(shares[name])
             result.first_seat.add(first_seat)
             if keep_deals:
-                result.deal_sums["first_seat"][deals.start : deals.stop] = first_seat
-                for k, name in enumerate(names):
-                    result.deal_sums["scores"][deals.start : deals.stop, k] = scores[name]
-                    result.deal_sums["shares"][deals.start : deals.stop, k] = shares[name]
+                _keep_deal_sums(result, deals, scores, shares, first_seat)
     finally:
         if bar is not None:
             bar.close()

@@ -49,7 +49,8 @@ def play_table(
     calibration: bool,
 ) -> HeadToHead:
     """One table of the head to head (the Ray task): its agents built from ``specs`` (named ``names``), every deal
-    played, each deal's sums kept."""
+    played, each deal's sums kept.
+    """
     from yacht_agents import make_agent
 
     agents = []
@@ -74,7 +75,12 @@ def head_to_head_on_ray(
 
     Args:
         specs: Agent specs (:func:`yacht_agents.make_agent`), distinct; each agent is named by its spec.
-        players, games, seed, rules, batch_size, calibration: As :func:`~yacht_lab.head_to_head.head_to_head`.
+        players: Players at a table, as :func:`~yacht_lab.head_to_head.head_to_head` takes them.
+        games: Deals, likewise.
+        seed: The deals' seed, likewise.
+        rules: The rules, likewise.
+        batch_size: Games stepped together, likewise.
+        calibration: Record the win model's calibration, likewise.
         address: Join the Ray cluster there (``auto`` or ``HOST:PORT``) and leave it at the end; ``None``: the Ray
             this process has started (``ray.init``), left running.
 

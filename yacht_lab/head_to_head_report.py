@@ -18,9 +18,44 @@ from yacht_lab.ratings import Ratings
 from yacht_lab.report import _short, figure_bytes, pyplot_for
 
 
+def _matrices(names: list[str], pairs: dict) -> list[str]:
+    """The two-player report's win-rate and margin matrices, row against column."""
+    short = {name: _short(name, 18) for name in names}
+    width = 2 + max(9, *(len(label) for label in short.values()))
+
+    def matrix(title: str, cell: Callable[[dict, bool], str]) -> list[str]:
+        rows = [title, " " * width + "".join(f"{short[name]:>{width}}" for name in names)]
+        for a in names:
+            cells = []
+            for b in names:
+                if a == b:
+                    cells.append("-")
+                elif pair_key(a, b) in pairs:
+                    cells.append(cell(pairs[pair_key(a, b)], False))
+                else:
+                    cells.append(cell(pairs[pair_key(b, a)], True))
+            rows.append(f"{short[a]:<{width}}" + "".join(f"{c:>{width}}" for c in cells))
+        return rows
+
+    def win(pair: dict, flip: bool) -> str:
+        rate = 1 - pair["win_rate_a"] if flip else pair["win_rate_a"]
+        return f"{100 * rate:.1f}%"
+
+    def margin(pair: dict, flip: bool) -> str:
+        return f"{-pair['mean_margin_a'] if flip else pair['mean_margin_a']:+.2f}"
+
+    return [
+        *matrix("win rate of row against column (ties count half):", win),
+        "",
+        *matrix("mean margin of row over column (points):", margin),
+        "",
+    ]
+
+
 def format_report(result: HeadToHead, ratings: Ratings | None = None) -> str:
     """The human-readable report: the win-rate and margin matrices (row against column), pairs, agents, the
-    calibration and, if given, the ratings table."""
+    calibration and, if given, the ratings table.
+    """
     report = result.to_dict()
     p, per_deal = result.num_players, result.games_per_deal
     pairs, agents = report["head_to_head"], report["agents"]
@@ -34,32 +69,7 @@ def format_report(result: HeadToHead, ratings: Ratings | None = None) -> str:
     ]
     names = result.names
     if p == 2:
-        short = {name: _short(name, 18) for name in names}
-        width = 2 + max(9, *(len(label) for label in short.values()))
-
-        def matrix(title: str, cell: Callable[[dict, bool], str]) -> list[str]:
-            rows = [title, " " * width + "".join(f"{short[name]:>{width}}" for name in names)]
-            for a in names:
-                cells = []
-                for b in names:
-                    if a == b:
-                        cells.append("-")
-                    elif pair_key(a, b) in pairs:
-                        cells.append(cell(pairs[pair_key(a, b)], False))
-                    else:
-                        cells.append(cell(pairs[pair_key(b, a)], True))
-                rows.append(f"{short[a]:<{width}}" + "".join(f"{c:>{width}}" for c in cells))
-            return rows
-
-        def win(pair: dict, flip: bool) -> str:
-            rate = 1 - pair["win_rate_a"] if flip else pair["win_rate_a"]
-            return f"{100 * rate:.1f}%"
-
-        def margin(pair: dict, flip: bool) -> str:
-            return f"{-pair['mean_margin_a'] if flip else pair['mean_margin_a']:+.2f}"
-
-        lines += matrix("win rate of row against column (ties count half):", win) + [""]
-        lines += matrix("mean margin of row over column (points):", margin) + [""]
+        lines += _matrices(names, pairs)
     lines.append("pairs (a vs b): games, wins a / wins b / ties, win rate of a [95% CI], mean margin of a [95% CI]")
     label = max(len(key) for key in pairs)
     for key, pair in pairs.items():

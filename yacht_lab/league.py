@@ -26,7 +26,7 @@ these probabilities from each table's next game; games in flight keep their oppo
 ``train.py --resume`` restores it: the resumed run draws with the same members and probabilities the
 uninterrupted run drew with at step ``N`` (the games in flight then are not restored: they start anew, as in
 every resume). Every evaluation plays the learner's deterministic policy against each fixed member
-(:func:`yacht_lab.tasks.evaluate_versus`: the learner and ``players - 1`` copies of the member, on the
+(:func:`yacht_lab.tasks.evaluate_against`: the learner and ``players - 1`` copies of the member, on the
 ``eval.games`` deals) and writes ``league_curve.csv``; ``learning_curve.csv`` is the row of the first fixed member.
 """
 
@@ -46,7 +46,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from yacht_env.util import atomic_output, atomic_write, remove_stale_temps
 from yacht_lab.config import TrainConfig
 from yacht_lab.runs import VERSUS_CURVE_FIELDS, save_atomically
-from yacht_lab.tasks import ScaledReward, TableTask, evaluate_versus
+from yacht_lab.tasks import ScaledReward, TableTask, evaluate_against
 
 LEAGUE_DIR = "league"
 CURVE_FILE = "league_curve.csv"
@@ -57,37 +57,6 @@ CURVE_FIELDS = ("timesteps", "member", "win_rate", "win_rate_ci95", "mean_score"
 STATE_FORMAT = 1
 
 
-def table_spec(spec: str, players: int) -> str:
-    """``spec`` as an agent of a ``players`` table: the win agent is sized to it (``win`` -> ``win:3``)."""
-    return f"win:{players}" if spec == "win" and players != 2 else spec
-
-
-def make_member(spec: str, rules: str, players: int, seed: int | None = None):
-    """The agent of a fixed member's spec at a table of ``players``.
-
-    Raises:
-        ValueError: an unknown spec, a model that does not load or was trained at another table size, a win agent
-            of another size or on rules with bonuses.
-    """
-    from yacht_agents import make_agent
-
-    agent = make_agent(table_spec(spec, players), rules, seed=seed)
-    table = getattr(agent, "table_players", None)
-    if table not in (None, players):
-        raise ValueError(f"{spec!r} plays at a table of {table} players; the league's has {players}")
-    return agent
-
-
-def evaluate_member(model, rules: str, spec: str, players: int, games: int, seed: int) -> tuple[dict, dict[str, Any]]:
-    """A live model against ``players - 1`` copies of one member (:func:`yacht_lab.tasks.evaluate_versus` on
-    ``games`` deals of ``seed``): the full result, and the curve's row of it (``member``, ``win_rate``,
-    ``win_rate_ci95``, ``mean_score``, ``mean_margin``, ``games``)."""
-    opponents = [table_spec(spec, players)] * (players - 1)
-    result = evaluate_versus(model, rules, opponents, games, seed)
-    keys = ("win_rate", "win_rate_ci95", "mean_score", "mean_margin")
-    return result, {"member": spec, **{key: result[key] for key in keys}, "games": games * players * players}
-
-
 def pfsp_weights(wins: np.ndarray, games: np.ndarray, power: float, floor: float) -> np.ndarray:
     """PFSP's weights: ``max((1 - p) ** power, floor)`` with ``p = (wins + 1) / (games + 2)``."""
     p = (np.asarray(wins, dtype=np.float64) + 1) / (np.asarray(games, dtype=np.float64) + 2)
@@ -96,7 +65,8 @@ def pfsp_weights(wins: np.ndarray, games: np.ndarray, power: float, floor: float
 
 def draw_probabilities(weights: np.ndarray, snapshot: np.ndarray, snapshot_share: float | None) -> np.ndarray:
     """Each member's draw probability: weight over the sum of weights, or with ``snapshot_share`` (once there is a
-    snapshot) that share for the snapshots and the rest for the fixed members, each group by weight."""
+    snapshot) that share for the snapshots and the rest for the fixed members, each group by weight.
+    """
     weights, snapshot = np.asarray(weights, dtype=np.float64), np.asarray(snapshot, dtype=bool)
     if snapshot_share is None or not snapshot.any():
         return weights / weights.sum()
@@ -119,6 +89,7 @@ class Member:
 
     @property
     def snapshot(self) -> bool:
+        """Whether the member is a snapshot of the learner (not a fixed member)."""
         return self.file is not None
 
 
@@ -153,7 +124,8 @@ class League:
 
     def record(self, opponents: np.ndarray, totals: np.ndarray, seat: int) -> None:
         """Counts one finished game: the members at its opponent seats (env indices, seat order), the final totals
-        of every seat and the learner's seat."""
+        of every seat and the learner's seat.
+        """
         mine, others = totals[seat], np.delete(totals, seat)
         for member, theirs in zip(opponents, others, strict=True):
             counts = self._pending.setdefault(int(member), [0.0, 0.0])
@@ -176,6 +148,7 @@ class League:
         self.folded_at = timesteps
 
     def to_json(self, timesteps: int) -> dict[str, Any]:
+        """The league's state at ``timesteps`` as JSON-ready data."""
         return {
             "format": STATE_FORMAT,
             "timesteps": timesteps,
@@ -253,7 +226,8 @@ class League:
 
     def snapshot(self, model, timesteps: int) -> Member:
         """Freezes ``model`` into ``league/snapshot_<timesteps>.zip``, adds it to the league and the env, retires
-        the oldest snapshot past ``max_snapshots``."""
+        the oldest snapshot past ``max_snapshots``.
+        """
         member = Member(
             name=f"snapshot_{timesteps}", file=f"{LEAGUE_DIR}/snapshot_{timesteps}.zip", timesteps=timesteps
         )
@@ -272,6 +246,7 @@ class League:
         return member
 
     def snapshot_due(self, timesteps: int) -> bool:
+        """Whether a snapshot is to be taken at ``timesteps``."""
         return (
             self.settings.max_snapshots > 0 and timesteps - self.last_snapshot >= self.settings.snapshot_every_timesteps
         )
@@ -280,7 +255,8 @@ class League:
 class LeagueCallback(BaseCallback):
     """Counts each finished game's results; at each rollout's start folds them in, takes a snapshot when one is
     due, and gives the env the new draw probabilities. Placed before the checkpoint callback, whose saves write
-    the league's state (:meth:`LeagueTask.checkpoint`)."""
+    the league's state (:meth:`LeagueTask.checkpoint`).
+    """
 
     def __init__(self, league: League) -> None:
         super().__init__()
@@ -305,7 +281,8 @@ class LeagueCallback(BaseCallback):
 
 class LeagueTask(TableTask):
     """One seat at tables whose opponents are drawn from the league; the curve is the win rate against the first
-    fixed member, ``league_curve.csv`` against each."""
+    fixed member, ``league_curve.csv`` against each.
+    """
 
     def __init__(self, config: TrainConfig) -> None:
         super().__init__(config)
@@ -315,17 +292,21 @@ class LeagueTask(TableTask):
 
     @property
     def players(self) -> int:
+        """Players at a table: the league's."""
         return self.config.league.players
 
     @property
     def against(self) -> list[str]:
+        """The curve's opponent: the first fixed member."""
         return [self.config.league.fixed[0]]
 
     def make_env(self):
+        """The training VecEnv: the tables whose opponents are drawn from the league's pool, rewards scaled."""
+        from yacht_agents import make_agent
         from yacht_env.sb3 import YachtSB3VecEnv
 
         config, players = self.config, self.config.league.players
-        fixed = [make_member(spec, config.rules, players, seed=i) for i, spec in enumerate(config.league.fixed)]
+        fixed = [make_agent(spec, config.rules, seed=i, players=players) for i, spec in enumerate(config.league.fixed)]
         env = YachtSB3VecEnv(
             config.n_envs, pool=fixed, players=players, reward=config.reward, seat=config.seat, rules=config.rules
         )
@@ -334,7 +315,8 @@ class LeagueTask(TableTask):
 
     def attach(self, run_dir: Path, model, resumed: bool) -> None:
         """Builds the league (a resumed run: restored from its state at the checkpoint's step, with the league curve
-        up to it) and seats it in the env. Writes nothing."""
+        up to it) and seats it in the env. Writes nothing.
+        """
         self.league = League(self.config, run_dir)
         if resumed:
             self.league.restore(model.num_timesteps)
@@ -344,27 +326,32 @@ class LeagueTask(TableTask):
         self.league.connect(self._env, snapshots_from_disk=resumed)
 
     def callbacks(self) -> list[BaseCallback]:
+        """The league's callback (:class:`LeagueCallback`)."""
         return [LeagueCallback(self.league)]
 
     def checkpoint(self, timesteps: int) -> None:
+        """Writes the league's state beside the checkpoint."""
         self.league.save(timesteps)
 
     def evaluate(self, model) -> dict[str, float]:
+        """The curve's columns against the first fixed member; ``league_curve.csv`` against each."""
         config, players = self.config, self.config.league.players
         first = None
         for spec in config.league.fixed:
-            result, row = evaluate_member(model, config.rules, spec, players, config.eval.games, config.eval.seed)
+            result, row = evaluate_against(model, config.rules, spec, players, config.eval.games, config.eval.seed)
             first = first or result
             self.league_rows.append({"timesteps": model.num_timesteps, **row})
         write_league_curve(self.league.run_dir / CURVE_FILE, self.league_rows)
         return {key: first[key] for key in VERSUS_CURVE_FIELDS[2:-1]}
 
     def describe(self, row: dict[str, float]) -> str:
+        """The progress line, with the win rate against each fixed member."""
         last = self.league_rows[-len(self.config.league.fixed) :]
         rates = ", ".join(f"{r['member']} {100 * r['win_rate']:.1f}%" for r in last)
         return f"{super().describe(row)}; win rate against the league's fixed members: {rates}"
 
     def plot(self, curve_path: Path, png_path: Path) -> None:
+        """The versus plot and ``league_curve.png``."""
         super().plot(curve_path, png_path)
         plot_league_curve(curve_path.parent / CURVE_FILE, curve_path.parent / PLOT_FILE, self.players)
 
@@ -399,7 +386,8 @@ def read_league_curve(path: Path) -> list[dict[str, Any]]:
 
 def plot_league_curve(curve_path: Path, png_path: Path, players: int) -> None:
     """``league_curve.png``: the win rate against each fixed member (95% CI bands) vs timesteps, the even rate
-    ``1 / players`` marked."""
+    ``1 / players`` marked.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -67,7 +67,8 @@ def bradley_terry(first: np.ndarray, second: np.ndarray, score: np.ndarray, game
     """Maximum-likelihood Bradley-Terry strengths, batched.
 
     Args:
-        first, second: int ``(pairs,)``: the two agents of each pair.
+        first: int ``(pairs,)``: the first agent of each pair.
+        second: int ``(pairs,)``: the second agent of each pair.
         score: float ``(..., pairs)``: the wins of ``first`` over ``second``, ties counting half (the prior's
             virtual games included).
         games: float ``(pairs,)`` or ``(..., pairs)``: the games of each pair.
@@ -122,7 +123,8 @@ class Ratings:
 
     def to_dict(self) -> dict[str, object]:
         """The JSON: per agent in rank order its rank, rating, interval, games, the difference to the next
-        (``null`` for the last) and the agents it never beat; ratings in Elo points to 0.01."""
+        (``null`` for the last) and the agents it never beat; ratings in Elo points to 0.01.
+        """
         order = self.ranking()
         rounded = [_points(value) for value in self.rating]
         agents = {}
@@ -189,7 +191,8 @@ def fit(
 
     Args:
         names: The agents.
-        first, second: The two agents (indices into ``names``) of each pair.
+        first: The first agent (an index into ``names``) of each pair.
+        second: The second agent of each pair.
         outcomes: int ``(deals, pairs)``: per deal and pair, 2 * wins of ``first`` + ties.
         games_per_deal: The games each pair plays per deal.
         games: Games each agent played (shown in the table).
@@ -239,7 +242,8 @@ def fit(
 
 def fit_ratings(result: HeadToHead, resamples: int = RESAMPLES) -> Ratings:
     """The ratings of a head to head's agents (every pair of the round robin, or of the one table), the
-    resampling seeded with its seed."""
+    resampling seeded with its seed.
+    """
     column = {name: k for k, name in enumerate(result.names)}
     first = [column[pair.a] for pair in result.pairs.values()]
     second = [column[pair.b] for pair in result.pairs.values()]

@@ -58,8 +58,9 @@ LEGACY_TEMPS = ("*.tmp.zip", "learning_curve.tmp", "learning_curve.tmp.png")
 # --------------------------------------------------------------------------------------------------
 def run_name(config: TrainConfig) -> str:
     """CleanRL-style: ``Yacht-v0__<rules>__ppo__<seed>__<unix time>`` (``YachtVersus-v0__...`` at a table,
-    ``...__rollouts__...`` for rollout policy improvement)."""
-    algorithm = "ppo" if config.rollouts is None else "rollouts"
+    ``...__distill__...`` for the policy-iteration distillation).
+    """
+    algorithm = "ppo" if config.distill is None else "distill"
     return f"{config.env_id}__{config.rules}__{algorithm}__{config.seed}__{int(time.time())}"
 
 
@@ -237,7 +238,8 @@ def read_curve(path: Path, fields: tuple[str, ...] = CURVE_FIELDS) -> list[dict[
 
 def plot_curves(png_path: Path, rows: list[dict[str, float]], y_key: str, ci_key: str, y_label: str, decorate) -> None:
     """The learning-curve PNG every kind of run draws: ``y_key`` (with its CI band) against wall-clock minutes
-    and against timesteps; ``decorate(fig, axes)`` adds the reference lines and titles."""
+    and against timesteps; ``decorate(fig, axes)`` adds the reference lines and titles.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

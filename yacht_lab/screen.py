@@ -36,10 +36,12 @@ class PlainScreen:
         self.out = out
 
     def say(self, text: str, style: str | None = None) -> None:
+        """Prints a line of text."""
         self.out.write(text + "\n")
         self.out.flush()
 
     def sheet(self, view: SheetView) -> None:
+        """Prints the score sheet."""
         rows = [["#", "category", *view.names]]
         for k, name in enumerate(view.categories):
             rows.append([str(k + 1), name, *view.cells[k]])
@@ -67,11 +69,13 @@ class RichScreen(PlainScreen):
         self.console = console
 
     def say(self, text: str, style: str | None = None) -> None:
+        """Prints a line of text, styled."""
         from rich.text import Text
 
         self.console.print(Text(text, style=self.STYLES.get(style, "") if style else ""))
 
     def sheet(self, view: SheetView) -> None:
+        """Prints the score sheet as a table."""
         from rich import box
         from rich.table import Table
         from rich.text import Text

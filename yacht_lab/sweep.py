@@ -53,6 +53,7 @@ from yacht_lab.config import TrainConfig, _from_dict, validate
 from yacht_lab.runs import CURVE_FILE, read_curve
 from yacht_lab.sweep_spec import Sweep, parse_sweep
 from yacht_lab.tasks import curve_fields
+from yacht_lab.yaml_reader import read_yaml
 
 #: The file the sweep is saved in, inside its folder (what ``--resume`` reads).
 SWEEP_FILE = "sweep_spec.yaml"
@@ -91,7 +92,8 @@ def _metrics(row: dict[str, float], run: str, node: dict[str, Any]) -> dict[str,
 
 def _record_attempt(run_dir: Path, record: dict[str, Any], resumed_from: int) -> None:
     """Appends this attempt (node, process, the step it starts from) to ``record`` and writes it to the run
-    folder's ``trial.json``."""
+    folder's ``trial.json``.
+    """
     record["attempts"].append({**_node(), "from_timesteps": resumed_from, "started": time.time()})
     atomic_write(run_dir / TRIAL_FILE, json.dumps(record, indent=2) + "\n")
 
@@ -108,7 +110,8 @@ def _latest_checkpoint(run_dir: Path) -> Path | None:
 
 def _restore(checkpoint, run_dir: Path) -> Path:
     """The run-folder checkpoint a Tune checkpoint stands for, put back from the Tune copy if the run folder
-    lacks it (another machine's folder, or a lost file)."""
+    lacks it (another machine's folder, or a lost file).
+    """
     with checkpoint.as_directory() as folder:
         folder = Path(folder)
         zips = sorted(folder.glob("step_*.zip"))
@@ -193,10 +196,12 @@ class SweepOutcome:
 
     @property
     def interrupted(self) -> bool:
+        """Whether the sweep was stopped before every trial finished."""
         return any(status == "pending" for status in self.statuses.values())
 
     @property
     def failed(self) -> list[str]:
+        """The trials that failed."""
         return [run for run, status in self.statuses.items() if status == "error"]
 
 
@@ -204,8 +209,10 @@ def _progress_callback(metric: str, total_timesteps: int | None, say):
     from ray import tune
 
     class ProgressLines(tune.Callback):
-        """One line per evaluation of a trial, and one when a trial ends, fails or restarts. (A checkpoint saved
-        between two evaluations is reported with the last row again: that row is not printed twice.)"""
+        """One line per evaluation of a trial, and one when a trial ends, fails or restarts.
+
+        A checkpoint saved between two evaluations is reported with the last row again: that row is not printed twice.
+        """
 
         def __init__(self) -> None:
             self.printed: dict[str, int] = {}
@@ -255,7 +262,16 @@ def _trial_params(sweep: Sweep, folder: Path, cpus_per_trial: int) -> list[dict[
 
 def save_sweep(folder: Path, sweep: Sweep, settings: dict[str, Any]) -> None:
     """``sweep_spec.yaml``: the sweep file as read and the settings it runs with (what ``--resume`` reads)."""
-    atomic_write(folder / SWEEP_FILE, yaml.safe_dump({"sweep": sweep.source, "settings": settings}, sort_keys=False))
+    text = yaml.dump({"sweep": sweep.source, "settings": settings}, Dumper=_PlainDumper, sort_keys=False)
+    atomic_write(folder / SWEEP_FILE, text)
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """``yaml.SafeDumper`` that writes a value shared twice out twice: the reader refuses aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        """Every value is written out."""
+        return True
 
 
 def load_saved_sweep(folder: Path) -> tuple[Sweep, dict[str, Any]]:
@@ -268,9 +284,12 @@ def load_saved_sweep(folder: Path) -> tuple[Sweep, dict[str, Any]]:
     if not path.is_file():
         raise ValueError(f"cannot resume: {str(folder)!r} is not a sweep folder (no {SWEEP_FILE})")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = read_yaml(path, "saved sweep")
+    except ValueError as error:
+        raise ValueError(f"cannot resume: {str(path)!r} is damaged ({error})") from None
+    try:
         return parse_sweep(data["sweep"], str(path)), dict(data["settings"])
-    except (yaml.YAMLError, KeyError, TypeError) as error:
+    except (KeyError, TypeError) as error:
         detail = f"no {error}" if isinstance(error, KeyError) else " ".join(str(error).split())
         raise ValueError(f"cannot resume: {str(path)!r} is damaged ({detail})") from None
 
@@ -436,7 +455,8 @@ def tune_trial_dirname(trial) -> str:
 
 def trial_statuses(folder: Path) -> dict[str, str]:
     """Each trial's status, by run folder: ``finished``, ``stopped early`` (ASHA), ``error`` or ``pending``
-    (not ended: an interrupted sweep), from Tune's saved state and the run folders."""
+    (not ended: an interrupted sweep), from Tune's saved state and the run folders.
+    """
     from ray.tune import ExperimentAnalysis
 
     statuses = {}
@@ -453,7 +473,8 @@ def trial_statuses(folder: Path) -> dict[str, str]:
 
 def collect(sweep: Sweep, folder: Path) -> SweepOutcome:
     """The trials' statuses; once every trial has ended, the results: ``results.json``, ``results.png`` and
-    ``results.txt`` in the sweep folder (written atomically)."""
+    ``results.txt`` in the sweep folder (written atomically).
+    """
     from yacht_lab.sweep_report import TrialResult, format_table, render_curves, summarise
 
     statuses = trial_statuses(folder)

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from yacht_env.rules import is_int
-from yacht_lab.config import MAX_SEED, TrainConfig, _from_dict, read_yaml, validate
+from yacht_lab.config import MAX_SEED, TrainConfig, _from_dict, validate
+from yacht_lab.yaml_reader import read_yaml
 
 #: Keys the sweep sets itself and a search may not: the seed (``seeds``), the budget (``budget``) and the torch
 #: threads (``--cpus-per-trial``).
@@ -62,7 +63,8 @@ class Sweep:
 
     def trial_config(self, configuration: Configuration, seed: int, cpus_per_trial: int) -> TrainConfig:
         """The training config of one trial: the base, the configuration's keys, the seed, the budget and
-        ``torch_threads = cpus_per_trial``."""
+        ``torch_threads = cpus_per_trial``.
+        """
         data = copy.deepcopy(self.base)
         for key, value in configuration.overrides.items():
             _set_dotted(data, key, copy.deepcopy(value))
@@ -73,9 +75,9 @@ class Sweep:
     @property
     def metric(self) -> str:
         """What a trial is judged by: ``percent_of_optimal`` solo, ``win_rate`` with opponents."""
-        from yacht_lab.tasks import task_for
+        from yacht_lab.tasks import task_class
 
-        return task_for(_from_dict(TrainConfig, self.base, "")).metric
+        return task_class(_from_dict(TrainConfig, self.base, "")).metric
 
 
 def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
@@ -146,6 +148,40 @@ def _sampler(key: str, spec: Any):
     return {"uniform": tune.uniform, "loguniform": tune.loguniform}[kind](float(args[0]), float(args[1]))
 
 
+def _grid(grid: Any) -> dict[str, list]:
+    """``search.grid``, checked: config keys to non-empty lists of values."""
+    if not isinstance(grid, dict):
+        raise ValueError(f"search.grid must map config keys to lists of values, got {grid!r}")
+    for key, values in grid.items():
+        _check_key(key, "search.grid")
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"search.grid.{key} must be a non-empty list of values, got {values!r}")
+    return grid
+
+
+def _draws(random_space: dict, samples: int, sample_seed: int, grid: dict) -> list[dict[str, Any]]:
+    """``samples`` draws of the ``search.random`` space (none without one), seeded by ``sample_seed``."""
+    samplers = {}
+    for key, spec in random_space.items():
+        _check_key(key, "search.random")
+        if key in grid:
+            raise ValueError(f"search: {key!r} is both in the grid and random")
+        samplers[key] = _sampler(key, spec)
+    if not samplers:
+        return []
+    import numpy as np
+
+    rng = np.random.default_rng(sample_seed)
+    draws = []
+    for _ in range(samples):
+        draw = {}
+        for key, sampler in samplers.items():
+            value = sampler.sample(random_state=rng)
+            draw[key] = value.item() if hasattr(value, "item") else value
+        draws.append(draw)
+    return draws
+
+
 def _configurations(search: Any) -> list[Configuration]:
     if search is None:
         search = {}
@@ -154,13 +190,7 @@ def _configurations(search: Any) -> list[Configuration]:
     unknown = sorted(set(search) - {"grid", "random", "samples", "sample_seed"})
     if unknown:
         raise ValueError(f"unknown key search.{unknown[0]}; accepted: grid, random, samples, sample_seed")
-    grid = search.get("grid") or {}
-    if not isinstance(grid, dict):
-        raise ValueError(f"search.grid must map config keys to lists of values, got {grid!r}")
-    for key, values in grid.items():
-        _check_key(key, "search.grid")
-        if not isinstance(values, list) or not values:
-            raise ValueError(f"search.grid.{key} must be a non-empty list of values, got {values!r}")
+    grid = _grid(search.get("grid") or {})
     random_space = search.get("random") or {}
     samples = search.get("samples", 0)
     if not (is_int(samples) and 0 <= samples <= MAX_TRIALS):
@@ -180,23 +210,8 @@ def _configurations(search: Any) -> list[Configuration]:
     sample_seed = search.get("sample_seed", 0)
     if not (is_int(sample_seed) and 0 <= sample_seed <= MAX_SEED):
         raise ValueError(f"search.sample_seed must be an int in 0..{MAX_SEED}, got {sample_seed!r}")
-    samplers = {}
-    for key, spec in random_space.items():
-        _check_key(key, "search.random")
-        if key in grid:
-            raise ValueError(f"search: {key!r} is both in the grid and random")
-        samplers[key] = _sampler(key, spec)
-    if samplers:
-        import numpy as np
-
-        rng = np.random.default_rng(sample_seed)
-        draws = []
-        for _ in range(samples):
-            draw = {}
-            for key, sampler in samplers.items():
-                value = sampler.sample(random_state=rng)
-                draw[key] = value.item() if hasattr(value, "item") else value
-            draws.append(draw)
+    draws = _draws(random_space, samples, sample_seed, grid)
+    if draws:
         points = [{**point, **draw} for point in points for draw in draws]
     configurations = [Configuration(configuration_name(point), point) for point in points]
     names = [c.name for c in configurations]
@@ -204,6 +219,28 @@ def _configurations(search: Any) -> list[Configuration]:
         duplicate = next(name for name in names if names.count(name) > 1)
         raise ValueError(f"search: two configurations are both {duplicate!r}; give the grid distinct values")
     return configurations
+
+
+def _base(base: Any) -> dict[str, Any]:
+    """``base``, checked: training config keys, none of those the sweep sets itself."""
+    if not isinstance(base, dict):
+        raise ValueError(f"base must be a mapping of training config keys (see configs/ppo.yaml), got {base!r}")
+    for key in RESERVED_KEYS:
+        if key in base:
+            raise ValueError(f"base.{key} is set by the sweep itself (seeds, budget, --cpus-per-trial)")
+    _from_dict(TrainConfig, copy.deepcopy(base), "")  # unknown keys name themselves
+    return base
+
+
+def _seeds(seeds: Any) -> list[int]:
+    """``seeds``: a count, or a non-empty list of distinct seeds."""
+    if is_int(seeds) and 1 <= seeds <= MAX_TRIALS:
+        seeds = list(range(seeds))
+    if not (isinstance(seeds, list) and seeds and all(is_int(s) and 0 <= s <= MAX_SEED for s in seeds)):
+        raise ValueError(f"seeds must be a count or a non-empty list of ints in 0..{MAX_SEED}, got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {seeds!r}")
+    return seeds
 
 
 def parse_sweep(data: Any, where: str = "sweep") -> Sweep:
@@ -221,20 +258,8 @@ def parse_sweep(data: Any, where: str = "sweep") -> Sweep:
     name = data.get("name")
     if name is not None and not (isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name)):
         raise ValueError(f"name must be a folder name of letters, digits, '.', '_', '-', got {name!r}")
-    base = data.get("base") or {}
-    if not isinstance(base, dict):
-        raise ValueError(f"base must be a mapping of training config keys (see configs/ppo.yaml), got {base!r}")
-    for key in RESERVED_KEYS:
-        if key in base:
-            raise ValueError(f"base.{key} is set by the sweep itself (seeds, budget, --cpus-per-trial)")
-    _from_dict(TrainConfig, copy.deepcopy(base), "")  # unknown keys name themselves
-    seeds = data.get("seeds", [0, 1, 2])
-    if is_int(seeds) and 1 <= seeds <= MAX_TRIALS:
-        seeds = list(range(seeds))
-    if not (isinstance(seeds, list) and seeds and all(is_int(s) and 0 <= s <= MAX_SEED for s in seeds)):
-        raise ValueError(f"seeds must be a count or a non-empty list of ints in 0..{MAX_SEED}, got {seeds!r}")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct, got {seeds!r}")
+    base = _base(data.get("base") or {})
+    seeds = _seeds(data.get("seeds", [0, 1, 2]))
     budget = data.get("budget")
     if not isinstance(budget, dict) or set(budget) - {"total_timesteps", "max_minutes"} or not budget:
         raise ValueError(f"budget must be a mapping of total_timesteps and/or max_minutes, got {budget!r}")

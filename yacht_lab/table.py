@@ -77,6 +77,7 @@ class Advice:
 
     @property
     def expected_final(self) -> float:
+        """The expected final total from here under the solver's play."""
         return self.total + float(self.q[self.best])
 
     def cost(self, action: int) -> float:
@@ -88,7 +89,8 @@ class Advice:
 @dataclass(frozen=True)
 class Decision:
     """One decision of a game, valued by the coach (``best`` is ``None`` and ``cost`` 0.0 at a table without hints,
-    where no coach is asked); ``open_mask``, ``upper`` and ``armed`` are the player's sheet before it."""
+    where no coach is asked); ``open_mask``, ``upper`` and ``armed`` are the player's sheet before it.
+    """
 
     seat: int
     turn: int
@@ -109,7 +111,8 @@ class Decision:
 class Coach:
     """The exact solver as a coach: advice before a decision, its cost after; at a table of two or more, also
     the win-aware agent's chance of finishing first after each move (:meth:`win_chances`), where that agent plays
-    the rules (it refuses the ones its model does not cover; the coach then gives no odds)."""
+    the rules (it refuses the ones its model does not cover; the coach then gives no odds).
+    """
 
     def __init__(self, rules: R.Rules, solution: Solution | None = None, players: int = 1) -> None:
         self.rules = rules
@@ -126,7 +129,8 @@ class Coach:
     def win_chances(self, roll: int, rolls_left: int, open_mask: int, total: int, opponent_open, opponent_total):
         """Per action ``(44,)``: the chance of finishing first (ties split) if it is taken and everyone plays the
         solver's policy after (the win agent's model); ``None`` for a lone player. Opponents are listed in seat
-        order after the player, each at a turn start (as they are during the player's turn)."""
+        order after the player, each at a turn start (as they are during the player's turn).
+        """
         if self.win is None:
             return None
         chances = self.win.win_probabilities(roll, rolls_left, open_mask, total, [opponent_open], [opponent_total])
@@ -249,6 +253,7 @@ class TableGame:
 
     # -- showing ------------------------------------------------------------------------------------
     def sheet_view(self, decision: bool) -> SheetView:
+        """What the score sheet shows now (``decision``: the player is choosing a move)."""
         table, rules, n = self.table, self.rules, self.rules.num_categories
         seat = table.current if decision else None
         cells = [["-"] * len(self.names) for _ in range(n)]

@@ -1,14 +1,16 @@
-"""What a training run is trained on and measured by: solo games, or one seat at tables against opponents.
+"""What a PPO run is trained on and measured by: solo games, or one seat at tables against opponents.
 
-The one place where solo and table training differ (:func:`task_for`): the env factory, the columns of its
-learning curve, the metric a sweep ranks by, how the live model is evaluated for a curve row, and the plot. The trainer
-(:mod:`yacht_lab.training`) and its callbacks only ask the task. The agent sees only the env's observation and
-(scaled) reward: the exact solver is used for reporting (``% of optimal``, regret), never in training.
+The one place where solo and table training differ: the env factory, the columns of its learning curve, the metric a
+sweep ranks by, how the live model is evaluated for a curve row, and the plot. The trainer (:mod:`yacht_lab.training`,
+which picks the task of a config, :class:`yacht_lab.league.LeagueTask` with a league) and its callbacks only ask the
+task. The agent sees only the env's observation and (scaled) reward: the exact solver is used for reporting (``% of
+optimal``, regret), never in training.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from stable_baselines3.common.vec_env import VecEnvWrapper
 
@@ -24,9 +26,11 @@ class ScaledReward(VecEnvWrapper):
         self.scale = scale
 
     def reset(self):
+        """Resets the wrapped env."""
         return self.venv.reset()
 
     def step_wait(self):
+        """Steps the wrapped env, its rewards scaled."""
         obs, rewards, dones, infos = self.venv.step_wait()
         return obs, rewards * self.scale, dones, infos
 
@@ -58,11 +62,12 @@ def evaluate_versus(model, rules: str, opponents: list[str], games: int, seed: i
     """The deterministic policy of a live versus model against its opponents, on ``games`` deals.
 
     :func:`yacht_lab.head_to_head.head_to_head` with the learner first and the opponents (fresh agents of the
-    specs, so that a ``random`` one draws the same at every evaluation): common dice, dice and seat rotations.
-    Returns the learner's ``win_rate`` (its win share, ties split: at two players its win rate with ties
-    counted half) and ``win_rate_ci95`` (the CI's half-width over deals), ``mean_score`` and
-    ``score_ci95``, ``percent_of_optimal`` (its mean score over the solver's solo expectation: a yardstick
-    only) and ``mean_margin`` (its mean total minus the opponents' mean total, over the same games).
+    specs at this table, so that a ``random`` one draws the same at every evaluation): common dice, dice and seat
+    rotations, without the win model's calibration (nothing here reads it). Returns the learner's ``win_rate`` (its
+    win share, ties split: at two players its win rate with ties counted half) and ``win_rate_ci95`` (the CI's
+    half-width over deals), ``mean_score`` and ``score_ci95``, ``percent_of_optimal`` (its mean score over the
+    solver's solo expectation: a yardstick only) and ``mean_margin`` (its mean total minus the opponents' mean
+    total, over the same games).
     """
     from yacht_agents import make_agent
     from yacht_agents.ppo import PPOAgent
@@ -72,11 +77,11 @@ def evaluate_versus(model, rules: str, opponents: list[str], games: int, seed: i
     learner = PPOAgent.from_model(model, rules)
     agents = [learner]
     for i, spec in enumerate(opponents):
-        agent = make_agent(spec, rules, seed=i)
+        agent = make_agent(spec, rules, seed=i, players=len(opponents) + 1)
         if any(agent.name == other.name for other in agents):  # head_to_head wants distinct names
             agent.name = f"{spec} #{i + 1}"
         agents.append(agent)
-    report = head_to_head(agents, len(agents), games, seed, rules).to_dict()
+    report = head_to_head(agents, len(agents), games, seed, rules, calibration=False).to_dict()
     by_agent = report["agents"]
     me = by_agent[learner.name]
     others = [by_agent[agent.name]["mean_score"] for agent in agents[1:]]
@@ -90,6 +95,16 @@ def evaluate_versus(model, rules: str, opponents: list[str], games: int, seed: i
         "percent_of_optimal": 100.0 * me["mean_score"] / solve(rules).expected_score,
         "mean_margin": me["mean_score"] - sum(others) / len(others),
     }
+
+
+def evaluate_against(model, rules: str, spec: str, players: int, games: int, seed: int) -> tuple[dict, dict[str, Any]]:
+    """A live model against ``players - 1`` copies of one agent (:func:`evaluate_versus` on ``games`` deals of
+    ``seed``): the full result, and a curve's row of it (``member``, ``win_rate``, ``win_rate_ci95``,
+    ``mean_score``, ``mean_margin``, ``games``). A league's members and a distillation's opponents are measured so.
+    """
+    result = evaluate_versus(model, rules, [spec] * (players - 1), games, seed)
+    keys = ("win_rate", "win_rate_ci95", "mean_score", "mean_margin")
+    return result, {"member": spec, **{key: result[key] for key in keys}, "games": games * players * players}
 
 
 class SoloTask:
@@ -166,7 +181,8 @@ class SoloTask:
 
 class TableTask(SoloTask):
     """One seat at ``n_envs`` tables of ``YachtVersus-v0`` against the config's opponents, in its ``seat``,
-    rewarded by its ``reward``; the curve is the win rate against them."""
+    rewarded by its ``reward``; the curve is the win rate against them.
+    """
 
     fields = VERSUS_CURVE_FIELDS
     metric = "win_rate"
@@ -183,6 +199,7 @@ class TableTask(SoloTask):
         return list(self.config.opponents)
 
     def make_env(self):
+        """The training VecEnv: the versus tables against the config's opponents, rewards scaled."""
         from yacht_env.sb3 import YachtSB3VecEnv
 
         config = self.config
@@ -195,11 +212,13 @@ class TableTask(SoloTask):
         """Nothing: a versus plot needs no levels (its reference is the even win rate, 1 / players)."""
 
     def evaluate(self, model) -> dict[str, float]:
+        """The curve's columns: the win rate and the rest against the opponents."""
         config = self.config
         result = evaluate_versus(model, config.rules, config.opponents, config.eval.games, config.eval.seed)
         return {key: result[key] for key in VERSUS_CURVE_FIELDS[2:-1]}
 
     def describe(self, row: dict[str, float]) -> str:
+        """The evaluation's part of the progress line."""
         return (
             f"eval win rate {100 * row['win_rate']:.1f}% +- {100 * row['win_rate_ci95']:.1f} against "
             f"{', '.join(self.against)}, score {row['mean_score']:.2f} +- {row['score_ci95']:.2f}, "
@@ -208,7 +227,8 @@ class TableTask(SoloTask):
 
     def plot(self, curve_path: Path, png_path: Path) -> None:
         """Versus learning curve PNG: win rate (95% CI band) vs wall-clock minutes and vs timesteps, the even
-        win rate ``1 / players`` marked."""
+        win rate ``1 / players`` marked.
+        """
         from yacht_lab.report import _short
 
         config = self.config
@@ -230,21 +250,13 @@ class TableTask(SoloTask):
         plot_curves(png_path, rows, "win_rate", "win_rate_ci95", "win rate (ties split)", decorate)
 
 
-def task_for(config: TrainConfig) -> SoloTask:
-    """The task of a config: :class:`yacht_lab.league.LeagueTask` with a league, :class:`TableTask` if it names
-    opponents, else :class:`SoloTask`."""
-    if config.league is not None:
-        from yacht_lab.league import LeagueTask
-
-        return LeagueTask(config)
-    return TableTask(config) if config.opponents else SoloTask(config)
-
-
-def make_vec_env(config: TrainConfig) -> ScaledReward:
-    """The training VecEnv of a config (its task's env): solo games, or the versus tables with opponents."""
-    return task_for(config).make_env()
+def task_class(config: TrainConfig) -> type[SoloTask]:
+    """The kind of task of a config as far as its curve goes: :class:`SoloTask` alone, :class:`TableTask` at a table
+    (opponents or a league: a league's task is a table task that draws its opponents).
+    """
+    return SoloTask if config.players == 1 else TableTask
 
 
 def curve_fields(config: TrainConfig) -> tuple[str, ...]:
-    """The columns of a run's learning curve: :data:`CURVE_FIELDS`, or :data:`VERSUS_CURVE_FIELDS` with opponents."""
-    return task_for(config).fields
+    """The columns of a run's learning curve: :data:`CURVE_FIELDS` solo, :data:`VERSUS_CURVE_FIELDS` at a table."""
+    return task_class(config).fields

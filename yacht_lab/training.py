@@ -1,14 +1,15 @@
 """PPO training for Yacht: a new run or a resumed one, trained by sb3-contrib's ``MaskablePPO``.
 
-``train.py`` (``yacht-train``) is the thin script over this. The config (dataclasses, loading, validation) is
-:mod:`yacht_lab.config`; what the run trains on and how it is measured, solo or at a table, is its task
-(:mod:`yacht_lab.tasks`); the run folder and its files are :mod:`yacht_lab.runs`; what SB3 calls during training
-is :mod:`yacht_lab.callbacks`.
+``train.py`` (``yacht-train``) is the thin script over this and over :mod:`yacht_lab.distill` (a config with a
+``distill`` section). The config is :mod:`yacht_lab.config`; the network is :mod:`yacht_lab.model`; what the run
+trains on and how it is measured, solo, at a table or against a league, is its task (:func:`task_for`:
+:mod:`yacht_lab.tasks`, :mod:`yacht_lab.league`); the run folder and its files are :mod:`yacht_lab.runs`; what SB3
+calls during training is :mod:`yacht_lab.callbacks`.
 
 A run trains on the native vector env through the SB3 adapter (:class:`yacht_env.sb3.YachtSB3VecEnv`): solo
 ``Yacht-v0`` games, or, with ``opponents`` in the config, one seat at tables of ``YachtVersus-v0`` against them (a
-*versus run*, whose curve is the win rate against them). The agent sees only the env's observation and (scaled)
-reward: the exact solver is used for reporting (``% of optimal``, regret), never in training.
+*versus run*, whose curve is the win rate against them), or against a league's members. The agent sees only the env's
+observation and (scaled) reward: the exact solver is used for reporting (``% of optimal``, regret), never in training.
 """
 
 from __future__ import annotations
@@ -23,10 +24,8 @@ from typing import Any
 
 from stable_baselines3.common.callbacks import CallbackList
 
-from yacht_lab.anchor import anchor_to_init
 from yacht_lab.callbacks import (
     Abort,
-    CriticWarmupCallback,
     CurveCallback,
     EntropyScheduleCallback,
     ReportCallback,
@@ -36,7 +35,8 @@ from yacht_lab.callbacks import (
     StopFlag,
 )
 from yacht_lab.config import MAX_SEED, TrainConfig, load_config, validated
-from yacht_lab.focus import explore, kl_weights, learn_last_turns
+from yacht_lab.league import LeagueTask
+from yacht_lab.model import linear_schedule, ppo_kwargs, start_model
 from yacht_lab.runs import (
     CURVE_FILE,
     PLOT_FILE,
@@ -48,73 +48,23 @@ from yacht_lab.runs import (
     save_atomically,
     start_run_folder,
 )
-from yacht_lab.tasks import task_for
-from yacht_lab.warm_start import warm_start
+from yacht_lab.tasks import ScaledReward, SoloTask, TableTask
 
-__all__ = ["Abort", "load_checkpoint", "make_model", "resume_config", "train"]
+__all__ = ["Abort", "load_checkpoint", "make_vec_env", "resume_config", "task_for", "train"]
 
 
-# --------------------------------------------------------------------------------------------------
-# A new model, or a checkpoint to continue
-# --------------------------------------------------------------------------------------------------
-def linear_schedule(start: float, end: float):
-    """SB3 schedule: ``start`` at the beginning of training to ``end`` at the end, and ``end`` past it.
-
-    SB3 collects whole rollouts, so the last one can end past ``total_timesteps`` and its update sees a negative
-    ``progress_remaining``; clamped, that update's rate is ``end`` (never below it: with ``end = 0`` a negative
-    rate would step up the loss), as the entropy bonus's schedule already is.
+def task_for(config: TrainConfig) -> SoloTask:
+    """The task of a PPO config: :class:`~yacht_lab.league.LeagueTask` with a league, :class:`TableTask` if it names
+    opponents, else :class:`SoloTask`.
     """
-
-    def schedule(progress_remaining: float) -> float:
-        return end + (start - end) * min(max(progress_remaining, 0.0), 1.0)
-
-    return schedule
+    if config.league is not None:
+        return LeagueTask(config)
+    return TableTask(config) if config.opponents else SoloTask(config)
 
 
-def make_model(config: TrainConfig, env, tensorboard_dir: str | None):
-    """A new ``MaskablePPO`` of the config on ``env``."""
-    import torch
-    from sb3_contrib import MaskablePPO
-
-    activation = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[config.policy.activation]
-    policy_kwargs = {
-        "net_arch": {"pi": list(config.policy.net_arch), "vf": list(config.policy.net_arch)},
-        "activation_fn": activation,
-    }
-    policy = "MlpPolicy"
-    if config.policy.chase_inputs or config.policy.keep_head:
-        from yacht_agents.policy import OddsPolicy
-
-        policy = OddsPolicy
-        policy_kwargs.update(
-            rules=config.rules,
-            chase_inputs=config.policy.chase_inputs,
-            keep_head=config.policy.keep_head,
-            bonus_odds=config.policy.bonus_odds,
-        )
-    return MaskablePPO(
-        policy, env, policy_kwargs=policy_kwargs, device=config.device, **_ppo_kwargs(config, tensorboard_dir)
-    )
-
-
-def _ppo_kwargs(config: TrainConfig, tensorboard_dir: str | None) -> dict[str, Any]:
-    """The config's ``MaskablePPO`` settings, but the policy's and the device."""
-    p = config.ppo
-    return {
-        "learning_rate": linear_schedule(p.learning_rate, p.learning_rate_final),
-        "n_steps": p.n_steps,
-        "batch_size": p.batch_size,
-        "n_epochs": p.n_epochs,
-        "gamma": p.gamma,
-        "gae_lambda": p.gae_lambda,
-        "clip_range": p.clip_range,
-        "ent_coef": p.ent_coef,
-        "vf_coef": p.vf_coef,
-        "max_grad_norm": p.max_grad_norm,
-        "tensorboard_log": tensorboard_dir,
-        "seed": config.seed,
-        "verbose": 0,
-    }
+def make_vec_env(config: TrainConfig) -> ScaledReward:
+    """The training VecEnv of a PPO config (its task's env): solo games, or the tables with opponents or a league."""
+    return task_for(config).make_env()
 
 
 def resume_config(checkpoint: str | os.PathLike, overrides: dict[str, Any] | None = None) -> TrainConfig:
@@ -152,7 +102,7 @@ def load_checkpoint(checkpoint: Path, env, config: TrainConfig, tensorboard_dir:
 
     try:
         model = build_model(
-            checkpoint, env, optimizer=True, device=config.device, **_ppo_kwargs(config, tensorboard_dir)
+            checkpoint, env, optimizer=True, device=config.device, **ppo_kwargs(config, tensorboard_dir)
         )
     except Exception as error:  # noqa: BLE001 - a corrupt file fails in many ways; one clear error
         detail = " ".join(str(error).split()) or type(error).__name__
@@ -204,49 +154,17 @@ def train(
     import torch
 
     validated(config)
-    if config.rollouts is not None:
-        if resume is not None:
-            raise ValueError("a rollouts run is not resumed: start a new run from its model (init)")
-        from yacht_lab.rollouts import train_rollouts
-
-        return train_rollouts(config, output_dir, command or shlex.join(sys.argv), progress, name)
+    if config.distill is not None:
+        raise ValueError("a config with a distill section trains by yacht_lab.distill.train_distill, not by PPO")
     task = task_for(config)
     with contextlib.ExitStack() as held, StopFlag() as stop:
-        if resume is not None:
-            resume = Path(resume)
-            if not resume.is_file():
-                raise ValueError(f"cannot resume: checkpoint {str(resume)!r} not found")
-            run_dir, claimed = run_folder_of(resume), []
-        else:
-            run_dir, claimed = claim_run_folder(output_dir, config, name)
+        run_dir, claimed = _run_folder(output_dir, config, name, resume)
         env = None
         try:
             held.enter_context(run_folder_lock(run_dir))  # until the run ends: no second process trains here
             torch.set_num_threads(config.torch_threads)
             env = task.make_env()
-            tensorboard_dir = str(run_dir / "tb")
-            if resume is not None:
-                model = load_checkpoint(resume, env, config, tensorboard_dir)
-                rows = resumed_curve(run_dir / CURVE_FILE, model.num_timesteps, task.fields)
-            else:
-                model, rows = make_model(config, env, tensorboard_dir), []
-                if config.init is not None:
-                    warm_start(model, config)
-            p = config.ppo
-            late_kl = p.kl_to_init if p.kl_to_init_last_turns is None else p.kl_to_init_last_turns
-            if p.kl_to_init > 0 or late_kl > 0:  # the reference: the init model, rebuilt the same way on a resume too
-                reference = make_model(config, env, None)
-                warm_start(reference, config)
-                weight = (
-                    p.kl_to_init
-                    if late_kl == p.kl_to_init
-                    else kl_weights(p.learn_last_turns, p.kl_to_init, late_kl, config.rules)
-                )
-                anchor_to_init(model, reference.policy, weight)
-            if config.ppo.learn_last_turns:
-                learn_last_turns(model, config.ppo.learn_last_turns, config.rules)
-            if p.explore_temperature != 1.0:
-                explore(model, p.learn_last_turns, p.explore_temperature, config.rules)
+            model, rows = _model_and_curve(config, env, run_dir, resume, task)
             task.attach(run_dir, model, resumed=resume is not None)  # a league: restored and seated
             remaining = config.total_timesteps - model.num_timesteps
             if remaining <= 0:
@@ -262,37 +180,65 @@ def train(
                 env.close()
             release_run_folder(claimed)
             raise
-
-        start = time.time()
-        wall_offset = rows[-1]["wall_minutes"] * 60 if rows else 0.0
-        speed = SpeedCallback(config.total_timesteps, progress)
-        curve = CurveCallback(task, run_dir / CURVE_FILE, rows, start, wall_offset, speed)
-        checkpoints = RunCheckpointCallback(
-            run_dir / "checkpoints", config.checkpoint_every_timesteps, on_save=task.checkpoint
-        )
-        stopper = StopCallback(stop, config.max_minutes, start, speed)
-        entropy = EntropyScheduleCallback(config.ppo.ent_coef, config.ppo.ent_coef_final, config.total_timesteps)
-        # The order matters: at a rollout's start evaluate, then the task's own (a league: fold the results, take a
-        # snapshot, new weights), then checkpoint, then report both; at each step update the bar, then look for a
-        # stop; at a rollout's end set the coming update's entropy bonus, measure the speed, freeze or free the actor.
-        warmup = CriticWarmupCallback(config.ppo.critic_warmup_timesteps)
-        reporter = ReportCallback(report, curve, checkpoints) if report is not None else None
-        callbacks = CallbackList(
-            [curve, *task.callbacks(), checkpoints, *([reporter] if reporter else []), speed, stopper, entropy, warmup]
-        )
-        stop.arm()
         try:
-            model.learn(remaining, callback=callbacks, reset_num_timesteps=resume is None, tb_log_name="ppo")
-            path = checkpoints.save()
-            if not stopper.interrupted and curve.last_eval != model.num_timesteps:
-                curve.evaluate()
-            task.plot(run_dir / CURVE_FILE, run_dir / PLOT_FILE)
-            save_atomically(model, run_dir / "model.zip")  # last: a run folder with model.zip is a complete run
-            if reporter is not None:
-                reporter.flush()
+            run = (config, task, model, run_dir, rows, stop)
+            path, interrupted = _learn(*run, remaining, resume, report, progress)
         finally:
-            speed.close()
             env.close()
-    if stopper.interrupted:
+    if interrupted:
         print(f"interrupted: saved {path}; continue with: {rerun} --resume {path}", file=sys.stderr)
     return run_dir
+
+
+def _run_folder(output_dir, config: TrainConfig, name: str | None, resume: Path | None) -> tuple[Path, list[Path]]:
+    """The run's folder and what was created for it: a new one claimed, or a resumed checkpoint's (nothing new)."""
+    if resume is None:
+        return claim_run_folder(output_dir, config, name)
+    resume = Path(resume)
+    if not resume.is_file():
+        raise ValueError(f"cannot resume: checkpoint {str(resume)!r} not found")
+    return run_folder_of(resume), []
+
+
+def _model_and_curve(config: TrainConfig, env, run_dir: Path, resume, task) -> tuple[Any, list[dict[str, float]]]:
+    """The model to train (new, from ``init``, or the checkpoint's) and the curve rows it already has."""
+    tensorboard_dir = str(run_dir / "tb")
+    if resume is None:
+        return start_model(config, env, tensorboard_dir), []
+    model = load_checkpoint(Path(resume), env, config, tensorboard_dir)
+    return model, resumed_curve(run_dir / CURVE_FILE, model.num_timesteps, task.fields)
+
+
+def _learn(config: TrainConfig, task, model, run_dir: Path, rows, stop, remaining: int, resume, report, progress):
+    """Trains ``model`` for ``remaining`` steps with the run's callbacks, saves and plots; returns the last
+    checkpoint and whether a signal stopped the run.
+    """
+    start = time.time()
+    wall_offset = rows[-1]["wall_minutes"] * 60 if rows else 0.0
+    speed = SpeedCallback(config.total_timesteps, progress)
+    curve = CurveCallback(task, run_dir / CURVE_FILE, rows, start, wall_offset, speed)
+    checkpoints = RunCheckpointCallback(
+        run_dir / "checkpoints", config.checkpoint_every_timesteps, on_save=task.checkpoint
+    )
+    stopper = StopCallback(stop, config.max_minutes, start, speed)
+    entropy = EntropyScheduleCallback(config.ppo.ent_coef, config.ppo.ent_coef_final, config.total_timesteps)
+    # The order matters: at a rollout's start evaluate, then the task's own (a league: fold the results, take a
+    # snapshot, new weights), then checkpoint, then report both; at each step update the bar, then look for a
+    # stop; at a rollout's end set the coming update's entropy bonus and measure the speed.
+    reporter = ReportCallback(report, curve, checkpoints) if report is not None else None
+    callbacks = CallbackList(
+        [curve, *task.callbacks(), checkpoints, *([reporter] if reporter else []), speed, stopper, entropy]
+    )
+    stop.arm()
+    try:
+        model.learn(remaining, callback=callbacks, reset_num_timesteps=resume is None, tb_log_name="ppo")
+        path = checkpoints.save()
+        if not stopper.interrupted and curve.last_eval != model.num_timesteps:
+            curve.evaluate()
+        task.plot(run_dir / CURVE_FILE, run_dir / PLOT_FILE)
+        save_atomically(model, run_dir / "model.zip")  # last: a run folder with model.zip is a complete run
+        if reporter is not None:
+            reporter.flush()
+    finally:
+        speed.close()
+    return path, stopper.interrupted

@@ -45,7 +45,8 @@ _KEEP_ROW_VIEWS = {canonical: list(rows) for canonical, rows in _KEEP_ROWS.items
 @functools.cache
 def _pick_rows(num_categories: int) -> list[np.ndarray]:
     """Per open mask, the legal actions with no re-roll left (the open categories' picks), ``(32 + n,)`` bool rows
-    made once: one game's mask is a copy of its row, with the legal keeps written in while re-rolls are left."""
+    made once: one game's mask is a copy of its row, with the legal keeps written in while re-rolls are left.
+    """
     rows = np.zeros((1 << num_categories, NUM_KEEPS + num_categories), dtype=bool)
     rows[:, NUM_KEEPS:] = open_bits(num_categories)
     return list(rows)
@@ -175,7 +176,8 @@ def describe_illegal(
     action: int, roll: int, rolls_left: int, categories: Sequence[str] = CATEGORIES, open_mask: int | None = None
 ) -> str:
     """Why ``action`` is illegal in a state (assumes it is, under the env's legality rules); give ``open_mask``
-    to tell an open box the forced joker's placement rules out from a filled one."""
+    to tell an open box the forced joker's placement rules out from a filled one.
+    """
     if action >= PICK_OFFSET:
         name = categories[action - PICK_OFFSET]
         if open_mask is not None and open_mask >> (action - PICK_OFFSET) & 1:

@@ -128,7 +128,8 @@ def pick_tables(rules: str | Rules = "standard") -> PickTables:
 
 def legal_picks(rules: Rules, roll, open_mask):
     """The categories a pick may take, as an open-mask-like word: ``open_mask`` itself, except under the forced
-    joker, where an extra five of a kind must go where the official placement says. Scalar or batched."""
+    joker, where an extra five of a kind must go where the official placement says. Scalar or batched.
+    """
     if rules.joker != "forced":
         return open_mask
     tables = pick_tables(rules)
@@ -143,7 +144,8 @@ def pick_outcome(rules: Rules, roll, category, open_mask, upper=0, armed=0):
 
     Args:
         rules: The preset.
-        roll, category: The sorted roll and the (open, legal) category picked.
+        roll: The sorted roll.
+        category: The (open, legal) category picked.
         open_mask: The open categories before the pick.
         upper: The upper section's subtotal before the pick, capped at ``rules.upper_bonus_threshold`` (always 0
             without an upper bonus).

@@ -71,6 +71,11 @@ class Rules:
     joker: Literal["none", "free", "forced"] = "none"
 
     def __post_init__(self) -> None:
+        self._check_values()
+        self._check_categories()
+
+    def _check_values(self) -> None:
+        """The options and the points: each of its allowed values (``ValueError`` naming the first that is not)."""
         choices = {
             "four_of_a_kind": ("four_dice", "all_dice"),
             "three_of_a_kind": ("three_dice", "all_dice"),
@@ -97,6 +102,9 @@ class Rules:
             )
         if not isinstance(self.yacht_is_full_house, bool):
             raise ValueError(f"yacht_is_full_house must be True or False, got {self.yacht_is_full_house!r}")
+
+    def _check_categories(self) -> None:
+        """The categories, and what the bonuses and the joker need of them."""
         categories = self.categories
         if (
             not isinstance(categories, tuple)
@@ -168,13 +176,15 @@ class Rules:
     @property
     def has_bonuses(self) -> bool:
         """Whether a pick's points can depend on more than the dice and the category (an upper bonus, a
-        Yahtzee bonus or a joker): the family's rules, never Yacht's presets."""
+        Yahtzee bonus or a joker): the family's rules, never Yacht's presets.
+        """
         return bool(self.upper_bonus or self.yahtzee_bonus or self.joker != "none")
 
     @property
     def bonus_shape(self) -> tuple[int, int]:
         """How many values the state's ``upper`` and ``armed`` take: ``(threshold + 1, 2)`` for Yahtzee, ``(64,
-        1)`` for Yatzy, ``(1, 1)`` for Yacht (which tracks neither)."""
+        1)`` for Yatzy, ``(1, 1)`` for Yacht (which tracks neither).
+        """
         return (self.upper_bonus_threshold + 1 if self.upper_bonus else 1, 2 if self.yahtzee_bonus else 1)
 
     @property
@@ -188,7 +198,8 @@ class Rules:
     def max_total(self) -> int:
         """A bound on the final score: each box's best score, the upper bonus, and a Yahtzee bonus on every turn
         after the first; the largest possible total for Yacht's presets and Yahtzee's jokers (297 for
-        ``standard``, 1575 for ``yahtzee``)."""
+        ``standard``, 1575 for ``yahtzee``).
+        """
         from .picks import pick_tables, score_table  # at call time: picks.py stands on this module
 
         best = score_table(self).max(axis=0).astype(int)

@@ -20,7 +20,8 @@ import sys
 def program_name(command: str, prog: str | None = None) -> str:
     """``prog`` if given, else how this process was started: the name of ``sys.argv[0]`` (``yacht-train`` for the
     console command, ``train.py`` for the script), or ``command`` when that says nothing (``-c``, an
-    interpreter's ``__main__.py``, an empty ``argv``)."""
+    interpreter's ``__main__.py``, an empty ``argv``).
+    """
     if prog:
         return prog
     name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""

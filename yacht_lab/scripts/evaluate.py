@@ -1,9 +1,9 @@
-"""Benchmark Yacht agents on the same seeded dice: score statistics, regret against the exact solver, paired
+r"""Benchmark Yacht agents on the same seeded dice: score statistics, regret against the exact solver, paired
 differences, and optionally a JSON report and a plot.
 
 Usage:
     yacht-evaluate                          # random, greedy, optimal, ppo:<rules> (the shipped model)
-    yacht-evaluate --agents random greedy optimal ppo:runs/x/model.zip --games 10000 --seed 0 \\
+    yacht-evaluate --agents random greedy optimal ppo:runs/x/model.zip --games 10000 --seed 0 \
         --rules standard --json results.json --plot scores.png
     yacht-evaluate --players 2 --games 20000 --json h2h.json   # head to head: every pair of the agents
     yacht-evaluate --players 3 --agents random greedy optimal  # three agents at one table
@@ -51,6 +51,7 @@ COMMAND = "yacht-evaluate"
 
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    """The parsed command line (one error line and exit status 2 on bad input)."""
     import importlib.util
 
     from yacht_agents import AGENT_SPECS
@@ -186,6 +187,7 @@ def outputs_problem(json_path: str | None, plot_path: str | None) -> str | None:
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Runs ``yacht-evaluate``; returns its exit status."""
     prog = program_name(COMMAND, prog)
     try:
         return _main(argv, prog)

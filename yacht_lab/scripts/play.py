@@ -1,11 +1,11 @@
-"""Play Yacht (or Yahtzee, Yatzy) in the terminal against the agents, with the exact solver as a coach.
+r"""Play Yacht (or Yahtzee, Yatzy) in the terminal against the agents, with the exact solver as a coach.
 
 Usage:
     yacht-play                                                # you against the optimal agent
     yacht-play --players human optimal ppo:standard --hints   # and the shipped PPO model
     yacht-play --players human human --names Ann Bob --rules classic --seed 7
     yacht-play --rules yahtzee --players human random         # Yahtzee: bonuses and jokers on the sheet
-    printf 's 1\\ns 2\\n...' | yacht-play --players human optimal --seed 3 --delay 0   # scripted
+    printf 's 1\ns 2\n...' | yacht-play --players human optimal --seed 3 --delay 0   # scripted
 
 (``python -m yacht_lab play`` and the repository's ``python play.py`` are the same program.)
 Seats (1..5): ``human`` or an agent spec (``random``, ``greedy``, ``optimal``, ``win`` (sized to the table),
@@ -42,6 +42,7 @@ COMMAND = "yacht-play"
 
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    """The parsed command line (one error line and exit status 2 on bad input)."""
     from yacht_agents import AGENT_SPECS, parse_spec
     from yacht_env.rules import PRESETS
     from yacht_lab.cli import OneLineParser, number
@@ -109,7 +110,8 @@ def make_reader():
     scripted game's transcript shows what was typed.
 
     Bytes that are not text in the input's encoding (a strict UTF-8 stdin given Latin-1 or binary) are read as
-    U+FFFD, so such a line is an unknown command (one line, the game goes on), not a ``UnicodeDecodeError``."""
+    U+FFFD, so such a line is an unknown command (one line, the game goes on), not a ``UnicodeDecodeError``.
+    """
     try:
         sys.stdin.reconfigure(errors="replace")
     except (AttributeError, ValueError, OSError):  # not a text stream of its own (a test's stand-in), or closed
@@ -132,6 +134,7 @@ def make_reader():
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Runs ``yacht-play``; returns its exit status."""
     prog = program_name(COMMAND, prog)
     try:
         return _main(argv, prog)

@@ -31,7 +31,8 @@ COMMAND = "yacht-sweep"
 
 def default_config() -> Path:
     """The shipped sweep file: ``yacht_lab/configs/sweep.yaml`` installed, the repository's ``configs/sweep.yaml``
-    in a source checkout (an editable install)."""
+    in a source checkout (an editable install).
+    """
     package = Path(__file__).resolve().parents[1]  # yacht_lab/
     installed = package / "configs" / "sweep.yaml"
     if installed.is_file() or not (package.parent / "pyproject.toml").is_file():
@@ -40,6 +41,7 @@ def default_config() -> Path:
 
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None):
+    """The parsed command line (one error line and exit status 2 on bad input)."""
     from yacht_lab.cli import OneLineParser, number
 
     parser = OneLineParser(prog=program_name(COMMAND, prog), description=__doc__.split("\n\n")[0])
@@ -73,6 +75,7 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None):
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Runs ``yacht-sweep``; returns its exit status."""
     prog = program_name(COMMAND, prog)
     try:
         return _main(argv, prog)

@@ -1,6 +1,8 @@
-"""Train MaskablePPO on Yacht-v0 (the native vector env through the SB3 adapter), or against opponents.
+"""Train MaskablePPO on Yacht-v0 (the native vector env through the SB3 adapter) or against opponents, or distil
+the win agent into a trained model (a config with a ``distill`` section, such as ``configs/selfplay.yaml``).
 
     yacht-train                                       # the defaults (configs/ppo.yaml): standard rules, <= 60 minutes
+    yacht-train --config configs/selfplay.yaml        # policy-iteration distillation: ppo:selfplay_standard's recipe
     yacht-train --total-timesteps 20000 --max-minutes 1 --output-dir /tmp/runs
     yacht-train --opponents greedy --reward win       # YachtVersus-v0: one seat against greedy, rewarded for wins
     yacht-train --resume runs/<run>/checkpoints/step_<N>.zip
@@ -27,6 +29,7 @@ COMMAND = "yacht-train"
 
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    """The parsed command line (one error line and exit status 2 on bad input)."""
     from yacht_env.rules import PRESETS
     from yacht_lab.cli import OneLineParser, number
 
@@ -91,6 +94,7 @@ def _terminate(signum: int, frame) -> None:
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Runs ``yacht-train``; returns its exit status."""
     prog = program_name(COMMAND, prog)
     # SIGTERM like SIGINT from the start: an exception, so that nothing is left half-done (a claimed run
     # folder is removed again); during training yacht_lab.training's own handling takes over.
@@ -109,6 +113,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
     args = parse_args(argv, prog)
     try:
         from yacht_lab.config import load_config
+        from yacht_lab.distill import train_distill
         from yacht_lab.training import resume_config, train
     except ImportError as error:  # yaml, torch, stable-baselines3 come with the train extra
         extra = "pip install 'yacht-rl[train]'"
@@ -136,9 +141,14 @@ def _main(argv: list[str] | None, prog: str) -> int:
             config = load_config(args.config, overrides)
         else:
             config = default_config(overrides)
-        run_dir = train(
-            config, args.output_dir, resume=args.resume, progress=not args.no_progress, rerun=rerun_command(prog)
-        )
+        if config.distill is not None:  # the trainer of the config: distillation with a distill section, else PPO
+            if args.resume is not None:
+                raise ValueError("a distill run is not resumed: start a new run from its model (init)")
+            run_dir = train_distill(config, args.output_dir, progress=not args.no_progress)
+        else:
+            run_dir = train(
+                config, args.output_dir, resume=args.resume, progress=not args.no_progress, rerun=rerun_command(prog)
+            )
     except (ValueError, OSError) as error:
         message = " ".join(str(error).split())  # one line, whatever the error says
         print(f"{prog}: error: {message}", file=sys.stderr)

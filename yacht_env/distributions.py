@@ -110,7 +110,8 @@ def _policy(solution: S.Solution) -> np.ndarray:
 
 def _turn_ends(rules: R.Rules, policy: np.ndarray, masks: np.ndarray) -> np.ndarray:
     """``(n, num_categories, top + 1)``: ``W[O, k, s]``, P(the turn from open mask ``O`` ends scoring ``s`` in ``k``),
-    the turn run forwards under ``policy`` (see the module docstring) for the masks ``masks`` at once."""
+    the turn run forwards under ``policy`` (see the module docstring) for the masks ``masks`` at once.
+    """
     c = rules.num_categories
     score = R.score_table(rules).astype(np.intp)
     top = int(score.max())

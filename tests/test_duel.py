@@ -347,3 +347,18 @@ def test_the_torch_kernels_build_the_same_solution(opponent, tmp_path):
             np.testing.assert_allclose(mine, theirs, atol=1e-12)
     with pytest.raises(ValueError, match="not available here"):
         duel.solve(_rules(("twos", "yacht")), cache_dir=tmp_path, device="cuda:7")
+
+
+def test_the_coach_gives_exact_odds_at_two_players_where_the_solve_is_built(tmp_path):
+    from yacht_lab.table import Coach
+
+    rules = _rules(("ones", "threes", "yacht"))
+    assert Coach(rules, players=2, cache_dir=tmp_path).odds_source == "estimate"  # not built: the win agent's model
+    solution = duel.solve(rules, cache_dir=tmp_path)
+    coach = Coach(rules, players=2, cache_dir=tmp_path)
+    assert coach.odds_source == "exact" and coach.win is None
+    chances = coach.win_chances(17, 1, 0b101, 5, 0b011, 1)
+    np.testing.assert_array_equal(chances, solution.q_values(0b101, 0b011, 4, 17, 1))
+    advice = coach.advise(17, 1, 0b101, 5)
+    assert coach.odds(chances, advice, 17).startswith("odds (exact, against perfect play): win chance ")
+    assert Coach(rules, players=3, cache_dir=tmp_path).odds_source == "estimate"

@@ -110,27 +110,45 @@ class Decision:
 
 class Coach:
     """The exact solver as a coach: advice before a decision, its cost after; at a table of two or more, also
-    the win-aware agent's chance of finishing first after each move (:meth:`win_chances`), where that agent plays
-    the rules (it refuses the ones its model does not cover; the coach then gives no odds).
+    each move's chance of finishing first (:meth:`win_chances`).
+
+    At two players the chances are exact where the two-player solve of the rules is on disk (:mod:`yacht_env.duel`:
+    the chance to win if both players play perfectly after the move); elsewhere they are the win agent's estimate
+    (everyone plays the solver's policy after the move), where that agent plays the rules (it refuses the ones its
+    model does not cover; the coach then gives no odds). :attr:`odds_source` says which.
     """
 
-    def __init__(self, rules: R.Rules, solution: Solution | None = None, players: int = 1) -> None:
+    def __init__(self, rules: R.Rules, solution: Solution | None = None, players: int = 1, cache_dir=None) -> None:
         self.rules = rules
         self.solution = solution or solve(rules)
         self.win = None
-        if players >= 2:
+        self.exact = None
+        self.odds_source = None
+        if players == 2 and not rules.has_bonuses:
+            from yacht_env import duel
+
+            try:
+                self.exact = duel.solve(rules, cache_dir=cache_dir, build_missing=False)
+                self.odds_source = "exact"
+            except ValueError:  # not built: the win agent's estimate below
+                self.exact = None
+        if players >= 2 and self.exact is None:
             from yacht_agents.win import WinAgent
 
             try:
                 self.win = WinAgent(rules, players, name="coach")
+                self.odds_source = "estimate"
             except ValueError:  # rules the win agent's model does not cover
                 self.win = None
 
     def win_chances(self, roll: int, rolls_left: int, open_mask: int, total: int, opponent_open, opponent_total):
-        """Per action ``(44,)``: the chance of finishing first (ties split) if it is taken and everyone plays the
-        solver's policy after (the win agent's model); ``None`` for a lone player. Opponents are listed in seat
-        order after the player, each at a turn start (as they are during the player's turn).
+        """Per action ``(num_actions,)``: the chance of finishing first (ties split) if it is taken: exact against
+        perfect play, or the win agent's model (everyone plays the solver's policy after); ``None`` for a lone
+        player. Opponents are listed in seat order after the player, each at a turn start (as they are during the
+        player's turn).
         """
+        if self.exact is not None:
+            return self.exact.q_values(open_mask, opponent_open, total - opponent_total, roll, rolls_left)
         if self.win is None:
             return None
         chances = self.win.win_probabilities(roll, rolls_left, open_mask, total, [opponent_open], [opponent_total])
@@ -138,7 +156,8 @@ class Coach:
 
     def odds(self, chances, advice: Advice, roll: int) -> str:
         """``odds: win chance 48.2% with the coach's move; to win: keep 6 6 (51.0%)`` before a decision."""
-        line = f"odds: win chance {chances[advice.best]:.1%} with the coach's move"
+        label = " (exact, against perfect play)" if self.odds_source == "exact" else ""
+        line = f"odds{label}: win chance {chances[advice.best]:.1%} with the coach's move"
         best = int(np.argmax(chances))
         if chances[best] > chances[advice.best] + 1e-12:
             line += f"; to win: {advice.describe(best, roll, self.rules)} ({chances[best]:.1%})"

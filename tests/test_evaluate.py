@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -395,3 +396,26 @@ def test_ctrl_c_during_the_imports_is_one_line_exit_130(tmp_path):
     )
     assert (done.returncode, done.stderr, done.stdout) == (130, "evaluate.py: interrupted\n", "")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_ctrl_c_tests_pass_when_the_suite_starts_with_sigint_ignored():
+    ignored = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731 (as nohup or a background job)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_evaluate.py::test_ctrl_c_during_the_imports_is_one_line_exit_130",
+            "tests/test_train.py::test_a_signal_before_training_starts_aborts_and_removes_the_claimed_folder",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=ignored,
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "2 passed" in done.stdout

@@ -603,6 +603,19 @@ CONFIG_ERRORS = {
         "is not valid YAML: aliases (*a) are not accepted; write the values out (line 2)",
     ),
     "over 1 MiB": ("n_envs: 8\n" + "#" * (1 << 20), "is over 1,048,576 bytes: not a config file"),
+    # PyYAML's composer recurses once a level: 100,000 levels of lists in 200 KB were a RecursionError traceback.
+    "lists nested 100,000 deep": (
+        "policy: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        "is not valid YAML: values are nested more than 64 levels deep (line 1)",
+    ),
+    "mappings nested 50,000 deep": (
+        "policy: " + "{a: " * 50_000 + "1" + "}" * 50_000 + "\n",
+        "is not valid YAML: values are nested more than 64 levels deep (line 1)",
+    ),
+    "block lists nested 100,000 deep": (
+        "policy:\n  " + "- " * 100_000 + "1\n",
+        "is not valid YAML: values are nested more than 64 levels deep (line 2)",
+    ),
     "unknown key": ("n_env: 8\n", "unknown config key n_env;"),
     "unknown nested key": ("ppo:\n  n_stepz: 128\n", "unknown config key ppo.n_stepz;"),
     "n_envs 0": ({"n_envs": 0}, "n_envs must be an int >= 1, got 0"),
@@ -630,6 +643,28 @@ def test_a_bad_config_is_one_clear_error(tmp_path, case):
         write_config(path, **content)
     result = run_train("--config", str(path), "--output-dir", str(tmp_path / "runs"))
     check_clean_error(result, tmp_path / "runs", fragment)
+
+
+@pytest.mark.parametrize("flow", [True, False])
+def test_the_yaml_reader_takes_values_64_deep_and_refuses_65(tmp_path, flow):
+    from yacht_lab.yaml_reader import MAX_YAML_DEPTH, read_yaml
+
+    def nested(depth: int) -> str:
+        return (
+            "[" * depth + "1" + "]" * depth
+            if flow
+            else "".join("  " * i + "-\n" for i in range(depth)) + "  " * depth + "1"
+        )
+
+    path = tmp_path / "deep.yaml"
+    path.write_text(nested(MAX_YAML_DEPTH - 1))  # the document's own node is the 64th level
+    value = read_yaml(path)
+    for _ in range(MAX_YAML_DEPTH - 1):
+        value = value[0]
+    assert value == 1
+    path.write_text(nested(MAX_YAML_DEPTH))
+    with pytest.raises(ValueError, match=f"nested more than {MAX_YAML_DEPTH} levels deep"):
+        read_yaml(path)
 
 
 def test_unknown_keys_of_mixed_types_are_one_clear_error(tmp_path):

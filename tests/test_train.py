@@ -624,6 +624,15 @@ CONFIG_ERRORS = {
     "batch over rollout": ({"ppo": {"batch_size": 2048}}, "ppo.batch_size (2048) must not exceed"),
     "unknown rules": ({"rules": "nope"}, "unknown rules 'nope'"),
     "eval.games 0": ({"eval": {"games": 0}}, "eval.games must be an int >= 1, got 0"),
+    # 10**7 deals at a table played for minutes before the first evaluation said anything.
+    "versus eval.games 10**7": (
+        {"opponents": ["greedy"], "reward": "win", "eval": {"games": 10**7}},
+        "eval.games must be at most 250,000 deals at a table of 2 (each is played 4 times, at most 1,000,000 games",
+    ),
+    "league eval.games 10**5 at 10": (
+        {"league": {"fixed": ["greedy"], "players": 10}, "reward": "win", "eval": {"games": 10**5}},
+        "eval.games must be at most 10,000 deals at a table of 10",
+    ),
     "reward_scale -1": ({"reward_scale": -1}, "reward_scale must be a number > 0, got -1"),
     "chase_inputs 1": ({"policy": {"chase_inputs": 1}}, "policy.chase_inputs must be true or false, got 1"),
     "keep_head yes": ({"policy": {"keep_head": "yes"}}, "policy.keep_head must be true or false, got 'yes'"),

@@ -20,6 +20,11 @@ from yacht_lab.evaluation import MAX_GAMES
 from yacht_lab.schema import (
     LEAGUE_KINDS,
     LEAGUE_SAMPLING,
+    MAX_DISTILL_EPOCHS,
+    MAX_DISTILL_ITERATIONS,
+    MAX_DISTILL_MEMORY,
+    MAX_DISTILL_POSITIONS,
+    MAX_DISTILL_TABLES,
     MAX_FIXED_MEMBERS,
     MAX_LAYER_WIDTH,
     MAX_LAYERS,
@@ -28,6 +33,7 @@ from yacht_lab.schema import (
     MAX_ROLLOUT_STEPS,
     MAX_SEED,
     MAX_SNAPSHOTS,
+    MAX_TABLE_EVAL_GAMES,
     MAX_TORCH_THREADS,
     OPPONENT_KINDS,
     OPPONENT_SPECS,
@@ -203,8 +209,17 @@ def _check_distill(config: TrainConfig) -> None:
     if not (is_int(players) and 2 <= players <= MAX_OPPONENTS + 1):
         raise ValueError(f"distill.players must be an int in 2..{MAX_OPPONENTS + 1}, got {players!r}")
     _check_members("distill.opponents", section.opponents, config.rules, players)
-    for name in ("positions", "tables", "memory", "epochs", "batch_size", "iterations", "eval_every"):
-        _check_number(f"distill.{name}", getattr(section, name), int, 1)
+    bounds = {
+        "positions": MAX_DISTILL_POSITIONS,
+        "tables": MAX_DISTILL_TABLES,
+        "memory": MAX_DISTILL_MEMORY,
+        "epochs": MAX_DISTILL_EPOCHS,
+        "batch_size": MAX_DISTILL_MEMORY,
+        "iterations": MAX_DISTILL_ITERATIONS,
+        "eval_every": MAX_DISTILL_ITERATIONS,
+    }
+    for name, high in bounds.items():
+        _check_number(f"distill.{name}", getattr(section, name), int, 1, high=high)
     _check_number("distill.learning_rate", section.learning_rate, float, 0, low_inclusive=False)
 
 
@@ -267,6 +282,20 @@ def _check_run(config: TrainConfig) -> None:
         raise ValueError(f"init must be a model's path or shipped name, or null, got {config.init!r}")
 
 
+def _check_eval(config: TrainConfig) -> None:
+    """The ``eval`` section; at a table, the games of an evaluation (``eval.games`` deals x ``players ** 2``)."""
+    _check_number("eval.every_timesteps", config.eval.every_timesteps, int, 1)
+    _check_number("eval.games", config.eval.games, int, 1, high=MAX_GAMES)
+    _check_number("eval.seed", config.eval.seed, int, 0)
+    players = config.players
+    if config.env_id == "YachtVersus-v0" and config.eval.games * players**2 > MAX_TABLE_EVAL_GAMES:
+        raise ValueError(
+            f"eval.games must be at most {MAX_TABLE_EVAL_GAMES // players**2:,} deals at a table of {players} "
+            f"(each is played {players**2} times, at most {MAX_TABLE_EVAL_GAMES:,} games an evaluation), "
+            f"got {config.eval.games!r}"
+        )
+
+
 def validate(config: TrainConfig) -> TrainConfig:
     """Checks every field; raises ``ValueError`` naming the first bad one.
 
@@ -284,9 +313,7 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_ppo(config)
     if config.distill is not None:
         _check_distill(config)
-    _check_number("eval.every_timesteps", config.eval.every_timesteps, int, 1)
-    _check_number("eval.games", config.eval.games, int, 1, high=MAX_GAMES)
-    _check_number("eval.seed", config.eval.seed, int, 0)
+    _check_eval(config)
     config.__dict__["_validated"] = config.to_dict()
     return config
 

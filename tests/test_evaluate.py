@@ -419,3 +419,29 @@ def test_the_ctrl_c_tests_pass_when_the_suite_starts_with_sigint_ignored():
     )
     assert done.returncode == 0, done.stdout[-2000:]
     assert "2 passed" in done.stdout
+
+
+# Where the presets are listed for a reader (the scripts' docstrings, the config's field, the play page), every preset
+# of yacht_env.rules.PRESETS is named: clubhouse was missing from all of them.
+PRESET_LISTS = {
+    "yacht_lab/scripts/evaluate.py": "Every preset plays:",
+    "yacht_lab/scripts/play.py": "takes every preset:",
+    "yacht_lab/schema.py": "Rules preset: a name of",
+    "docs/play.md": "`--rules` a preset",
+}
+
+
+@pytest.mark.parametrize("path", list(PRESET_LISTS))
+def test_every_list_of_the_presets_names_each(path):
+    from yacht_env.rules import PRESETS
+
+    text = (REPO / path).read_text()
+    start = text.index(PRESET_LISTS[path])
+    listing = text[start : start + 600]
+    assert [name for name in PRESETS if f"`{name}`" not in listing] == []
+
+
+def test_script_plays_the_clubhouse_preset(tmp_path):
+    done = run_script("--rules", "clubhouse", "--agents", "greedy", "optimal", "--games", "100", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "optimal - greedy" in done.stdout

@@ -190,8 +190,8 @@ class TrainConfig:
 
     rules: str = "standard"
     """Rules preset: a name of :data:`yacht_env.rules.PRESETS` (Yacht's ``standard``, ``classic``, ``knizia``, or the
-    family's ``yahtzee``, ``yahtzee_forced_joker``, ``yahtzee_no_joker``, ``yahtzee_no_bonus``, ``yatzy``). The
-    default recipe trains on each; it was tuned on Yacht's."""
+    family's ``yahtzee``, ``yahtzee_forced_joker``, ``yahtzee_no_joker``, ``yahtzee_no_bonus``, ``yatzy``,
+    ``clubhouse``). The default recipe trains on each; it was tuned on Yacht's."""
     opponents: list[str] = field(default_factory=list)
     """Agent specs of the learner's fixed opponents (``random``, ``greedy``, ``optimal``, ``ppo:PATH``; at most
     :data:`MAX_OPPONENTS`). Empty (the default): solo ``Yacht-v0`` training. Given: the learner holds one seat

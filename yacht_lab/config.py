@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 from typing import Any
 
 from yacht_agents import make_agent, parse_spec
@@ -59,6 +60,8 @@ __all__ = [
     "_from_dict",
     "from_dict",
     "load_config",
+    "resolve_config",
+    "shipped_configs",
     "validate",
     "validated",
 ]
@@ -327,13 +330,59 @@ def validated(config: TrainConfig) -> TrainConfig:
     return config
 
 
-def load_config(path: str | os.PathLike, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """Reads a YAML config, applies top-level ``overrides`` (CLI flags), validates.
+def shipped_configs() -> dict[str, Path]:
+    """The training configs that come with the package, by name: ``{"ppo": .../ppo.yaml, "yahtzee": ...}``.
+
+    Installed, they are the package data ``yacht_lab/configs/<name>.yaml``; in a source checkout (an editable
+    install) the repository's ``configs/``, where the wheel takes them from. The sweep file beside them
+    (``sweep.yaml``, ``sweep.py``'s default) is not a training config.
+    """
+    package = Path(__file__).resolve().parent
+    folders = [package / "configs"]
+    if (package.parent / "pyproject.toml").is_file():  # a source checkout: yacht_lab/ beside configs/
+        folders.append(package.parent / "configs")
+    for folder in folders:
+        found = {path.stem: path for path in sorted(folder.glob("*.yaml")) if path.stem != "sweep"}
+        if found:
+            return found
+    return {}
+
+
+def resolve_config(config: str | os.PathLike) -> Path:
+    """The file a ``--config`` names: a shipped config's name (``"yahtzee"``, ``"versus"``: see
+    :func:`shipped_configs`), or a path.
+
+    A string without a path separator and not ending in ``.yaml`` or ``.yml`` is a name; a shipped config's name
+    wins over a file of that name in the working folder (write ``./yahtzee`` for the file), as a shipped model's
+    does (:func:`yacht_agents.ppo.resolve_model`). Anything else is a path, read as it is.
 
     Raises:
-        ValueError: missing or unreadable file, bad YAML, unknown key, bad value.
+        ValueError: an unknown name with no such file (the message lists the shipped names).
     """
-    data = read_yaml(path, "config")
+    text = os.fspath(config)
+    separators = [sep for sep in ("/", os.sep, os.altsep) if sep]
+    named = not any(sep in text for sep in separators) and not text.lower().endswith((".yaml", ".yml"))
+    if isinstance(config, str) and named:
+        shipped = shipped_configs()
+        if text in shipped:
+            return shipped[text]
+        if not Path(text).exists():
+            names = ", ".join(sorted(shipped)) or "none (they are missing from this installation)"
+            raise ValueError(
+                f"cannot read config {text!r}: no shipped config of that name (shipped: {names}) and no such file; "
+                "give a shipped name or a path to a .yaml file"
+            )
+    return Path(config)
+
+
+def load_config(path: str | os.PathLike, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Reads a YAML config (a path, or a shipped config's name: :func:`resolve_config`), applies top-level
+    ``overrides`` (CLI flags), validates.
+
+    Raises:
+        ValueError: unknown name, missing or unreadable file, bad YAML, unknown key, bad value.
+    """
+    data = read_yaml(resolve_config(path), "config")
     if data is None:
         data = {}
     config = from_dict(data)

@@ -99,6 +99,10 @@ def saved_policy_module(path: str | os.PathLike) -> str | None:
 #: The most a model file may expand to: the declared uncompressed sizes of all its members together (checked
 #: before anything is read, so that a zip bomb is refused at once). The recipe's 256x256 models take 2.3 MB.
 MAX_MODEL_BYTES = 256 * 2**20
+#: The most the ``data`` member (SB3's JSON of the model's settings) may take: the shipped models' take about 42 KB.
+#: Parsed JSON can take 35 times its size in Python objects (32 MiB of ``[],`` is 1.1 GB), so this member has a
+#: bound of its own, checked with the others before anything is read.
+MAX_MODEL_DATA_BYTES = 2**20
 #: The most members a model file may have (an SB3 zip has six).
 MAX_MODEL_MEMBERS = 16
 #: Bounds of the network a model file may ask for: those of ``yacht_lab``'s config (``policy.net_arch``), an
@@ -124,7 +128,8 @@ class _Refused(ValueError):
 
 def _open_archive(path: str | os.PathLike) -> zipfile.ZipFile:
     """The model's zip, once its central directory says it expands to at most :data:`MAX_MODEL_BYTES` in at most
-    :data:`MAX_MODEL_MEMBERS` members (nothing is decompressed to find out).
+    :data:`MAX_MODEL_MEMBERS` members, its ``data`` to at most :data:`MAX_MODEL_DATA_BYTES` (nothing is
+    decompressed to find out).
     """
     archive = zipfile.ZipFile(path)
     try:
@@ -135,6 +140,12 @@ def _open_archive(path: str | os.PathLike) -> zipfile.ZipFile:
         if total > MAX_MODEL_BYTES:
             raise _Refused(
                 f"it expands to {total} bytes, more than a model may ({MAX_MODEL_BYTES} bytes, MAX_MODEL_BYTES)"
+            )
+        data = sum(member.file_size for member in members if member.filename == "data")
+        if data > MAX_MODEL_DATA_BYTES:
+            raise _Refused(
+                f"its 'data' takes {data} bytes, more than a model's settings may "
+                f"({MAX_MODEL_DATA_BYTES} bytes, MAX_MODEL_DATA_BYTES)"
             )
     except BaseException:
         archive.close()
@@ -468,7 +479,8 @@ def load_model(
     loading (``yacht_lab``'s resume needs neither: it rebuilds the model from the run's config, see
     ``yacht_lab.training.load_checkpoint``).
 
-    Both refuse a file that expands to more than :data:`MAX_MODEL_BYTES` before reading it.
+    Both refuse a file that expands to more than :data:`MAX_MODEL_BYTES`, or whose ``data`` takes more than
+    :data:`MAX_MODEL_DATA_BYTES`, before reading it.
 
     Raises:
         ValueError: ``cannot load PPO model '<path>': ...``; with ``trust``, whatever ``MaskablePPO.load``

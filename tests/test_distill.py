@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import math
 
 import numpy as np
 import pytest
@@ -106,6 +107,31 @@ def test_an_update_raises_the_labels_and_remembers_them(started):
     assert stats["memory"] == n * min(4, -(-150 // n))
 
 
+def test_an_update_ends_after_the_step_where_it_is_asked_to_stop(started):
+    run = fresh(started, memory=150, epochs=4, batch_size=64)
+    data = run.label(*run.play_games())
+    asked = []
+    run.should_stop = lambda: asked.append(True) or len(asked) == 3
+    stats = run.update(data)
+    assert len(asked) == 3 and math.isfinite(stats["cross_entropy"])  # three gradient steps of four passes
+
+
+def test_a_distill_run_past_max_minutes_stops_in_its_first_update(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        distill, "exact_teacher", lambda init, rules, players: make_agent("win", rules, players=players)
+    )
+    steps = []
+    step = Distiller._step
+    monkeypatch.setattr(Distiller, "_step", lambda self, *batch: steps.append(1) or step(self, *batch))
+    config = tiny_distill(epochs=1000, batch_size=1, iterations=5)
+    config.max_minutes = 1e-9  # past already: the first iteration takes one step and the run ends
+    run = train_distill(config, tmp_path, command="python train.py --config tiny.yaml", progress=False)
+    assert len(steps) == 1
+    with open(run / "iterations.csv", newline="") as file:
+        assert [row["iteration"] for row in csv.DictReader(file)] == ["1"]
+    assert (run / "model.zip").is_file() and (run / "checkpoints" / "iteration_1.zip").is_file()
+
+
 def test_an_iteration_is_reproducible_by_its_seed(started):
     stats, weights = [], []
     for seed in (7, 7, 8):
@@ -196,15 +222,23 @@ def test_train_py_runs_the_selfplay_recipe_end_to_end_on_a_tiny_budget(tmp_path)
         ({"distill": {"learning_rate": 0}}, "distill.learning_rate must be a number > 0"),
         ({"distill": {"positions": 0}}, "distill.positions must be an int >= 1"),
         ({"distill": {"memory": 0.5}}, "distill.memory must be an int >= 1"),
+        # Sizes without a bound exhausted memory (tables, positions at 10**9) or ignored max_minutes (epochs).
+        ({"distill": {"tables": 10**9}}, "distill.tables must be an int >= 1 and <= 100,000, got 1000000000"),
+        ({"distill": {"positions": 10**9}}, "distill.positions must be an int >= 1 and <= 1,000,000"),
+        ({"distill": {"memory": 10**9}}, "distill.memory must be an int >= 1 and <= 2,000,000"),
+        ({"distill": {"epochs": 10**9}}, "distill.epochs must be an int >= 1 and <= 1,000"),
+        ({"distill": {"batch_size": 10**9}}, "distill.batch_size must be an int >= 1 and <= 2,000,000"),
+        ({"distill": {"iterations": 10**9}}, "distill.iterations must be an int >= 1 and <= 100,000"),
+        ({"eval": {"games": 10**7}}, "eval.games must be at most 250,000 deals at a table of 2"),
         ({"rules": "yahtzee", "init": "yahtzee"}, "distill needs the start's exact score distributions"),
     ],
 )
 def test_a_bad_distill_config_is_one_error(change, message):
     config = tiny_distill()
     for key, value in change.items():
-        if key == "distill":
+        if key in ("distill", "eval"):
             for name, setting in value.items():
-                setattr(config.distill, name, setting)
+                setattr(getattr(config, key), name, setting)
         else:
             setattr(config, key, value)
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):

@@ -288,6 +288,11 @@ BAD_INPUTS = {
     "win agent alone": lambda tmp: ["--players", "1", "--agents", "greedy", "win"],
     "win agent of a superscript size": lambda tmp: ["--agents", "win:²"],
     "model is /dev/null": lambda tmp: ["--agents", "ppo:/dev/null"],
+    # A loop of symlinks exited 0 and replaced the link; int() reads " 2", "1_0" and "２" as numbers.
+    "json through a loop of symlinks": lambda tmp: ["--json", str(tmp / "loop_a.json")],
+    "players with a space": lambda tmp: ["--players", " 2", "--agents", "greedy", "optimal"],
+    "players in fullwidth digits": lambda tmp: ["--players", "２", "--agents", "greedy", "optimal"],
+    "games with an underscore": lambda tmp: ["--games", "1_0"],
 }
 
 
@@ -300,6 +305,8 @@ def test_bad_input_is_one_error_line_exit_2_and_no_output_file(tmp_path, case):
     os.mkfifo(tmp_path / "a_fifo")
     (tmp_path / "link_to_fifo.json").symlink_to(tmp_path / "a_fifo")
     (tmp_path / "link_to_out_json.png").symlink_to(tmp_path / "out.json")  # dangling until out.json is written
+    (tmp_path / "loop_a.json").symlink_to(tmp_path / "loop_b.json")
+    (tmp_path / "loop_b.json").symlink_to(tmp_path / "loop_a.json")
     args = BAD_INPUTS[case](tmp_path)
     for option, name in (("--json", "out.json"), ("--plot", "out.png"), ("--games", "50")):
         if option not in args:
@@ -312,7 +319,7 @@ def test_bad_input_is_one_error_line_exit_2_and_no_output_file(tmp_path, case):
     assert "Traceback" not in done.stderr
     assert sorted(tmp_path.rglob("*")) == before  # no output, not even a temporary file
     assert stat.S_ISFIFO((tmp_path / "a_fifo").stat().st_mode)
-    assert (tmp_path / "link_to_out_json.png").is_symlink()
+    assert (tmp_path / "link_to_out_json.png").is_symlink() and (tmp_path / "loop_a.json").is_symlink()
     assert (tmp_path / "read_only.json").read_text() == "{}"
 
 
@@ -341,19 +348,40 @@ def test_bad_input_is_one_error_line_exit_2_and_no_output_file(tmp_path, case):
             "argument --json: cannot write 'TMP/" + "a" * 300 + ".json': File name too long",
         ),
         (
+            ["--players", " 2", "--agents", "greedy", "optimal"],
+            "argument --players: expected an integer >= 1 and <= 10, got ' 2'",
+        ),
+        (
+            ["--json", "TMP/loop.json"],
+            "argument --json: cannot write 'TMP/loop.json': Too many levels of symbolic links",
+        ),
+        (
             ["--json", "TMP/read_only.json"],
             "argument --json: cannot write 'TMP/read_only.json': it is read-only (make it writable or remove it first)",
         ),
     ],
 )
 def test_bad_input_says_what_is_wrong(tmp_path, args, message):
+    if "TMP/loop.json" in args:
+        (tmp_path / "loop.json").symlink_to(tmp_path / "loop.json")
     (tmp_path / "read_only.json").write_text("{}")
     (tmp_path / "read_only.json").chmod(0o444)
     done = run_script("--games", "5", "--no-progress", *(arg.replace("TMP", str(tmp_path)) for arg in args))
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"evaluate.py: error: {message.replace('TMP', str(tmp_path))}\n"
     assert (tmp_path / "read_only.json").read_text() == "{}"
-    assert [p.name for p in tmp_path.iterdir()] == ["read_only.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) in (["read_only.json"], ["loop.json", "read_only.json"])
+
+
+def test_the_outputs_take_a_name_of_255_bytes(tmp_path):
+    """The file system takes a 255-byte name: so do --json and --plot (their temporary names were longer)."""
+    json_path, plot_path = tmp_path / ("j" * 250 + ".json"), tmp_path / ("p" * 251 + ".png")
+    done = run_script(
+        "--agents", "greedy", "--games", "5", "--no-progress", "--json", str(json_path), "--plot", str(plot_path)
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(json_path.read_text())["agents"] and plot_path.read_bytes().startswith(PNG_MAGIC)
+    assert sorted(tmp_path.iterdir()) == sorted([json_path, plot_path])
 
 
 @pytest.mark.parametrize("fmt", ["pdf", "svg"])
@@ -419,3 +447,29 @@ def test_the_ctrl_c_tests_pass_when_the_suite_starts_with_sigint_ignored():
     )
     assert done.returncode == 0, done.stdout[-2000:]
     assert "2 passed" in done.stdout
+
+
+# Where the presets are listed for a reader (the scripts' docstrings, the config's field, the play page), every preset
+# of yacht_env.rules.PRESETS is named: clubhouse was missing from all of them.
+PRESET_LISTS = {
+    "yacht_lab/scripts/evaluate.py": "Every preset plays:",
+    "yacht_lab/scripts/play.py": "takes every preset:",
+    "yacht_lab/schema.py": "Rules preset: a name of",
+    "docs/play.md": "`--rules` a preset",
+}
+
+
+@pytest.mark.parametrize("path", list(PRESET_LISTS))
+def test_every_list_of_the_presets_names_each(path):
+    from yacht_env.rules import PRESETS
+
+    text = (REPO / path).read_text()
+    start = text.index(PRESET_LISTS[path])
+    listing = text[start : start + 600]
+    assert [name for name in PRESETS if f"`{name}`" not in listing] == []
+
+
+def test_script_plays_the_clubhouse_preset(tmp_path):
+    done = run_script("--rules", "clubhouse", "--agents", "greedy", "optimal", "--games", "100", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "optimal - greedy" in done.stdout

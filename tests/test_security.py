@@ -242,3 +242,63 @@ def test_the_shipped_models_read_as_odds_policies(path):
     assert saved.policy == "OddsPolicy"
     assert saved.net_arch == {"pi": [256, 256], "vf": [256, 256]} and saved.activation == "ReLU"
     assert (saved.observation_size, saved.num_actions) == (64, 44)
+
+
+def json_bomb(target: Path, mebibytes: int = 32) -> Path:
+    """The shipped standard model with ``mebibytes`` MiB of ``[],`` in its ``data`` JSON (a 2 MB file; parsed, the
+    JSON takes 35 times its size)."""
+    source = REPO / "models" / "ppo_standard.zip"
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as copy:
+        for name in original.namelist():
+            content = original.read(name)
+            if name == "data":
+                junk = b"[]," * (mebibytes * 2**20 // 3)
+                content = content.rstrip()[:-1] + b', "junk": [' + junk + b"[]]}"
+            copy.writestr(name, content)
+    return target
+
+
+# Under an address-space cap of what the process holds plus 384 MiB, the bomb's 1.1 GB of parsed JSON would end in
+# a MemoryError: each loader must refuse it before parsing.
+CAPPED_LOADS = """
+import resource, sys
+from yacht_agents import make_agent
+from yacht_agents.ppo import load_model, saved_policy_module
+import sb3_contrib, torch  # noqa: F401 - what the loaders import, before the cap
+size = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmSize:")) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + 384 * 2**20, resource.RLIM_INFINITY))
+path = sys.argv[1]
+for load in (lambda: make_agent(f"ppo:{path}"), lambda: load_model(path), lambda: load_model(path, trust=True)):
+    try:
+        load()
+    except ValueError as error:
+        print(error)
+print(saved_policy_module(path))
+"""
+
+
+def test_a_json_bomb_in_a_model_is_refused_before_it_is_parsed(tmp_path):
+    bomb = json_bomb(tmp_path / "bomb.zip")
+    assert bomb.stat().st_size < 3 * 2**20
+    done = subprocess.run(
+        [sys.executable, "-c", CAPPED_LOADS, str(bomb)], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) == 4, done.stdout
+    for line in lines[:3]:
+        assert re.match(rf"^cannot load PPO model '{re.escape(str(bomb))}': its 'data' takes \d+ bytes, more", line)
+    assert lines[3] == "None"
+
+
+def test_a_json_bomb_is_one_line_in_the_commands(tmp_path):
+    bomb = json_bomb(tmp_path / "bomb.zip")
+    done = subprocess.run(
+        [sys.executable, str(REPO / "evaluate.py"), "--agents", f"ppo:{bomb}", "greedy", "--games", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "its 'data' takes" in done.stderr, done.stderr

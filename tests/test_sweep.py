@@ -525,3 +525,104 @@ def test_the_sweep_file_and_flags_reach_tune(tmp_path, monkeypatch):
         "cpus_per_trial": 2,
         "max_concurrent": 3,
     }
+
+
+# --------------------------------------------------------------------------------------------------
+# --address HOST:PORT where something that is not Ray listens: one line in seconds (Ray waited minutes)
+# --------------------------------------------------------------------------------------------------
+def settings_frame() -> bytes:
+    return bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def headers_frame(status_byte: int) -> bytes:
+    return bytes([0, 0, 1, 1, 4, 0, 0, 0, 1, status_byte])  # HEADERS, END_HEADERS, stream 1, one indexed field
+
+
+# What each server sends once it has read the client's first bytes (None: nothing, ever; b"": it hangs up).
+SERVERS = {
+    "silent": None,
+    "closes": b"",
+    "HTTP/1": b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+    "HTTP/2, not gRPC": settings_frame() + headers_frame(0x8D),  # :status 404, as a proxy without the service
+    "gRPC": settings_frame() + headers_frame(0x88),  # :status 200: what Ray's GCS answers
+}
+
+
+@pytest.fixture
+def server(request):
+    """A TCP server on localhost that answers each connection with ``SERVERS[request.param]``; its port."""
+    import socket
+    import threading
+
+    reply = SERVERS[request.param]
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def serve():
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(4096)
+            if reply == b"":
+                return
+            if reply is not None:
+                connection.sendall(reply)
+            done.wait(15)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    done.set()
+    listener.close()
+
+
+@pytest.mark.parametrize(
+    ("server", "message"),
+    [
+        ("silent", "it did not answer a gRPC call within 1 s"),
+        ("closes", "it closed the connection instead of answering a gRPC call"),
+        ("HTTP/1", "it answered b'HTTP/1.1 ', not HTTP/2"),
+        ("HTTP/2, not gRPC", "it is an HTTP/2 server, but not gRPC (no :status 200)"),
+    ],
+    indirect=["server"],
+)
+def test_an_address_where_ray_does_not_listen_is_refused_in_seconds(server, message):
+    from yacht_lab.sweep import check_ray_address
+
+    start = time.monotonic()
+    with pytest.raises(ValueError) as error:
+        check_ray_address(f"127.0.0.1:{server}", timeout=1.0)
+    assert time.monotonic() - start < 3
+    assert str(error.value) == (
+        f"127.0.0.1:{server} is not a Ray cluster: something listens there, but not Ray's GCS: {message}"
+    )
+
+
+@pytest.mark.parametrize("server", ["gRPC"], indirect=True)
+def test_an_address_that_answers_as_ray_s_gcs_passes_the_check(server):
+    from yacht_lab.sweep import check_ray_address
+
+    check_ray_address(f"127.0.0.1:{server}", timeout=1.0)
+
+
+@pytest.mark.parametrize("server", ["HTTP/1"], indirect=True)
+def test_sweep_py_at_an_address_that_is_not_ray_is_one_line(server, tmp_path, capsys):
+    config = write_sweep(tmp_path, TINY)
+    storage = tmp_path / "sweeps"
+    start = time.monotonic()
+    assert sweep_script.main(["--config", str(config), "--storage", str(storage), "--address", f"127.0.0.1:{server}"])
+    err = capsys.readouterr().err
+    assert time.monotonic() - start < 15
+    assert err.count("\n") == 1 and err.startswith(f"sweep.py: error: 127.0.0.1:{server} is not a Ray cluster"), err
+    assert not storage.exists()
+
+
+@pytest.mark.parametrize("server", ["HTTP/2, not gRPC"], indirect=True)
+def test_evaluate_py_at_an_address_that_is_not_ray_is_one_line(server):
+    args = ["--players", "2", "--agents", "greedy", "optimal", "--games", "2", "--address", f"127.0.0.1:{server}"]
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), *args], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert time.monotonic() - start < 15
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"evaluate.py: error: 127.0.0.1:{server} is not a Ray cluster"), done.stderr

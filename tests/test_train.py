@@ -603,6 +603,19 @@ CONFIG_ERRORS = {
         "is not valid YAML: aliases (*a) are not accepted; write the values out (line 2)",
     ),
     "over 1 MiB": ("n_envs: 8\n" + "#" * (1 << 20), "is over 1,048,576 bytes: not a config file"),
+    # PyYAML's composer recurses once a level: 100,000 levels of lists in 200 KB were a RecursionError traceback.
+    "lists nested 100,000 deep": (
+        "policy: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        "is not valid YAML: values are nested more than 64 levels deep (line 1)",
+    ),
+    "mappings nested 50,000 deep": (
+        "policy: " + "{a: " * 50_000 + "1" + "}" * 50_000 + "\n",
+        "is not valid YAML: values are nested more than 64 levels deep (line 1)",
+    ),
+    "block lists nested 100,000 deep": (
+        "policy:\n  " + "- " * 100_000 + "1\n",
+        "is not valid YAML: values are nested more than 64 levels deep (line 2)",
+    ),
     "unknown key": ("n_env: 8\n", "unknown config key n_env;"),
     "unknown nested key": ("ppo:\n  n_stepz: 128\n", "unknown config key ppo.n_stepz;"),
     "n_envs 0": ({"n_envs": 0}, "n_envs must be an int >= 1, got 0"),
@@ -611,6 +624,15 @@ CONFIG_ERRORS = {
     "batch over rollout": ({"ppo": {"batch_size": 2048}}, "ppo.batch_size (2048) must not exceed"),
     "unknown rules": ({"rules": "nope"}, "unknown rules 'nope'"),
     "eval.games 0": ({"eval": {"games": 0}}, "eval.games must be an int >= 1, got 0"),
+    # 10**7 deals at a table played for minutes before the first evaluation said anything.
+    "versus eval.games 10**7": (
+        {"opponents": ["greedy"], "reward": "win", "eval": {"games": 10**7}},
+        "eval.games must be at most 250,000 deals at a table of 2 (each is played 4 times, at most 1,000,000 games",
+    ),
+    "league eval.games 10**5 at 10": (
+        {"league": {"fixed": ["greedy"], "players": 10}, "reward": "win", "eval": {"games": 10**5}},
+        "eval.games must be at most 10,000 deals at a table of 10",
+    ),
     "reward_scale -1": ({"reward_scale": -1}, "reward_scale must be a number > 0, got -1"),
     "chase_inputs 1": ({"policy": {"chase_inputs": 1}}, "policy.chase_inputs must be true or false, got 1"),
     "keep_head yes": ({"policy": {"keep_head": "yes"}}, "policy.keep_head must be true or false, got 'yes'"),
@@ -630,6 +652,28 @@ def test_a_bad_config_is_one_clear_error(tmp_path, case):
         write_config(path, **content)
     result = run_train("--config", str(path), "--output-dir", str(tmp_path / "runs"))
     check_clean_error(result, tmp_path / "runs", fragment)
+
+
+@pytest.mark.parametrize("flow", [True, False])
+def test_the_yaml_reader_takes_values_64_deep_and_refuses_65(tmp_path, flow):
+    from yacht_lab.yaml_reader import MAX_YAML_DEPTH, read_yaml
+
+    def nested(depth: int) -> str:
+        return (
+            "[" * depth + "1" + "]" * depth
+            if flow
+            else "".join("  " * i + "-\n" for i in range(depth)) + "  " * depth + "1"
+        )
+
+    path = tmp_path / "deep.yaml"
+    path.write_text(nested(MAX_YAML_DEPTH - 1))  # the document's own node is the 64th level
+    value = read_yaml(path)
+    for _ in range(MAX_YAML_DEPTH - 1):
+        value = value[0]
+    assert value == 1
+    path.write_text(nested(MAX_YAML_DEPTH))
+    with pytest.raises(ValueError, match=f"nested more than {MAX_YAML_DEPTH} levels deep"):
+        read_yaml(path)
 
 
 def test_unknown_keys_of_mixed_types_are_one_clear_error(tmp_path):
@@ -1194,3 +1238,36 @@ def test_a_named_run_folder_is_that_folder_and_never_an_existing_one(tmp_path):
     with pytest.raises(ValueError, match="it exists"):
         claim_run_folder(tmp_path / "d" / "e", config, "..")  # d/e/.. is d, made just now: removed again
     assert not (tmp_path / "d").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# The shipped configs by name (after a wheel install there is no configs/ beside the user)
+# --------------------------------------------------------------------------------------------------
+def test_a_shipped_config_is_read_by_its_name_from_any_folder(tmp_path, monkeypatch):
+    from yacht_lab.config import resolve_config, shipped_configs
+
+    shipped = shipped_configs()
+    assert sorted(shipped) == sorted(p.stem for p in (REPO / "configs").glob("*.yaml") if p.stem != "sweep")
+    monkeypatch.chdir(tmp_path)
+    for name, path in shipped.items():
+        assert load_config(name) == load_config(path)
+    (tmp_path / "yahtzee").write_text("rules: standard\n")  # a shipped name wins; ./yahtzee is the file
+    assert load_config("yahtzee").rules == "yahtzee" and load_config("./yahtzee").rules == "standard"
+    assert resolve_config("mine.yaml") == Path("mine.yaml")  # a .yaml name is a path, read as given
+    with pytest.raises(ValueError, match=r"cannot read config 'nope': no shipped config of that name \(shipped: "):
+        load_config("nope")
+
+
+def test_train_py_takes_a_shipped_configs_name(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(REPO / "train.py"), "--config", "yahtzee", "--device", "nosuch"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # read (the recipe's keys passed), then the flag's bad device refused: the name was found
+    assert (done.returncode, done.stderr) == (
+        2,
+        "train.py: error: device must be a torch device name such as 'cpu' or 'cuda', got 'nosuch'\n",
+    ), done.stderr

@@ -212,3 +212,15 @@ def test_check_writable_refuses_a_read_only_folder(tmp_path):
             check_writable(folder / "out.json")
     finally:
         folder.chmod(0o755)
+
+
+def test_check_writable_refuses_a_loop_of_symlinks_and_takes_a_255_byte_name(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(ValueError, match="cannot write '.*a': Too many levels of symbolic links"):
+        check_writable(tmp_path / "a")
+    for name in ("x" * 255, "é" * 127 + "x"):  # 255 bytes: the longest name the file system takes
+        assert check_writable(tmp_path / name) == tmp_path / name
+        atomic_write(tmp_path / name, "written")
+        assert (tmp_path / name).read_text() == "written"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a", "b", "x" * 255, "é" * 127 + "x"])

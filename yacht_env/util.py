@@ -7,6 +7,7 @@ rules core must load on its own, so it cannot import this module.)
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -25,16 +26,36 @@ TEMP_SUFFIX = ".tmp"
 TEMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>[1-9][0-9]{0,9})-[0-9a-f]{8}" + re.escape(TEMP_SUFFIX))
 
 
+#: The longest file name the usual file systems take (ext4, XFS, btrfs, APFS, NTFS: 255 bytes or characters).
+NAME_MAX = 255
+
+
 def _temp_name(path: Path) -> Path:
     # Hidden and ending in .tmp, so no glob of the real files (``step_*.zip``, ``*.npz``) matches it; the
-    # pid lets a later run tell a stale file (its writer is gone) from one being written right now.
-    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    # pid lets a later run tell a stale file (its writer is gone) from one being written right now. The name's
+    # part is cut so that the temporary name fits where the name itself does (a 255-byte name is a legal one).
+    tail = f".{os.getpid()}-{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    name = path.name
+    while name and len(os.fsencode(f".{name}{tail}")) > NAME_MAX:
+        name = name[:-1]
+    return path.with_name(f".{name or '_'}{tail}")
 
 
 def _default_mode() -> int:
     umask = os.umask(0)  # the only way to read the umask is to set it; put it straight back
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def _refuse_a_loop(path: str | os.PathLike) -> None:
+    """Raises ``OSError`` (ELOOP) where ``path`` is a loop of symlinks: ``realpath`` would return the path itself,
+    and the write would replace the link.
+    """
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise
 
 
 def writable_target(path: str | os.PathLike) -> Path:
@@ -49,6 +70,7 @@ def writable_target(path: str | os.PathLike) -> Path:
             cannot be looked at (a name too long, a loop of symlinks, no permission to search its folder).
     """
     try:
+        _refuse_a_loop(path)
         target = Path(os.path.realpath(path))
         # The path itself too: /dev/stdout on a pipe resolves to a name that does not exist, "pipe:[...]".
         for candidate in (Path(path), target):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -14,9 +15,16 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+#: What a number on the command line may be written as: plain ASCII digits (``int()`` and ``float()`` also take
+#: spaces around them, ``_`` between digits and other scripts' digits, so ``' 2'``, ``1_0`` and ``'٢'`` would pass).
+_INT_TEXT = re.compile(r"-?[0-9]+")
+_FLOAT_TEXT = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
+
+
 def number(kind: type, low: float, inclusive: bool = True, high: float | None = None):
     """An argparse ``type``: a finite ``kind`` (``int`` or ``float``) that is >= ``low`` (or > ``low``) and, if
-    ``high`` is given, <= ``high``.
+    ``high`` is given, <= ``high``, written in plain ASCII digits (an int: ``-?[0-9]+``; a float may add a point
+    and an exponent). ``' 2'``, ``1_000`` or ``'２'`` are refused, not read as 2, 1000 and 2.
     """
     bound = f">= {low}" if inclusive else f"> {low}"
     if high is not None:
@@ -25,6 +33,8 @@ def number(kind: type, low: float, inclusive: bool = True, high: float | None = 
 
     def parse(text: str):
         try:
+            if not (_INT_TEXT if kind is int else _FLOAT_TEXT).fullmatch(text):
+                raise ValueError(text)
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {noun} {bound}, got {text!r}") from None

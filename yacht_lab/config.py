@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 from typing import Any
 
 from yacht_agents import make_agent, parse_spec
@@ -20,6 +21,11 @@ from yacht_lab.evaluation import MAX_GAMES
 from yacht_lab.schema import (
     LEAGUE_KINDS,
     LEAGUE_SAMPLING,
+    MAX_DISTILL_EPOCHS,
+    MAX_DISTILL_ITERATIONS,
+    MAX_DISTILL_MEMORY,
+    MAX_DISTILL_POSITIONS,
+    MAX_DISTILL_TABLES,
     MAX_FIXED_MEMBERS,
     MAX_LAYER_WIDTH,
     MAX_LAYERS,
@@ -28,6 +34,7 @@ from yacht_lab.schema import (
     MAX_ROLLOUT_STEPS,
     MAX_SEED,
     MAX_SNAPSHOTS,
+    MAX_TABLE_EVAL_GAMES,
     MAX_TORCH_THREADS,
     OPPONENT_KINDS,
     OPPONENT_SPECS,
@@ -53,6 +60,8 @@ __all__ = [
     "_from_dict",
     "from_dict",
     "load_config",
+    "resolve_config",
+    "shipped_configs",
     "validate",
     "validated",
 ]
@@ -203,8 +212,17 @@ def _check_distill(config: TrainConfig) -> None:
     if not (is_int(players) and 2 <= players <= MAX_OPPONENTS + 1):
         raise ValueError(f"distill.players must be an int in 2..{MAX_OPPONENTS + 1}, got {players!r}")
     _check_members("distill.opponents", section.opponents, config.rules, players)
-    for name in ("positions", "tables", "memory", "epochs", "batch_size", "iterations", "eval_every"):
-        _check_number(f"distill.{name}", getattr(section, name), int, 1)
+    bounds = {
+        "positions": MAX_DISTILL_POSITIONS,
+        "tables": MAX_DISTILL_TABLES,
+        "memory": MAX_DISTILL_MEMORY,
+        "epochs": MAX_DISTILL_EPOCHS,
+        "batch_size": MAX_DISTILL_MEMORY,
+        "iterations": MAX_DISTILL_ITERATIONS,
+        "eval_every": MAX_DISTILL_ITERATIONS,
+    }
+    for name, high in bounds.items():
+        _check_number(f"distill.{name}", getattr(section, name), int, 1, high=high)
     _check_number("distill.learning_rate", section.learning_rate, float, 0, low_inclusive=False)
 
 
@@ -267,6 +285,20 @@ def _check_run(config: TrainConfig) -> None:
         raise ValueError(f"init must be a model's path or shipped name, or null, got {config.init!r}")
 
 
+def _check_eval(config: TrainConfig) -> None:
+    """The ``eval`` section; at a table, the games of an evaluation (``eval.games`` deals x ``players ** 2``)."""
+    _check_number("eval.every_timesteps", config.eval.every_timesteps, int, 1)
+    _check_number("eval.games", config.eval.games, int, 1, high=MAX_GAMES)
+    _check_number("eval.seed", config.eval.seed, int, 0)
+    players = config.players
+    if config.env_id == "YachtVersus-v0" and config.eval.games * players**2 > MAX_TABLE_EVAL_GAMES:
+        raise ValueError(
+            f"eval.games must be at most {MAX_TABLE_EVAL_GAMES // players**2:,} deals at a table of {players} "
+            f"(each is played {players**2} times, at most {MAX_TABLE_EVAL_GAMES:,} games an evaluation), "
+            f"got {config.eval.games!r}"
+        )
+
+
 def validate(config: TrainConfig) -> TrainConfig:
     """Checks every field; raises ``ValueError`` naming the first bad one.
 
@@ -284,9 +316,7 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_ppo(config)
     if config.distill is not None:
         _check_distill(config)
-    _check_number("eval.every_timesteps", config.eval.every_timesteps, int, 1)
-    _check_number("eval.games", config.eval.games, int, 1, high=MAX_GAMES)
-    _check_number("eval.seed", config.eval.seed, int, 0)
+    _check_eval(config)
     config.__dict__["_validated"] = config.to_dict()
     return config
 
@@ -300,13 +330,59 @@ def validated(config: TrainConfig) -> TrainConfig:
     return config
 
 
-def load_config(path: str | os.PathLike, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """Reads a YAML config, applies top-level ``overrides`` (CLI flags), validates.
+def shipped_configs() -> dict[str, Path]:
+    """The training configs that come with the package, by name: ``{"ppo": .../ppo.yaml, "yahtzee": ...}``.
+
+    Installed, they are the package data ``yacht_lab/configs/<name>.yaml``; in a source checkout (an editable
+    install) the repository's ``configs/``, where the wheel takes them from. The sweep file beside them
+    (``sweep.yaml``, ``sweep.py``'s default) is not a training config.
+    """
+    package = Path(__file__).resolve().parent
+    folders = [package / "configs"]
+    if (package.parent / "pyproject.toml").is_file():  # a source checkout: yacht_lab/ beside configs/
+        folders.append(package.parent / "configs")
+    for folder in folders:
+        found = {path.stem: path for path in sorted(folder.glob("*.yaml")) if path.stem != "sweep"}
+        if found:
+            return found
+    return {}
+
+
+def resolve_config(config: str | os.PathLike) -> Path:
+    """The file a ``--config`` names: a shipped config's name (``"yahtzee"``, ``"versus"``: see
+    :func:`shipped_configs`), or a path.
+
+    A string without a path separator and not ending in ``.yaml`` or ``.yml`` is a name; a shipped config's name
+    wins over a file of that name in the working folder (write ``./yahtzee`` for the file), as a shipped model's
+    does (:func:`yacht_agents.ppo.resolve_model`). Anything else is a path, read as it is.
 
     Raises:
-        ValueError: missing or unreadable file, bad YAML, unknown key, bad value.
+        ValueError: an unknown name with no such file (the message lists the shipped names).
     """
-    data = read_yaml(path, "config")
+    text = os.fspath(config)
+    separators = [sep for sep in ("/", os.sep, os.altsep) if sep]
+    named = not any(sep in text for sep in separators) and not text.lower().endswith((".yaml", ".yml"))
+    if isinstance(config, str) and named:
+        shipped = shipped_configs()
+        if text in shipped:
+            return shipped[text]
+        if not Path(text).exists():
+            names = ", ".join(sorted(shipped)) or "none (they are missing from this installation)"
+            raise ValueError(
+                f"cannot read config {text!r}: no shipped config of that name (shipped: {names}) and no such file; "
+                "give a shipped name or a path to a .yaml file"
+            )
+    return Path(config)
+
+
+def load_config(path: str | os.PathLike, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Reads a YAML config (a path, or a shipped config's name: :func:`resolve_config`), applies top-level
+    ``overrides`` (CLI flags), validates.
+
+    Raises:
+        ValueError: unknown name, missing or unreadable file, bad YAML, unknown key, bad value.
+    """
+    data = read_yaml(resolve_config(path), "config")
     if data is None:
         data = {}
     config = from_dict(data)

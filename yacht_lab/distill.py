@@ -28,7 +28,7 @@ import functools
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -100,6 +100,9 @@ class Distiller:
         epochs: Passes over the memory per iteration.
         batch_size: Positions per gradient step.
         seed: Everything random.
+
+    Its :attr:`should_stop` (a run's: Ctrl-C, or ``max_minutes`` past) is asked after each gradient step of an
+    update: once it says so, the update ends there (its passes over a large memory can take long).
     """
 
     def __init__(
@@ -129,6 +132,7 @@ class Distiller:
         self.memory_size = memory
         self.rng = np.random.default_rng(seed)
         self.solo, self.view = _encoders(self.rules, players)
+        self.should_stop: Callable[[], bool] = lambda: False
         for group in model.policy.optimizer.param_groups:
             group["lr"] = learning_rate
 
@@ -185,7 +189,7 @@ class Distiller:
 
     def update(self, data: dict[str, np.ndarray]) -> dict[str, float]:
         """Adds the labelled positions to the memory (the last ``memory`` of them) and takes ``epochs`` passes of
-        cross-entropy toward every remembered label.
+        cross-entropy toward every remembered label (fewer once :attr:`should_stop` says so: at least one step).
         """
         self.memory.append({key: data[key] for key in ("obs", "masks", "labels")})
         while sum(len(part["labels"]) for part in self.memory[1:]) >= self.memory_size:
@@ -196,20 +200,30 @@ class Distiller:
         policy = self.model.policy
         policy.set_training_mode(True)
         losses = []
-        for _ in range(self.epochs):
-            order = self.rng.permutation(len(labels_all))
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start : start + self.batch_size]
-                obs = torch.as_tensor(obs_all[batch])
-                _, log_prob, _ = policy.evaluate_actions(obs, labels_all[batch], action_masks=masks_all[batch])
-                loss = -log_prob.mean()
-                losses.append(loss.item())
-                policy.optimizer.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
-                policy.optimizer.step()
+        for batch in self._batches(len(labels_all)):
+            losses.append(self._step(obs_all[batch], labels_all[batch], masks_all[batch]))
+            if self.should_stop():
+                break
         policy.set_training_mode(False)
         return {"cross_entropy": float(np.mean(losses)), "memory": len(labels_all)}
+
+    def _batches(self, size: int) -> Iterator[np.ndarray]:
+        """The batches of ``epochs`` passes over ``size`` positions, each pass in a new random order."""
+        for _ in range(self.epochs):
+            order = self.rng.permutation(size)
+            for start in range(0, size, self.batch_size):
+                yield order[start : start + self.batch_size]
+
+    def _step(self, obs: np.ndarray, labels: torch.Tensor, masks: np.ndarray) -> float:
+        """One gradient step of cross-entropy toward ``labels`` on a batch; returns its loss."""
+        policy = self.model.policy
+        _, log_prob, _ = policy.evaluate_actions(torch.as_tensor(obs), labels, action_masks=masks)
+        loss = -log_prob.mean()
+        policy.optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+        policy.optimizer.step()
+        return loss.item()
 
     def iteration(self) -> dict[str, float]:
         """One iteration: games, labels, update; returns the row of ``iterations.csv`` (but its first two columns)."""
@@ -300,6 +314,10 @@ def _iterate(config: TrainConfig, trainer: Distiller, model, run_dir, stop: Stop
             rates = ", ".join(f"{r['member']} {100 * r['win_rate']:.2f}%" for r in curve[-len(section.opponents) :])
             print(f"iteration {iteration}: win share against {rates}", file=sys.stderr, flush=True)
 
+    def out_of_time() -> bool:
+        return config.max_minutes is not None and time.time() - start >= 60 * config.max_minutes
+
+    trainer.should_stop = lambda: stop.requested or out_of_time()
     evaluate(0)
     for iteration in range(1, section.iterations + 1):
         stats = trainer.iteration()
@@ -313,8 +331,7 @@ def _iterate(config: TrainConfig, trainer: Distiller, model, run_dir, stop: Stop
                 file=sys.stderr,
                 flush=True,
             )
-        last = iteration == section.iterations or stop.requested
-        last = last or (config.max_minutes is not None and minutes >= config.max_minutes)
+        last = iteration == section.iterations or stop.requested or out_of_time()
         if iteration % section.eval_every == 0 or last:
             save_atomically(model, run_dir / "checkpoints" / f"iteration_{iteration}.zip")
             if not stop.requested:

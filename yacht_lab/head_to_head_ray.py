@@ -88,10 +88,12 @@ def head_to_head_on_ray(
         ValueError: a bad address, no Ray started (without ``address``), Ray failing to start, or what
             :func:`~yacht_lab.head_to_head.head_to_head` refuses (from the first task that refuses it).
     """
+    from yacht_lab.sweep import _restore_signals, check_ray_address
+
+    if address is not None:
+        check_ray_address(address)  # before Ray is imported: a wrong address is said in seconds
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
-
-    from yacht_lab.sweep import _restore_signals, check_ray_address
 
     specs = list(specs)
     if len(set(specs)) != len(specs):
@@ -106,7 +108,6 @@ def head_to_head_on_ray(
     # Ray installs SIGINT/SIGTERM handlers and leaves them after shutdown: they are put back, as the sweeps do.
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     if address is not None:
-        check_ray_address(address)
         try:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         except Exception as error:  # Ray's start-up failures (connection, timeouts, its own errors): one line each

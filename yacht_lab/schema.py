@@ -41,6 +41,19 @@ MAX_FIXED_MEMBERS, MAX_SNAPSHOTS = 16, 100
 #: Hidden layers of the MLPs, and units per layer (a square layer of 8,192 is 256 MB of float32 weights).
 MAX_LAYERS = 16
 MAX_LAYER_WIDTH = 8192
+#: Games played per evaluation of a run at a table (versus, league, distill), against each member measured:
+#: ``eval.games`` deals, each played ``players ** 2`` times. At about 10,000 games a second, a minute or two; the
+#: default is 8,000 at two players. (A solo run's ``eval.games`` is bounded by
+#: :data:`yacht_lab.evaluation.MAX_GAMES`.)
+MAX_TABLE_EVAL_GAMES = 1_000_000
+#: The distillation's sizes (:class:`DistillConfig`). Its tables per iteration, as the vector env's (about 1 KB a
+#: seat); positions labelled per iteration, and positions remembered (each keeps the table's view, at most 183
+#: floats, and its mask: under 1 KB, and the update copies the memory once); passes over the memory; iterations.
+MAX_DISTILL_TABLES = MAX_N_ENVS
+MAX_DISTILL_POSITIONS = 1_000_000
+MAX_DISTILL_MEMORY = 2_000_000
+MAX_DISTILL_EPOCHS = 1000
+MAX_DISTILL_ITERATIONS = 100_000
 
 
 @dataclass
@@ -102,7 +115,8 @@ class EvalConfig:
     """Evaluate the deterministic policy every this many timesteps (and at the end)."""
     games: int = 2000
     """Evaluation games: ``game_streams(seed, range(games))``, the same at every evaluation (at most
-    :data:`yacht_lab.evaluation.MAX_GAMES`)."""
+    :data:`yacht_lab.evaluation.MAX_GAMES`). At a table, deals, each played ``players ** 2`` times against each
+    member measured: ``games * players ** 2`` at most :data:`MAX_TABLE_EVAL_GAMES`."""
     seed: int = 1000
     """Seed of the evaluation games."""
 
@@ -151,22 +165,23 @@ class DistillConfig:
     players: int = 2
     """Players at a table (2..10)."""
     positions: int = 40_000
-    """Decisions of the learner labelled per iteration (about; >= 1)."""
+    """Decisions of the learner labelled per iteration (about; 1..:data:`MAX_DISTILL_POSITIONS`)."""
     tables: int = 2048
-    """Games played per iteration to find them (>= 1)."""
+    """Games played per iteration to find them (1..:data:`MAX_DISTILL_TABLES`)."""
     memory: int = 400_000
-    """The update learns from the newest iterations' positions, at least this many (>= 1)."""
+    """The update learns from the newest iterations' positions, at least this many (1..:data:`MAX_DISTILL_MEMORY`)."""
     learning_rate: float = 1.0e-4
     """Adam's step size (> 0)."""
     epochs: int = 2
-    """Passes over the memory per iteration (>= 1)."""
+    """Passes over the memory per iteration (1..:data:`MAX_DISTILL_EPOCHS`; ``max_minutes`` and Ctrl-C stop them
+    after the current gradient step)."""
     batch_size: int = 512
-    """Positions per gradient step (>= 1)."""
+    """Positions per gradient step (1..:data:`MAX_DISTILL_MEMORY`)."""
     iterations: int = 112
-    """Iterations to run (``max_minutes`` may stop it first)."""
+    """Iterations to run (1..:data:`MAX_DISTILL_ITERATIONS`; ``max_minutes`` may stop it first)."""
     eval_every: int = 2
     """Evaluate against each opponent (``eval.games`` deals, ``eval.seed``) every this many iterations and at the
-    end; also save ``checkpoints/iteration_<N>.zip``."""
+    end; also save ``checkpoints/iteration_<N>.zip`` (1..:data:`MAX_DISTILL_ITERATIONS`)."""
 
 
 @dataclass
@@ -175,8 +190,8 @@ class TrainConfig:
 
     rules: str = "standard"
     """Rules preset: a name of :data:`yacht_env.rules.PRESETS` (Yacht's ``standard``, ``classic``, ``knizia``, or the
-    family's ``yahtzee``, ``yahtzee_forced_joker``, ``yahtzee_no_joker``, ``yahtzee_no_bonus``, ``yatzy``). The
-    default recipe trains on each; it was tuned on Yacht's."""
+    family's ``yahtzee``, ``yahtzee_forced_joker``, ``yahtzee_no_joker``, ``yahtzee_no_bonus``, ``yatzy``,
+    ``clubhouse``). The default recipe trains on each; it was tuned on Yacht's."""
     opponents: list[str] = field(default_factory=list)
     """Agent specs of the learner's fixed opponents (``random``, ``greedy``, ``optimal``, ``ppo:PATH``; at most
     :data:`MAX_OPPONENTS`). Empty (the default): solo ``Yacht-v0`` training. Given: the learner holds one seat

@@ -50,6 +50,7 @@ import yaml
 
 from yacht_env.util import atomic_write
 from yacht_lab.config import TrainConfig, _from_dict, validate
+from yacht_lab.grpc_probe import grpc_problem
 from yacht_lab.runs import CURVE_FILE, read_curve
 from yacht_lab.sweep_spec import Sweep, parse_sweep
 from yacht_lab.tasks import curve_fields
@@ -323,6 +324,7 @@ def run_sweep(
         def say(line: str) -> None:
             print(line, flush=True)
 
+    check_ray_address(address)  # before Ray is imported: a wrong address is said in seconds
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     import ray
@@ -337,7 +339,6 @@ def run_sweep(
     settings = {"cpus_per_trial": cpus_per_trial, "max_concurrent": max_concurrent}
     params = _trial_params(sweep, folder, cpus_per_trial)
     trainable = tune.with_resources(run_trial, {"cpu": cpus_per_trial})
-    check_ray_address(address)
     # Ray installs SIGINT/SIGTERM handlers in this process and leaves them after shutdown: put them back then, so
     # the caller's process is as it was (the CLI exits anyway; a program that runs a sweep and goes on does not).
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -407,7 +408,8 @@ def _restore_signals(handlers: dict) -> None:
                 signal.signal(sig, handler)
 
 
-#: How long ``--address HOST:PORT`` may take to answer before the sweep gives up (Ray itself waits minutes).
+#: How long ``--address HOST:PORT`` may take to accept a connection and answer as Ray does, in all, before the
+#: sweep gives up (Ray itself waits minutes).
 ADDRESS_TIMEOUT_S = 10.0
 
 
@@ -417,8 +419,10 @@ def check_ray_address(address: str | None, timeout: float = ADDRESS_TIMEOUT_S) -
     * No address (a local Ray): Ray binds its services on every network interface (Ray 2.x has no setting to
       keep them on localhost), so the sweep requires Ray's token authentication, on by default since Ray 2.52:
       ``RAY_AUTH_MODE=disabled`` is refused.
-    * ``HOST:PORT``: something must accept a TCP connection there within ``timeout`` seconds (Ray's own
-      connection attempt waits many minutes on an address where nothing listens).
+    * ``HOST:PORT``: something must accept a TCP connection there and answer a gRPC call of Ray's GCS as a gRPC
+      server does (:func:`yacht_lab.grpc_probe.grpc_problem`), within ``timeout`` seconds in all: Ray's own
+      connection attempt waits many minutes on an address where nothing listens or where another server does.
+      (With ``RAY_USE_TLS`` set, the peer speaks TLS first: only the connection is checked.)
     * ``auto``: Ray finds the cluster started on this machine, or says it found none.
 
     Raises:
@@ -438,14 +442,20 @@ def check_ray_address(address: str | None, timeout: float = ADDRESS_TIMEOUT_S) -
         host = host[len("ray://") :]
     if not host or not port.isascii() or not port.isdigit() or not 1 <= int(port) <= 65535:
         raise ValueError(f"--address must be 'auto' or HOST:PORT (a port in 1..65535), got {address!r}")
+    tls = os.environ.get("RAY_USE_TLS", "").strip().lower() in ("1", "true", "yes")
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
-            pass
+        if tls:  # the peer speaks TLS first: only the connection is checked
+            socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+            problem = None
+        else:
+            problem = grpc_problem(host.strip("[]"), int(port), timeout)
     except OSError as error:
         reason = "no answer" if isinstance(error, TimeoutError) else (error.strerror or str(error))
         raise ValueError(
             f"cannot reach Ray at {address}: {reason} within {timeout:g} s (is `ray start --head` running there?)"
         ) from None
+    if problem is not None:
+        raise ValueError(f"{address} is not a Ray cluster: something listens there, but not Ray's GCS: {problem}")
 
 
 def tune_trial_dirname(trial) -> str:

@@ -1,8 +1,9 @@
 """The one reader of the lab's YAML files (training configs, sweep files, saved sweeps): bounded and alias-free.
 
-A configuration file is a few kilobytes of plain values. :func:`read_yaml` reads at most :data:`MAX_YAML_BYTES`
-and refuses YAML aliases (a few lines of ``*name`` can expand into billions of values), so that no file handed to
-``train.py`` or ``sweep.py`` can exhaust memory while it is read; every failure is one ``ValueError`` line.
+A configuration file is a few kilobytes of plain values. :func:`read_yaml` reads at most :data:`MAX_YAML_BYTES`,
+refuses YAML aliases (a few lines of ``*name`` can expand into billions of values) and values nested deeper than
+:data:`MAX_YAML_DEPTH` (PyYAML builds nested values by recursion), so that no file handed to ``train.py`` or
+``sweep.py`` can exhaust memory or the stack while it is read; every failure is one ``ValueError`` line.
 """
 
 from __future__ import annotations
@@ -12,34 +13,52 @@ from typing import Any
 
 import yaml
 
-__all__ = ["MAX_YAML_BYTES", "read_yaml"]
+__all__ = ["MAX_YAML_BYTES", "MAX_YAML_DEPTH", "read_yaml"]
 
 #: The largest config or sweep file read (the shipped ones are a few KB).
 MAX_YAML_BYTES = 1 << 20
+#: The deepest nesting of values read (a config or sweep file nests three or four levels; ``[[[...]]]`` 100,000
+#: levels deep is 200 KB, and PyYAML's composer recurses once a level).
+MAX_YAML_DEPTH = 64
+
+
+class _Refused(yaml.composer.ComposerError):
+    """What the reader refuses in a file that is valid YAML (its ``problem`` is the one line to show)."""
 
 
 class _PlainLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` without aliases: ``*name`` can make a few lines expand into billions of values (a
-    configuration file never needs one), so an alias is refused where it is read.
+    """``yaml.SafeLoader`` without aliases and of bounded depth: ``*name`` can make a few lines expand into billions
+    of values (a configuration file never needs one), so an alias is refused where it is read; a value nested past
+    :data:`MAX_YAML_DEPTH` levels is refused before the composer's recursion reaches Python's limit.
     """
+
+    _depth = 0
 
     def compose_node(self, parent, index):  # noqa: D102 - PyYAML's hook
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise yaml.composer.ComposerError(
+            raise _Refused(
                 None, None, f"aliases (*{event.anchor}) are not accepted; write the values out", event.start_mark
             )
-        return super().compose_node(parent, index)
+        if self._depth >= MAX_YAML_DEPTH:
+            event = self.peek_event()
+            raise _Refused(None, None, f"values are nested more than {MAX_YAML_DEPTH} levels deep", event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def read_yaml(path: str | os.PathLike, what: str = "config") -> Any:
     """The contents of a YAML file (``what`` names it in errors: ``config``, ``sweep``).
 
-    At most :data:`MAX_YAML_BYTES` (1 MiB) are read, and YAML aliases are refused: a small file cannot expand.
+    At most :data:`MAX_YAML_BYTES` (1 MiB) are read, YAML aliases are refused (a small file cannot expand), and so
+    are values nested more than :data:`MAX_YAML_DEPTH` (64) levels deep.
 
     Raises:
-        ValueError: missing or unreadable file, too large, not UTF-8 text (a binary file), bad YAML or an alias
-            (one line).
+        ValueError: missing or unreadable file, too large, not UTF-8 text (a binary file), bad YAML, an alias or
+            too deep a nesting (one line).
     """
     try:
         with open(path, "rb") as file:
@@ -58,6 +77,6 @@ def read_yaml(path: str | os.PathLike, what: str = "config") -> Any:
         return yaml.load(text, Loader=_PlainLoader)  # noqa: S506 - a SafeLoader without aliases
     except yaml.YAMLError as error:
         first = str(error).splitlines()[0] if str(error) else "invalid YAML"
-        if isinstance(error, yaml.MarkedYAMLError) and error.problem and "aliases" in error.problem:
+        if isinstance(error, _Refused):
             first = f"{error.problem} (line {error.problem_mark.line + 1})"
         raise ValueError(f"{what} {str(path)!r} is not valid YAML: {first}") from None

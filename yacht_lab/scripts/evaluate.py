@@ -18,11 +18,11 @@ the dice of ``game_streams(seed, [g])`` for every agent, so same arguments give 
 ``--batch-size`` at most 20,000 games stepped together (a batch holds some 5-30 KB per game).
 
 Every preset plays: Yacht's (``standard``, ``classic``, ``knizia``) and the family's (``yahtzee``,
-``yahtzee_forced_joker``, ``yahtzee_no_joker``, ``yahtzee_no_bonus``, ``yatzy``), whose reports list their own
-sheet and add the share of games that earn the upper bonus and the mean Yahtzee bonus (JSON ``upper_bonus_rate``,
-``yahtzee_bonus_mean``; Yacht's reports are unchanged). The ``win`` agent and the head to head's calibration of its
-model need score distributions, which exist for Yacht's presets only: ``win`` on the family is refused in one line,
-and the family's head to head has no calibration.
+``yahtzee_forced_joker``, ``yahtzee_no_joker``, ``yahtzee_no_bonus``, ``yatzy``, ``clubhouse``), whose reports list
+their own sheet and add the share of games that earn the upper bonus and the mean Yahtzee bonus (JSON
+``upper_bonus_rate``, ``yahtzee_bonus_mean``; Yacht's reports are unchanged). The ``win`` agent and the head to
+head's calibration of its model need score distributions, which exist for Yacht's presets only: ``win`` on the
+family is refused in one line, and the family's head to head has no calibration.
 
 ``--players P`` (2..10) plays the agents against each other instead (:mod:`yacht_lab.head_to_head`): with 2 every
 pair of them, with more exactly ``P`` agents at one table. ``--games`` is then the number of deals, each

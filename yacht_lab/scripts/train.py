@@ -2,7 +2,8 @@
 the win agent into a trained model (a config with a ``distill`` section, such as ``configs/selfplay.yaml``).
 
     yacht-train                                       # the defaults (configs/ppo.yaml): standard rules, <= 60 minutes
-    yacht-train --config configs/selfplay.yaml        # policy-iteration distillation: ppo:selfplay_standard's recipe
+    yacht-train --config selfplay                     # policy-iteration distillation: ppo:selfplay_standard's recipe
+    yacht-train --config yahtzee                      # a shipped config by name (or a path: --config my.yaml)
     yacht-train --total-timesteps 20000 --max-minutes 1 --output-dir /tmp/runs
     yacht-train --opponents greedy --reward win       # YachtVersus-v0: one seat against greedy, rewarded for wins
     yacht-train --resume runs/<run>/checkpoints/step_<N>.zip
@@ -35,7 +36,9 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
 
     parser = OneLineParser(prog=program_name(COMMAND, prog), description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--config", help="YAML hyperparameters (default: the built-in defaults, as configs/ppo.yaml lists them)"
+        "--config",
+        help="YAML hyperparameters: a path, or a shipped config's name such as yahtzee or versus "
+        "(yacht_lab.config.shipped_configs; default: the built-in defaults, as the shipped ppo lists them)",
     )
     parser.add_argument("--rules", choices=sorted(PRESETS), help="rules preset (config: rules)")
     parser.add_argument("--total-timesteps", type=number(int, 1), help="environment steps (config: total_timesteps)")

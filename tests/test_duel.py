@@ -209,6 +209,7 @@ def _seat_win_rates(agents, rules, games: int, seed: int) -> np.ndarray:
     return np.array(rates)
 
 
+@pytest.mark.slow  # 12,000 games: a few seconds
 def test_the_best_response_agent_wins_what_the_solution_says(cache):
     from yacht_agents.duel import DuelAgent
     from yacht_agents.optimal import OptimalAgent
@@ -335,6 +336,7 @@ def test_a_build_shows_its_progress_and_the_time_left(tmp_path, capsys):
     assert all("spent 0:00:0" in line and "left ~" in line for line in lines)
 
 
+@pytest.mark.slow  # two builds on torch's CPU kernels
 @pytest.mark.parametrize("opponent", [None, "optimal"])
 def test_the_torch_kernels_build_the_same_solution(opponent, tmp_path):
     pytest.importorskip("torch")

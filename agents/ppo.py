@@ -24,6 +24,7 @@ import numpy as np
 
 from yacht_agents.base import Agent
 from yacht_env import rules as R
+from yacht_env.util import is_bare_name
 
 #: Where a saved model's ``policy_class`` was imported from before 0.2, when this package installed as the
 #: top-level ``agents`` (``agents.policy.OddsPolicy``, now :class:`yacht_agents.policy.OddsPolicy`). Such a
@@ -60,8 +61,7 @@ def resolve_model(model: str | os.PathLike) -> Path:
         ValueError: an unknown name (the message lists the shipped ones), or no file at the path.
     """
     text = os.fspath(model)
-    separators = [sep for sep in ("/", os.sep, os.altsep) if sep]
-    if isinstance(model, str) and not any(sep in text for sep in separators) and not text.lower().endswith(".zip"):
+    if is_bare_name(model, (".zip",)):
         shipped = shipped_models()
         if text in shipped:
             return shipped[text]

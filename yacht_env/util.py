@@ -194,6 +194,16 @@ def _alive(pid: int) -> bool:
 # --------------------------------------------------------------------------------------------------
 # Checked array files: the disk caches of the solver and of the score distributions
 # --------------------------------------------------------------------------------------------------
+def is_bare_name(value: object, suffixes: tuple[str, ...]) -> bool:
+    """Whether ``value`` is a name of something shipped rather than a path: a string with no path separator that
+    does not end in one of ``suffixes`` (``ppo:standard``, ``--config yahtzee``; ``./standard`` means the file).
+    """
+    if not isinstance(value, str):
+        return False
+    separators = [sep for sep in ("/", os.sep, os.altsep) if sep]
+    return not any(sep in value for sep in separators) and not value.lower().endswith(suffixes)
+
+
 def _crc(key: str, arrays: dict) -> int:
     """CRC-32 of the key and the arrays: catches damage (not tampering by an adversary), and is fast."""
     checksum = zlib.crc32(key.encode())

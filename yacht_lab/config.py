@@ -17,6 +17,7 @@ from yacht_agents import make_agent, parse_spec
 from yacht_env import rules as R
 from yacht_env.distributions import unsupported
 from yacht_env.rules import is_int
+from yacht_env.util import is_bare_name
 from yacht_lab.evaluation import MAX_GAMES
 from yacht_lab.schema import (
     LEAGUE_KINDS,
@@ -360,9 +361,7 @@ def resolve_config(config: str | os.PathLike) -> Path:
         ValueError: an unknown name with no such file (the message lists the shipped names).
     """
     text = os.fspath(config)
-    separators = [sep for sep in ("/", os.sep, os.altsep) if sep]
-    named = not any(sep in text for sep in separators) and not text.lower().endswith((".yaml", ".yml"))
-    if isinstance(config, str) and named:
+    if is_bare_name(config, (".yaml", ".yml")):
         shipped = shipped_configs()
         if text in shipped:
             return shipped[text]

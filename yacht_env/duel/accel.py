@@ -14,7 +14,7 @@ import functools
 import numpy as np
 
 from yacht_env import family_solver as F
-from yacht_env.duel.layout import Layout, Level
+from yacht_env.duel.layout import Layout, Level, chunks
 from yacht_env.duel.turn import CLOSED, pick_rows
 
 #: Columns per chunk on a device: enough work per kernel launch to fill a GPU.
@@ -156,7 +156,7 @@ class DeviceTurn:
         below_device = torch.as_tensor(np.asarray(below), device=self.device).to(self.dtype)
         out = np.empty(level.num_values, dtype=np.float32 if self.dtype == torch.float32 else np.float64)
         rows = pick_rows(self.layout.rules)
-        for s0, s1 in device_chunks(level):
+        for s0, s1 in chunks(level, DEVICE_COLUMNS):
             mover, other, lead = self.columns(level, s0, s1)
             picks = self.after_picks(n, below_device, mover, other, lead)
             mask = int(level.movers[s0 // len(level.others)])
@@ -170,12 +170,3 @@ class DeviceTurn:
                 value = weight @ picks[torch.as_tensor(used, device=self.device)]
             out[level.offset[s0] : level.offset[s1]] = value.cpu().numpy()
         return out
-
-
-def device_chunks(level: Level) -> list[tuple[int, int]]:
-    """Runs of consecutive states of one mover, each at most :data:`DEVICE_COLUMNS` values (or one state)."""
-    per_mover = len(level.others)
-    first = np.arange(level.num_states) // per_mover * per_mover
-    key = first * (level.num_values + 1) + (level.offset[:-1] - level.offset[first]) // DEVICE_COLUMNS
-    starts = np.flatnonzero(np.diff(key, prepend=-1))
-    return list(zip(starts.tolist(), [*starts[1:].tolist(), level.num_states], strict=True))

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from yacht_env.duel.accel import DeviceTurn, device_for
-from yacht_env.duel.layout import Layout, Level
+from yacht_env.duel.layout import Layout, Level, chunks
 from yacht_env.duel.turn import QUANT, after_picks, best_of_rows, pick_rows, turn_start
 from yacht_env.util import atomic_output
 
@@ -45,17 +45,6 @@ TABLES = {"equilibrium": ("E",), "best_response": ("A", "B")}
 # --------------------------------------------------------------------------------------------------
 # Kernels: one chunk of a level from the level below
 # --------------------------------------------------------------------------------------------------
-def chunks(level: Level) -> list[tuple[int, int]]:
-    """Runs ``[s0, s1)`` of consecutive states of one mover, each at most :data:`CHUNK_COLUMNS` values (or one
-    state).
-    """
-    per_mover = len(level.others)
-    first = np.arange(level.num_states) // per_mover * per_mover
-    key = first * (level.num_values + 1) + (level.offset[:-1] - level.offset[first]) // CHUNK_COLUMNS
-    starts = np.flatnonzero(np.diff(key, prepend=-1))
-    return list(zip(starts.tolist(), [*starts[1:].tolist(), level.num_states], strict=True))
-
-
 def columns(level: Level, s0: int, s1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(mover, other, lead)`` ``(columns,)`` int64 of the states ``[s0, s1)`` of ``level``, window by window."""
     length = level.length[s0:s1]
@@ -105,12 +94,12 @@ def solve_level(
 
     def work(run: tuple[int, int]) -> None:
         s0, s1 = run
-        turn = max_turn(layout, level, below, s0, s1) if outcomes is None else None
-        if turn is None:
-            turn = policy_turn(layout, level, below, s0, s1, outcomes)
-        out[level.offset[s0] : level.offset[s1]] = turn
+        if outcomes is None:
+            out[level.offset[s0] : level.offset[s1]] = max_turn(layout, level, below, s0, s1)
+        else:
+            out[level.offset[s0] : level.offset[s1]] = policy_turn(layout, level, below, s0, s1, outcomes)
 
-    runs = chunks(level)
+    runs = chunks(level, CHUNK_COLUMNS)
     if threads <= 1 or len(runs) < 2:
         for run in runs:
             work(run)
@@ -265,7 +254,6 @@ def build(
         if on_level is not None:
             on_level(n)
     meter.close()
-    last = layout.num_levels - 1
     manifest["values"] = {t: float(below[t][0]) for t in tables}  # the one state of the top level, lead 0
     manifest["peak_rss_bytes"] = _peak_memory()
     manifest["device"] = "numpy" if accelerator is None else str(accelerator)
@@ -273,7 +261,6 @@ def build(
         _quantise(folder, manifest, keep_float32)
     manifest["complete"] = True
     write_manifest(folder, manifest)
-    assert layout.level(last).num_states == 1
     return manifest
 
 

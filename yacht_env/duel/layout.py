@@ -102,3 +102,12 @@ class Layout:
     def num_values(self) -> int:
         """The number of values of every level together."""
         return sum(self.level(n).num_values for n in range(self.num_levels))
+
+
+def chunks(level: Level, width: int) -> list[tuple[int, int]]:
+    """Runs ``[s0, s1)`` of consecutive states of one mover, each at most ``width`` values (or one state)."""
+    per_mover = len(level.others)
+    first = np.arange(level.num_states) // per_mover * per_mover
+    key = first * (level.num_values + 1) + (level.offset[:-1] - level.offset[first]) // width
+    starts = np.flatnonzero(np.diff(key, prepend=-1))
+    return list(zip(starts.tolist(), [*starts[1:].tolist(), level.num_states], strict=True))

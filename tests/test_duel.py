@@ -364,3 +364,12 @@ def test_the_coach_gives_exact_odds_at_two_players_where_the_solve_is_built(tmp_
     advice = coach.advise(17, 1, 0b101, 5)
     assert coach.odds(chances, advice, 17).startswith("odds (exact, against perfect play): win chance ")
     assert Coach(rules, players=3, cache_dir=tmp_path).odds_source == "estimate"
+
+
+def test_a_huge_or_foreign_manifest_is_not_trusted(tmp_path):
+    from yacht_env.duel import builder as B
+
+    (tmp_path / "manifest.json").write_text("[" * (B.MAX_MANIFEST_BYTES + 1))
+    assert B.read_manifest(tmp_path) is None
+    (tmp_path / "manifest.json").write_text('{"format": 0}')
+    assert B.read_manifest(tmp_path) is None

@@ -39,6 +39,7 @@ from yacht_env.util import atomic_output
 FORMAT_VERSION = 1  # bump when the recurrence, the layout or the files change; old folders are rebuilt
 CHUNK_COLUMNS = 384  # columns (state, lead) per chunk: a chunk's rows stay in the core's cache
 _THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+MAX_MANIFEST_BYTES = 1 << 20
 TABLES = {"equilibrium": ("E",), "best_response": ("A", "B")}
 
 
@@ -122,8 +123,11 @@ def _file_crc(path: Path) -> int:
 
 def read_manifest(folder: Path) -> dict | None:
     """The folder's manifest, or ``None`` if it is missing or not one of ours."""
+    path = folder / "manifest.json"
     try:
-        manifest = json.loads((folder / "manifest.json").read_text())
+        if path.stat().st_size > MAX_MANIFEST_BYTES:  # ours are a few kB: a huge one is not read into memory
+            return None
+        manifest = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT_VERSION else None

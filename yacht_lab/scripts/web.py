@@ -91,9 +91,8 @@ def _main(argv: list[str] | None, prog: str) -> int:
         return 2
     import socket
 
-    import uvicorn
-
     from yacht_lab.web.app import LOOPBACK_HOSTS, create_app
+    from yacht_lab.web.server import serve
 
     hosts = LOOPBACK_HOSTS if args.host in LOOPBACK_HOSTS else (*LOOPBACK_HOSTS, args.host)
     if args.host in ("0.0.0.0", "::", ""):  # every interface: any name the machine is reached by
@@ -111,8 +110,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
         return 2
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"{prog}: serving the table on http://{shown}:{listener.getsockname()[1]}/ (Ctrl-C stops it)", flush=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False)
-    uvicorn.Server(config).run(sockets=[listener])
+    serve(app, listener)
     return 0
 
 

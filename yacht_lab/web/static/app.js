@@ -434,10 +434,14 @@ function renderReplaySummary() {
   $("replay-body").hidden = false;
 }
 
+let gamesRequest = 0; // only the latest request's answer is drawn (the filters may change while one is on its way)
+
 async function loadGames() {
+  const mine = ++gamesRequest;
   const query = new URLSearchParams({ order: $("replay-order").value, offset: gamesOffset, limit: PAGE });
   if ($("replay-agent").value) query.set("agent", $("replay-agent").value);
   const data = await api("GET", `/api/replays/${replay.id}/games?${query}`);
+  if (mine !== gamesRequest) return;
   const table = $("replay-games");
   table.replaceChildren(el("tr", {}, ...["agent", "game", "score", "regret", "decisions"].map((h) => el("th", {}, h))));
   for (const g of data.games) {
@@ -613,10 +617,15 @@ async function init() {
   $("replay-list").addEventListener("change", () => {
     if ($("replay-list").value) guarded(() => openReplay($("replay-list").value));
   });
-  $("replay-agent").addEventListener("change", () => guarded(() => ((gamesOffset = 0), loadGames())));
-  $("replay-order").addEventListener("change", () => guarded(() => ((gamesOffset = 0), loadGames())));
-  $("games-prev").addEventListener("click", () => guarded(() => ((gamesOffset = Math.max(0, gamesOffset - PAGE)), loadGames())));
-  $("games-next").addEventListener("click", () => guarded(() => ((gamesOffset += PAGE), loadGames())));
+  const reload = (offset) => {
+    gamesOffset = offset;
+    clearError();
+    loadGames().catch(showError);
+  };
+  $("replay-agent").addEventListener("change", () => reload(0));
+  $("replay-order").addEventListener("change", () => reload(0));
+  $("games-prev").addEventListener("click", () => reload(Math.max(0, gamesOffset - PAGE)));
+  $("games-next").addEventListener("click", () => reload(gamesOffset + PAGE));
   $("costliest").addEventListener("change", () => {
     stepIndex = 0;
     renderGame();

@@ -272,7 +272,7 @@ async function showNewMoves(state, from) {
   for (const m of fresh) {
     const item = el("li", { class: m.person ? "person" : "agent" }, `${m.name}: ${m.text}`);
     log.append(item);
-    item.scrollIntoView({ block: "nearest" });
+    log.scrollTop = log.scrollHeight;
     if (!m.person && MOVE_DELAY > 0) await sleep(MOVE_DELAY);
   }
 }

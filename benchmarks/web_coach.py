@@ -31,7 +31,6 @@ import numpy as np
 from yacht_lab.web.app import create_app
 from yacht_lab.web.server import running
 
-
 TABLES = (
     ("yacht", "coach, solo Yacht (standard)", "standard", ["human"]),
     ("yahtzee", "coach, solo Yahtzee", "yahtzee", ["human"]),

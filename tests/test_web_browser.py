@@ -153,13 +153,9 @@ def test_a_two_player_game_against_an_agent(page, server):
     page.wait_for_selector("#coach-table")
     assert "win chance (estimate" in page.text_content("#coach .odds")
     while not wait_turn(page):
-        page.wait_for_selector("#coach-table tr.best button:not([disabled])")
-        page.click("#coach-table tr.best button")
-        page.wait_for_function(
-            "document.querySelector('#coach-table tr.best button') === null"
-            " || !document.querySelector('#over').hidden"
-            " || !document.querySelector('#coach-table tr.best button').disabled"
-        )
+        button = page.wait_for_selector("#coach-table tr.best button:not([disabled])")
+        button.click()
+        button.wait_for_element_state("hidden")  # the answer came: the coach's table is drawn again or hidden
     game = latest_game(app)
     totals = [int(t) for t in game.table.totals()]
     agent_moves = page.query_selector_all("#log li.agent")

@@ -23,9 +23,11 @@ data only, checking every field, and gives the columns as arrays (:class:`Record
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
+from array import array
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -306,8 +308,9 @@ class _Reader:
     def __init__(self, header: dict, rules: R.Rules) -> None:
         self.rules, self.header = rules, header
         self.agents = {name: i for i, name in enumerate(header["agents"])}
-        self.rows: list[tuple] = []
-        self.regrets: list[float] = []
+        self.rows = array("q")  # the decisions' 11 int fields, one after another
+        self.regrets = array("d")
+        self.count = 0
         self.games: list[tuple] = []
         self.seen: set[tuple[int, int]] = set()
         self.current: tuple[int, int] | None = None  # (agent, game) whose decisions are being read
@@ -336,7 +339,7 @@ class _Reader:
         if self.current is None:
             if key in self.seen:
                 raise _Problem(f"game {key[1]} of {value['agent']!r} appears twice")
-            self.current, self.start, self.sum, self.turn = key, len(self.rows), 0.0, 0
+            self.current, self.start, self.sum, self.turn = key, self.count, 0.0, 0
         elif key != self.current:
             raise _Problem(f"a game's decisions must end with its game line before game {key[1]}'s")
         dice = value["dice"]
@@ -356,12 +359,13 @@ class _Reader:
             _int(value["action"], "action", 0, rules.num_actions - 1),
             _int(value["best"], "best", 0, rules.num_actions - 1),
         )
-        if len(self.rows) - self.start >= rules.num_turns * (R.MAX_ROLLS_LEFT + 1):
+        if self.count - self.start >= rules.num_turns * (R.MAX_ROLLS_LEFT + 1):
             raise _Problem(f"a game has at most {rules.num_turns * (R.MAX_ROLLS_LEFT + 1)} decisions")
         regret = _float(value["regret"], "regret")
         self.turn = turn + (row[9] >= R.PICK_OFFSET)
-        self.rows.append(row)
+        self.rows.extend(row)
         self.regrets.append(regret)
+        self.count += 1
         self.sum += regret
 
     def game_line(self, value: dict) -> None:
@@ -370,13 +374,13 @@ class _Reader:
         key = self._agent_game(value)
         if key != self.current:
             raise _Problem(f"game {key[1]}'s game line must follow its decisions")
-        count = len(self.rows) - self.start
+        count = self.count - self.start
         _int(value["decisions"], "decisions", count, count)
         score = _int(value["score"], "score", 0, 100_000)
         regret = _float(value["regret"], "regret")
         if regret != self.sum:
             raise _Problem(f"regret must be the sum of the game's decision regrets ({self.sum!r}), got {regret!r}")
-        self.games.append((*key, score, self.start, len(self.rows), regret))
+        self.games.append((*key, score, self.start, self.count, regret))
         self.seen.add(key)
         self.current = None
 
@@ -385,7 +389,7 @@ class _Reader:
             raise ValueError("the record ends inside a game (no game line after its last decision)")
         if not self.games:
             raise ValueError("the record holds no game")
-        rows = np.array(self.rows, dtype=np.int64).reshape(-1, 11)
+        rows = np.frombuffer(self.rows, dtype=np.int64).reshape(-1, 11).copy()
         games = np.array([g[:5] for g in self.games], dtype=np.int64)
         columns = dict(zip(_DECISION_KEYS[1:], rows.T, strict=False))
         return Record(
@@ -402,7 +406,7 @@ class _Reader:
             total=rows[:, 8],
             action=rows[:, 9],
             best=rows[:, 10],
-            regret=np.array(self.regrets, dtype=np.float64),
+            regret=np.frombuffer(self.regrets, dtype=np.float64).copy(),
             game_agent=games[:, 0],
             game_number=games[:, 1],
             game_score=games[:, 2],
@@ -452,5 +456,5 @@ def read_record_file(path: str | os.PathLike, max_bytes: int) -> Record:
 
 
 def split_lines(data: bytes) -> Iterator[bytes]:
-    """The lines of ``data`` (an uploaded record)."""
-    return iter(data.split(b"\n"))
+    """The lines of ``data`` (an uploaded record), one at a time (no second copy of the whole)."""
+    return iter(io.BytesIO(data))

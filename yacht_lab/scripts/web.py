@@ -26,7 +26,7 @@ from yacht_lab.scripts import program_name
 COMMAND = "yacht-web"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-DEFAULT_MAX_UPLOAD_MB = 64
+DEFAULT_MAX_UPLOAD_MB = 128
 
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:

@@ -21,9 +21,9 @@ from yacht_lab.commands import describe, display_name
 from yacht_lab.record import Record
 from yacht_lab.web.games import WebError
 
-MAX_UPLOAD_BYTES = 64 * 2**20
+MAX_UPLOAD_BYTES = 128 * 2**20
 MAX_REPLAYS_PER_VISITOR = 2
-MAX_REPLAYS = 16
+MAX_REPLAYS = 8
 MAX_PAGE = 200
 ORDERS = ("game", "regret", "score")
 

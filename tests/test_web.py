@@ -307,8 +307,9 @@ def test_the_coachs_numbers_are_the_solvers(client):
 def test_a_two_player_game_against_an_agent_shows_its_moves_and_the_odds(client):
     state = new(client, seats=["human", "optimal"], coach="always", seed=2)
     assert state["names"] == ["You", "optimal"] and state["coach"]["odds"] == "estimate"
-    chances = [o["win_chance"] for o in state["coach"]["options"]]
-    assert all(0.0 <= c <= 1.0 for c in chances)
+    chances = {o["action"]: o["win_chance"] for o in state["coach"]["options"]}
+    assert all(0.0 <= c <= 1.0 for c in chances.values())
+    assert chances[state["coach"]["best_to_win"]] == max(chances.values())
     while not state["over"]:
         state = play(client, state, {"score": next(row["box"] for row in state["sheet"] if row["now"] is not None)})
         if not state["over"]:
@@ -581,6 +582,39 @@ def test_the_coach_view_gives_the_exact_two_player_values_where_built(tmp_path):
     assert view["odds"] == "exact"
     for option in view["options"]:
         assert option["win_chance"] == float(exact[option["action"]])
+
+
+def test_a_game_against_the_exact_two_player_agent_with_the_exact_odds(tmp_path, monkeypatch):
+    """At a two-player table of rules whose two-player solution is built, the duel agent sits and the coach's
+    chances are the exact values (a small game, solved in seconds in a cache of its own)."""
+    pytest.importorskip("starlette")
+    from yacht_env import duel
+    from yacht_lab.web.games import WebGame
+
+    monkeypatch.setenv("YACHT_RL_CACHE_DIR", str(tmp_path))
+    rules = R.Rules(name="ones-threes-yacht", categories=("ones", "threes", "yacht"))
+    solution = duel.solve(rules)
+    game = WebGame(rules, ["human", "duel"], seed=3, coach="always")
+    while not game.over:
+        view = game.coach_view()
+        table = game.table
+        me, other = table.on_turn, table.players[1]
+        exact = solution.q_values(me.open_mask, other.open_mask, me.total - other.total, me.roll, me.rolls_left)
+        assert view["odds"] == "exact"
+        assert {o["action"]: o["win_chance"] for o in view["options"]} == {
+            a: float(exact[a]) for a in np.flatnonzero(table.mask).tolist()
+        }
+        game.act(game.step, {"action": view["best"]})
+    assert sum(not m.person for m in game.moves) >= 3  # the duel agent played its three turns
+    assert game.analysis()["seats"][0]["given_away"] == 0.0
+
+
+@pytest.mark.slow
+def test_a_shipped_model_sits_at_the_table(client):
+    pytest.importorskip("sb3_contrib")
+    state = new(client, seats=["human", "ppo:standard"], seed=6)
+    state = play(client, state, {"score": 0})
+    assert [m["name"] for m in state["moves"]][1:] and all(m["name"] == "ppo:standard" for m in state["moves"][1:])
 
 
 # --------------------------------------------------------------------------------------------------

@@ -152,6 +152,13 @@ def test_a_two_player_game_against_an_agent(page, server):
     start(page, seats=("human", "optimal"), seed="3", coach="always")
     page.wait_for_selector("#coach-table")
     assert "win chance (estimate" in page.text_content("#coach .odds")
+    view = latest_game(app).coach_view()  # the win agent's chances, as the server computes them
+    for row in page.query_selector_all("#coach-table tr[data-action]"):
+        option = next(o for o in view["options"] if o["action"] == int(row.get_attribute("data-action")))
+        assert row.query_selector(".chance").text_content().lstrip("★ ") == f"{100 * option['win_chance']:.1f}%"
+    assert (
+        page.get_attribute(f"#coach-table tr[data-action='{view['best_to_win']}'] .chance", "class") == "chance to-win"
+    )
     while not wait_turn(page):
         button = page.wait_for_selector("#coach-table tr.best button:not([disabled])")
         button.click()

@@ -143,8 +143,12 @@ class Api:
     async def get_game(self, request: Request, visitor: str) -> dict:
         """``GET /api/games/{id}``."""
         game = self._game(request, visitor)
-        with game.lock:
-            return game.state()
+
+        def state():
+            with game.lock:  # a move of another request may hold it while its agents play
+                return game.state()
+
+        return await run_in_threadpool(state)
 
     async def move(self, request: Request, visitor: str) -> dict:
         """``POST /api/games/{id}/moves``."""

@@ -333,7 +333,9 @@ class WebGame:
 
 
 def coach_options(coach: Coach, table: TableState, rules: R.Rules) -> dict:
-    """The coach's view of the decision on turn at ``table`` (see :meth:`WebGame.coach_view`)."""
+    """The coach's view of the decision on turn at ``table`` (see :meth:`WebGame.coach_view`): ``best`` is the option
+    of the highest expected final score, ``best_to_win`` (at a table) the one of the highest win chance.
+    """
     seat, game = table.current, table.on_turn
     advice = coach.advise(game.roll, game.rolls_left, game.open_mask, game.total, game.upper, game.armed)
     chances = None
@@ -367,10 +369,14 @@ def coach_options(coach: Coach, table: TableState, rules: R.Rules) -> dict:
             option["win_chance"] = float(chances[a])
         options.append(option)
     options.sort(key=lambda o: (-o["expected_final"], o["action"]))
+    to_win = None
+    if chances is not None:  # the option with the best chance to finish first (ties: the coach's order)
+        to_win = max(options, key=lambda o: o["win_chance"])["action"]
     return {
         "step_total": advice.total,
         "expected_final": advice.total + best_q,
         "best": advice.best,
+        "best_to_win": to_win,
         "odds": coach.odds_source if chances is not None else None,
         "options": options,
     }

@@ -249,7 +249,11 @@ function renderCoach(view) {
       el("td", { class: "expected" }, fmt(option.expected_final, 3)),
       el("td", { class: "loss-cell" }, fmt(option.loss, 3)),
     );
-    if (view.odds) tr.append(el("td", { class: "chance" }, pct(option.win_chance)));
+    if (view.odds) {
+      const toWin = option.action === view.best_to_win;
+      tr.append(el("td", { class: toWin ? "chance to-win" : "chance", title: toWin ? "the best chance to win" : "" },
+        (toWin ? "★ " : "") + pct(option.win_chance)));
+    }
     const play = el("button", { type: "button" }, "play");
     play.addEventListener("click", () => move({ action: option.action }));
     tr.append(el("td", {}, play));

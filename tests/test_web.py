@@ -539,14 +539,16 @@ def test_bad_uploads_and_foreign_replays_are_refused(app, client, record_bytes):
 
 
 def test_an_upload_over_the_limit_is_a_413(record_bytes):
+    test_client = _test_client()
     from yacht_lab.web.app import create_app
 
-    small = _test_client()(create_app(max_upload_bytes=1000, allowed_hosts=["testserver"]))
+    small = test_client(create_app(max_upload_bytes=1000, allowed_hosts=["testserver"]))
     response = upload(small, record_bytes)
     assert response.status_code == 413 and response.json()["error"] == "the body is over the limit of 1,000 bytes"
 
 
 def test_a_replay_the_server_was_started_with_is_everyones(tmp_path, record_bytes):
+    _test_client()
     from yacht_lab.web.app import create_app
 
     path = tmp_path / "games.jsonl"
@@ -658,10 +660,12 @@ def test_yacht_web_without_the_web_extra_says_how_to_install_it(monkeypatch, cap
     from yacht_lab.scripts import web
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "starlette" else real(name))
+    missing = ("starlette", "uvicorn")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name in missing else real(name))
     assert web.main([], prog="yacht-web") == 2
     assert capsys.readouterr().err == (
-        "yacht-web: error: the browser table needs the web extra (starlette missing): pip install 'yacht-rl[web]'\n"
+        "yacht-web: error: the browser table needs the web extra (starlette and uvicorn missing): "
+        "pip install 'yacht-rl[web]'\n"
     )
 
 

@@ -57,6 +57,12 @@ def _shared_agent(spec: str, rules: R.Rules, players: int):
     return make_agent(spec, rules, 0, players=players)
 
 
+@functools.lru_cache(maxsize=64)
+def _encoders(rules: R.Rules, players: int) -> tuple[ObservationEncoder, MultiplayerEncoder]:
+    """The observation encoders of a table (read-only, some 0.9 MB of tables: shared, not built per game)."""
+    return ObservationEncoder(rules), MultiplayerEncoder(rules, players)
+
+
 def build_agent(spec: str, rules: R.Rules, players: int, seed: int):
     """The agent of ``spec`` for a seat at a table of ``players``: the deterministic ones shared between games,
     ``random`` seeded per seat.
@@ -132,8 +138,7 @@ class WebGame:
         streams = game_streams(self.seed, range(p), self.rules)
         self.table.start(parse_dice_stream({"dice_stream": streams}, self.rules, leading=(p,)))
         self.solver_coach = shared_coach(self.rules, p)
-        self.solo = ObservationEncoder(self.rules)
-        self.view = MultiplayerEncoder(self.rules, p)
+        self.solo, self.view = _encoders(self.rules, p)
         self.lock = threading.Lock()
         self.play_agents()
 

@@ -669,6 +669,29 @@ def test_yacht_web_without_the_web_extra_says_how_to_install_it(monkeypatch, cap
     )
 
 
+def test_python_m_yacht_lab_web_serves_the_page_on_localhost(tmp_path, record_bytes):
+    pytest.importorskip("starlette")
+    pytest.importorskip("uvicorn")
+    import re
+    import subprocess
+    import urllib.request
+
+    (tmp_path / "games.jsonl").write_bytes(record_bytes)
+    command = [sys.executable, "-m", "yacht_lab", "web", "--port", "0", "--replay", str(tmp_path / "games.jsonl")]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path) as server:
+        try:
+            line = server.stdout.readline()
+            url = re.fullmatch(r"python -m yacht_lab web: serving the table on (http://127\.0\.0\.1:\d+/) .*\n", line)
+            with urllib.request.urlopen(url[1], timeout=60) as response:
+                assert response.status == 200 and b"/static/app.js" in response.read()
+            with urllib.request.urlopen(url[1] + "api/replays", timeout=60) as response:
+                assert json.loads(response.read())["replays"][0]["name"] == "games.jsonl"
+        finally:
+            server.terminate()
+            _, err = server.communicate(timeout=60)
+    assert err == ""
+
+
 def test_importing_the_lab_needs_no_web_extra():
     import subprocess
 

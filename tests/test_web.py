@@ -174,6 +174,7 @@ def _with(lines, index, **change):
         (lambda ls: [json.dumps(ls[0]).encode()], "the record holds no game"),
         (lambda ls: [b" " * (MAX_LINE_BYTES + 1)], f"line 1: longer than {MAX_LINE_BYTES} bytes"),
         (lambda ls: [b"\xff\xfe"], "line 1: not a JSON object"),
+        (lambda ls: [b"[" * 4000], "line 1: not a JSON object (RecursionError)"),
         (lambda ls: [], "an empty record"),
     ],
 )
@@ -355,6 +356,12 @@ def test_an_all_agent_table_plays_through_at_once(client):
         ({"seed": 2**63}, "seed: an int in 0..2**63-1"),
         ({"coach": "loud"}, "coach: one of off, request, always, got 'loud'"),
         ({"colour": "red"}, "unknown field 'colour'"),
+        ({"seats": "human"}, "seats: a list of 1..6 seats"),
+        ({"seats": [["human"]]}, "seats: a list of 1..6 seats"),
+        ({"seats": ["x" * 400]}, "an agent spec is at most 300 characters"),
+        ({"names": "Ann"}, "names: one distinct name"),
+        ({"seats": ["human", "human"], "names": ["Ann", "Ann"]}, "names: one distinct name"),
+        ({"names": [" "]}, "names: one distinct name"),
     ],
 )
 def test_a_bad_new_game_is_a_400_with_its_message(client, body, message):
@@ -372,6 +379,36 @@ def test_a_body_that_is_not_json_or_too_big_or_not_an_object(client):
     big = client.post("/api/games", content=b" " * 20_000, headers={"content-type": "application/json"})
     assert big.status_code == 413 and "over the limit of 16,384 bytes" in big.json()["error"]
     assert client.post("/api/games", json=[1]).json()["error"].startswith("a new game is a JSON object")
+    deep = client.post("/api/games", content=b"[" * 10_000, headers={"content-type": "application/json"})
+    assert deep.status_code == 400 and deep.json() == {"error": "the body is not JSON"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"step": 1e400, "move": {"score": 0}}',
+        b'{"step": NaN, "move": {"score": 0}}',
+        {"step": 0, "move": None},
+        {"step": 0, "move": {"keep": [0.5]}},
+        {"step": 0, "move": {"keep": [True]}},
+        {"step": 0, "move": {"score": "ones"}},
+        {"step": 0, "move": {"action": -1}},
+        {"step": 0, "move": {"action": 10**400}},
+        {"step": None, "move": {}},
+        {"step": 0, "move": [["keep", [0]]]},
+        [0, {"score": 0}],
+        "move",
+        None,
+    ],
+)
+def test_odd_moves_are_4xx_never_500(client, body):
+    state = new(client)
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    response = client.post(
+        f"/api/games/{state['id']}/moves", content=data, headers={"content-type": "application/json"}
+    )
+    assert 400 <= response.status_code < 500 and response.json()["error"], response.text
+    assert client.get(f"/api/games/{state['id']}").json() == state
 
 
 @pytest.mark.parametrize(

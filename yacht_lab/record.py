@@ -271,7 +271,7 @@ def _object(line: bytes, number: int) -> dict:
         raise ValueError(f"line {number}: longer than {MAX_LINE_BYTES} bytes")
     try:
         value = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:  # RecursionError: nested too deep
         raise ValueError(f"line {number}: not a JSON object ({error.__class__.__name__})") from None
     if not isinstance(value, dict):
         raise ValueError(f"line {number}: not a JSON object")

@@ -107,7 +107,7 @@ async def _json(request: Request):
     data = await _body(request, MAX_JSON_BYTES, ("application/json",))
     try:
         return json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # RecursionError: nested too deep
         raise WebError("the body is not JSON") from None
 
 

@@ -170,10 +170,15 @@ function render(state) {
   dice.replaceChildren();
   if (!state.over) {
     state.dice.forEach((face, i) => {
-      const die = el("button", { type: "button", class: "die" + (kept[i] ? " kept" : ""), "data-index": i }, face);
+      const die = el(
+        "button",
+        { type: "button", class: "die" + (kept[i] ? " kept" : ""), "data-index": i, "aria-pressed": String(kept[i]) },
+        face,
+      );
       die.addEventListener("click", () => {
         kept[i] = !kept[i];
         die.classList.toggle("kept", kept[i]);
+        die.setAttribute("aria-pressed", String(kept[i]));
       });
       dice.append(die);
     });

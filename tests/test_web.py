@@ -69,7 +69,6 @@ def test_each_decision_is_the_solvers_view_of_its_state(recorded):
 
 
 def test_the_replay_shows_the_regret_of_evaluates_report(recorded):
-    pytest.importorskip("starlette")
     from yacht_lab.web.replays import Replay
 
     evaluation, path = recorded
@@ -488,7 +487,6 @@ def test_unknown_paths_methods_and_hosts_are_refused(client, app):
 
 
 def test_the_store_is_bounded_and_forgets_idle_games():
-    pytest.importorskip("starlette")
     from yacht_lab.web.games import GameStore, WebError, WebGame
 
     now = [0.0]
@@ -603,7 +601,6 @@ def test_a_replay_the_server_was_started_with_is_everyones(tmp_path, record_byte
 # The coach's exact two-player odds
 # --------------------------------------------------------------------------------------------------
 def test_the_coach_view_gives_the_exact_two_player_values_where_built(tmp_path):
-    pytest.importorskip("starlette")
     from yacht_env import duel
     from yacht_env.game import TableState, game_streams, parse_dice_stream
     from yacht_lab.table import Coach
@@ -626,7 +623,6 @@ def test_the_coach_view_gives_the_exact_two_player_values_where_built(tmp_path):
 def test_a_game_against_the_exact_two_player_agent_with_the_exact_odds(tmp_path, monkeypatch):
     """At a two-player table of rules whose two-player solution is built, the duel agent sits and the coach's
     chances are the exact values (a small game, solved in seconds in a cache of its own)."""
-    pytest.importorskip("starlette")
     from yacht_env import duel
     from yacht_lab.web.games import WebGame
 

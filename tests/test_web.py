@@ -167,7 +167,7 @@ def _with(lines, index, **change):
         (lambda ls: _with(ls, 1, agent="optimal"), "line 2: agent must be one of the header's agents"),
         (lambda ls: _with(ls, 1, type="move"), 'line 2: type must be "decision" or "game"'),
         (lambda ls: _with(ls, 1, game=5), "line 2: game must be an int in 0..1"),
-        (lambda ls: _with(ls, 1, turn=4), "line 2: turn must be an int in 0..1"),
+        (lambda ls: _with(ls, 1, turn=4), "line 2: turn must be an int in 0..0"),
         (lambda ls: _with(ls, 1, secret="x"), "line 2: a decision's fields must be"),
         (lambda ls: [json.dumps(line).encode() for line in ls[:-1]], "the record ends inside a game"),
         (lambda ls: [json.dumps(ls[0]).encode()], "the record holds no game"),
@@ -199,6 +199,13 @@ def test_a_game_line_must_sum_its_decisions_and_follow_them(tmp_path):
     twice = [json.dumps(line).encode() for line in lines[: ends[0] + 1]] * 2
     with pytest.raises(ValueError, match="game 0 of 'greedy' appears twice"):
         read_record([twice[0], *twice[1 : ends[0] + 1], *twice[ends[0] + 2 :]])
+
+
+def test_a_records_turns_come_in_order(tmp_path):
+    lines = _record_lines(tmp_path)
+    after = next(i for i, line in enumerate(lines) if line.get("action", 0) >= R.PICK_OFFSET) + 1  # turn 1's first
+    with pytest.raises(ValueError, match=rf"line {after + 1}: turn must be an int in 1..1, got 0"):
+        read_record(_with(lines, after, turn=0))
 
 
 def test_a_record_file_over_its_limit_is_refused(tmp_path):

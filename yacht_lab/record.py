@@ -345,7 +345,9 @@ class _Reader:
         dice = value["dice"]
         if not isinstance(dice, list) or tuple(dice) not in _ROLL_OF or not all(type(d) is int for d in dice):
             raise _Problem(f"dice must be five sorted faces 1..6, got {_shown(dice)}")
-        turn = _int(value["turn"], "turn", self.turn, min(self.turn + 1, rules.num_turns - 1))
+        if self.turn >= rules.num_turns:
+            raise _Problem(f"a game has {rules.num_turns} turns: no decision after its last pick")
+        turn = _int(value["turn"], "turn", self.turn, self.turn)  # the turns in order, each ended by its pick
         row = (
             key[0],
             key[1],

@@ -64,8 +64,10 @@ autodoc_mock_imports = [
         "sb3_contrib",
         "scipy",
         "stable_baselines3",
+        "starlette",
         "torch",
         "tqdm",
+        "uvicorn",
         "yaml",
     )
     if importlib.util.find_spec(name) is None

@@ -18,10 +18,10 @@ The rules, for ``README.md`` and every ``docs/**/*.md`` (not the build output ``
 * Each fenced ``bash``, ``console``, ``sh`` or ``shell`` block is read line by line (``\\`` continuations
   joined, ``#`` comments dropped, a ``$`` prompt removed, split at ``&&``, ``||``, ``|`` and ``;``). Every
   command that invokes one of the project's command-line programs, ``python train.py`` / ``evaluate.py`` /
-  ``play.py`` / ``sweep.py``, ``yacht-train`` / ``yacht-evaluate`` / ``yacht-play`` / ``yacht-sweep`` or
-  ``python -m yacht_lab <train|evaluate|play|sweep>``, is checked by running that program's argument parser
-  (``parse_args(argv)`` of the top-level script, the same program as the console command) on its arguments,
-  in a temporary working directory: an unknown or malformed flag fails. Every other command (``pip``,
+  ``play.py`` / ``sweep.py`` / ``web.py``, ``yacht-train`` / ``yacht-evaluate`` / ``yacht-play`` / ``yacht-sweep`` /
+  ``yacht-web`` or ``python -m yacht_lab <train|evaluate|play|sweep|web>``, is checked by running that program's
+  argument parser (``parse_args(argv)`` of the top-level script, the same program as the console command) on its
+  arguments, in a temporary working directory: an unknown or malformed flag fails. Every other command (``pip``,
   ``pytest``, ``ray``, ``printf``, the ``benchmarks/`` scripts, another project's script) is not checked.
 * Other blocks (``text``, ``yaml``, ...) are not run.
 
@@ -54,7 +54,7 @@ SLOW_MARK = re.compile(r"<!--\s*docs-test:\s*slow\s*-->")
 FENCE = re.compile(r"^(`{3,})\s*([\w-]*)[^\n]*$")
 SHELL_LANGUAGES = {"bash", "console", "sh", "shell"}
 # The project's programs: every name a documented line may use, mapped to the top-level script that runs it.
-SCRIPTS = ("train", "evaluate", "play", "sweep")
+SCRIPTS = ("train", "evaluate", "play", "sweep", "web")
 PROGRAMS = {f"{name}.py": name for name in SCRIPTS} | {f"yacht-{name}": name for name in SCRIPTS}
 OPTIONAL = {"torch", "stable_baselines3", "sb3_contrib", "pettingzoo", "torchrl", "tensordict", "rich", "ray"}
 INTEGRATION_PAGES = (DOCS / "integrations.md", DOCS / "multiagent-training.md")

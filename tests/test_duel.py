@@ -361,6 +361,7 @@ def test_the_coach_gives_exact_odds_at_two_players_where_the_solve_is_built(tmp_
     assert coach.odds_source == "exact" and coach.win is None
     chances = coach.win_chances(17, 1, 0b101, 5, 0b011, 1)
     np.testing.assert_array_equal(chances, solution.q_values(0b101, 0b011, 4, 17, 1))
+    np.testing.assert_array_equal(coach.win_chances(17, 1, 0b101, 5, [0b011], [1]), chances)  # as a table lists them
     advice = coach.advise(17, 1, 0b101, 5)
     assert coach.odds(chances, advice, 17).startswith("odds (exact, against perfect play): win chance ")
     assert Coach(rules, players=3, cache_dir=tmp_path).odds_source == "estimate"

@@ -21,7 +21,7 @@ from yacht_agents.ppo import LEGACY_POLICY_MODULES, resolve_model, saved_policy_
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = {"standard": REPO / "models" / "ppo_standard.zip", "classic": REPO / "models" / "ppo_classic.zip"}
-COMMANDS = ("train", "evaluate", "play", "sweep")
+COMMANDS = ("train", "evaluate", "play", "sweep", "web")
 
 # Models saved before 0.2, and what they scored then (recorded with the code before the change, 200 games of
 # evaluate() on seed 7): the sum of the scores and the first ten games.
@@ -177,7 +177,7 @@ def test_the_repository_scripts_are_aliases_importing_only_the_standard_library(
     code = (
         "import sys\n"
         f"sys.path.insert(0, {str(REPO)!r})\n"
-        "import train, evaluate, play, sweep\n"
+        "import train, evaluate, play, sweep, web\n"
         "heavy = sorted(m for m in ('numpy', 'torch', 'yaml', 'gymnasium', 'yacht_env', 'yacht_agents') "
         "if m in sys.modules)\n"
         "print(heavy)\n"
@@ -271,7 +271,8 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     shipped = ("standard", "classic", "yahtzee", "yatzy", "selfplay_standard")
     models = {f"yacht_agents/models/ppo_{name}.zip" for name in shipped}
     configs = {f"yacht_lab/configs/{name}.yaml" for name in ("ppo", "sweep", "versus", "yahtzee", "yatzy", "selfplay")}
-    assert data == models | configs  # no run folder, no checkpoint, no benchmark
+    static = {f"yacht_lab/web/static/{name}" for name in ("index.html", "app.css", "app.js")}  # the web table's page
+    assert data == models | configs | static  # no run folder, no checkpoint, no benchmark
     # every model and config of the repository, none forgotten as new ones come
     assert {f"yacht_agents/models/{path.name}" for path in (REPO / "models").glob("*.zip")} == models
     assert {f"yacht_lab/configs/{path.name}" for path in (REPO / "configs").glob("*.yaml")} == configs

@@ -1,5 +1,5 @@
-"""``python -m yacht_lab <train|evaluate|play|sweep> [options]``: the console commands ``yacht-train``,
-``yacht-evaluate``, ``yacht-play`` and ``yacht-sweep`` without the scripts folder on ``PATH``.
+"""``python -m yacht_lab <train|evaluate|play|sweep|web> [options]``: the console commands ``yacht-train``,
+``yacht-evaluate``, ``yacht-play``, ``yacht-sweep`` and ``yacht-web`` without the scripts folder on ``PATH``.
 
 Messages name the program ``python -m yacht_lab <command>`` (e.g. ``python -m yacht_lab train: error: ...``), so
 that the usage line says how to run it again. A missing or unknown command is one error line, exit status 2.
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import sys
 
-COMMANDS = ("train", "evaluate", "play", "sweep")
+COMMANDS = ("train", "evaluate", "play", "sweep", "web")
 PROG = "python -m yacht_lab"
 USAGE = f"usage: {PROG} {{{','.join(COMMANDS)}}} [options]  (then: {PROG} <command> --help)"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m yacht_lab <train|evaluate|play|sweep> ...``: runs that command; returns its exit status."""
+    """``python -m yacht_lab <train|evaluate|play|sweep|web> ...``: runs that command; returns its exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in ("-h", "--help"):
         print(USAGE)

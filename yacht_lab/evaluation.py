@@ -22,9 +22,11 @@ bonus, the mean Yahtzee bonus); Yacht's presets have none, and their report is e
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ from yacht_env.game import game_streams
 from yacht_env.rules import is_int
 from yacht_env.solver import Solution, solve
 from yacht_env.vector import YachtVectorEnv
+from yacht_lab.record import MAX_RECORD_GAMES, open_record, record_header
 from yacht_lab.report import _rounded, _short, figure_bytes, mean_ci, progress_bar, pyplot_for, sample_std
 
 DEFAULT_BATCH_SIZE = 10_000
@@ -163,6 +166,7 @@ def play_games(
     solution: Solution,
     batch_size: int = DEFAULT_BATCH_SIZE,
     on_games_done: Callable[[int], None] | None = None,
+    recorder=None,
 ) -> AgentResult:
     """Plays games ``0..games-1`` under ``seed`` with ``agent``, scoring each decision's regret.
 
@@ -174,6 +178,8 @@ def play_games(
         batch_size: Games stepped together in one :class:`YachtVectorEnv`. It changes the speed, not the
             dice; only an agent with its own randomness (``random``) draws differently with another size.
         on_games_done: Called with the number of games each time some finish (for a progress bar).
+        recorder: Where every decision goes as it is valued (:class:`yacht_lab.record.Recorder`: its
+            ``decisions`` and ``finished`` methods are given the very arrays the regret is summed from), or ``None``.
 
     Raises:
         ValueError: the agent chose an illegal action.
@@ -209,6 +215,10 @@ def play_games(
                 state += tuple(info[key][index].astype(np.intp) if key in info else 0 for key in ("upper", "armed"))
             q = solution.q_values(*state)
             decision_regret = q.max(axis=1) - q[np.arange(len(index)), chosen]
+            if recorder is not None:
+                recorder.decisions(
+                    first + index, state, info["total"][index], chosen, q.argmax(axis=1), decision_regret
+                )
             regret[first + index] += decision_regret
             turn_regret[first + index] += decision_regret
             picks = chosen >= R.PICK_OFFSET
@@ -232,8 +242,12 @@ def play_games(
                     boxes = info["scores"][done].sum(axis=1, dtype=np.int64)
                     yahtzee_bonus[games_done] = info["total"][done] - boxes - rules.upper_bonus * earned
                 playing &= ~done
+                if recorder is not None:
+                    recorder.finished(games_done, scores[games_done])
                 if on_games_done is not None:
                     on_games_done(int(done.sum()))
+        if recorder is not None:
+            recorder.flush()
     seconds = time.perf_counter() - start
     return AgentResult(
         agent.name,
@@ -249,6 +263,18 @@ def play_games(
     )
 
 
+def _check_sizes(games, seed, batch_size, recording: bool) -> None:
+    for name, value, low in (("games", games, 1), ("seed", seed, 0), ("batch_size", batch_size, 1)):
+        if not is_int(value) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    if games > MAX_GAMES:  # refused before anything is allocated, not a MemoryError later
+        raise ValueError(f"games must be an int >= 1 and <= {MAX_GAMES:,}, got {games!r}")
+    if batch_size > MAX_BATCH_SIZE:
+        raise ValueError(f"batch_size must be an int >= 1 and <= {MAX_BATCH_SIZE:,}, got {batch_size!r}")
+    if recording and games > MAX_RECORD_GAMES:
+        raise ValueError(f"a record keeps at most {MAX_RECORD_GAMES:,} games per agent, got {games:,}")
+
+
 def evaluate(
     agents: Sequence[Agent],
     games: int,
@@ -256,6 +282,7 @@ def evaluate(
     rules: str | R.Rules = "standard",
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: bool = False,
+    record: str | os.PathLike | None = None,
 ) -> Evaluation:
     """Plays ``games`` seeded games with each agent on the same dice; see the module docstring.
 
@@ -266,20 +293,17 @@ def evaluate(
         rules: A preset name or :class:`~yacht_env.rules.Rules`.
         batch_size: Games stepped together.
         progress: Show a tqdm progress bar on stderr (only on a terminal).
+        record: Write every decision of the games to this path as JSON Lines (:mod:`yacht_lab.record`), atomically:
+            on an error nothing is left there. At most :data:`~yacht_lab.record.MAX_RECORD_GAMES` games.
 
     Raises:
-        ValueError: bad games (more than :data:`MAX_GAMES` too), seed, batch size (more than
+        ValueError: bad games (more than :data:`MAX_GAMES` too; with ``record``, more than
+            :data:`~yacht_lab.record.MAX_RECORD_GAMES`), seed, batch size (more than
             :data:`MAX_BATCH_SIZE` too), duplicate names, an
             agent for other rules or for a table of players (``win``), or an agent choosing an illegal action.
     """
     rules = R.get_rules(rules)
-    for name, value, low in (("games", games, 1), ("seed", seed, 0), ("batch_size", batch_size, 1)):
-        if not is_int(value) or value < low:
-            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    if games > MAX_GAMES:  # refused before anything is allocated, not a MemoryError later
-        raise ValueError(f"games must be an int >= 1 and <= {MAX_GAMES:,}, got {games!r}")
-    if batch_size > MAX_BATCH_SIZE:
-        raise ValueError(f"batch_size must be an int >= 1 and <= {MAX_BATCH_SIZE:,}, got {batch_size!r}")
+    _check_sizes(games, seed, batch_size, record is not None)
     check_agents(agents, rules)
     for agent in agents:
         table = getattr(agent, "table_players", None)
@@ -291,15 +315,21 @@ def evaluate(
     solution = solve(rules)
     evaluation = Evaluation(rules, int(games), int(seed), solution.expected_score)
     bar = progress_bar(games * len(agents)) if progress else None
-    try:
+    with contextlib.ExitStack() as stack:
+        recorder = None
+        if record is not None:
+            header = record_header(rules, seed, games, [agent.name for agent in agents], solution.expected_score)
+            recorder = open_record(stack, record, header)
+        if bar is not None:
+            stack.callback(bar.close)
         for agent in agents:
             if bar is not None:
                 bar.set_description(agent.name)
             on_games_done = bar.update if bar is not None else None
-            evaluation.results[agent.name] = play_games(agent, games, seed, solution, batch_size, on_games_done)
-    finally:
-        if bar is not None:
-            bar.close()
+            if recorder is not None:
+                recorder.start_agent(agent.name)
+            result = play_games(agent, games, seed, solution, batch_size, on_games_done, recorder)
+            evaluation.results[agent.name] = result
     return evaluation
 
 

@@ -147,8 +147,9 @@ class Coach:
         player. Opponents are listed in seat order after the player, each at a turn start (as they are during the
         player's turn).
         """
-        if self.exact is not None:
-            return self.exact.q_values(open_mask, opponent_open, total - opponent_total, roll, rolls_left)
+        if self.exact is not None:  # one opponent: a number, or a list of one (as a table lists its opponents)
+            other_open, other_total = (int(np.asarray(x).reshape(-1)[0]) for x in (opponent_open, opponent_total))
+            return self.exact.q_values(open_mask, other_open, total - other_total, roll, rolls_left)
         if self.win is None:
             return None
         chances = self.win.win_probabilities(roll, rolls_left, open_mask, total, [opponent_open], [opponent_total])

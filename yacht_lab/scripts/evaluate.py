@@ -5,6 +5,7 @@ Usage:
     yacht-evaluate                          # random, greedy, optimal, ppo:<rules> (the shipped model)
     yacht-evaluate --agents random greedy optimal ppo:runs/x/model.zip --games 10000 --seed 0 \
         --rules standard --json results.json --plot scores.png
+    yacht-evaluate --agents greedy optimal --games 1000 --record games.jsonl   # every decision, for yacht-web
     yacht-evaluate --players 2 --games 20000 --json h2h.json   # head to head: every pair of the agents
     yacht-evaluate --players 3 --agents random greedy optimal  # three agents at one table
     yacht-evaluate --players 2 --games 2000 --ratings           # and the agents' ratings with their intervals
@@ -23,6 +24,10 @@ their own sheet and add the share of games that earn the upper bonus and the mea
 ``upper_bonus_rate``, ``yahtzee_bonus_mean``; Yacht's reports are unchanged). The ``win`` agent and the head to
 head's calibration of its model need score distributions, which exist for Yacht's presets only: ``win`` on the
 family is refused in one line, and the family's head to head has no calibration.
+
+``--record PATH`` writes every decision of the games (the dice, the state, the action, the solver's best action and
+the regret) as JSON Lines (:mod:`yacht_lab.record`), which ``yacht-web --replay PATH`` steps through; each game's
+regret there is exactly the one this report averages.
 
 ``--players P`` (2..10) plays the agents against each other instead (:mod:`yacht_lab.head_to_head`): with 2 every
 pair of them, with more exactly ``P`` agents at one table. ``--games`` is then the number of deals, each
@@ -114,6 +119,12 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         help="with --players 2 or more: play each table (each pair at 2 players) as a task on the Ray cluster at "
         "this address: auto (the one `ray start` made on this machine) or HOST:PORT",
     )
+    parser.add_argument(
+        "--record",
+        metavar="PATH",
+        help="write every decision of the games (the dice, the state, the action, the solver's best action, the "
+        "regret) to PATH as JSON Lines, for yacht-web's replays (--players 1 only; at most 100,000 games)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     if args.agents is None:
@@ -123,7 +134,7 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     problem = players_problem(args)
     if problem:
         parser.error(problem)
-    problem = outputs_problem(args.json, args.plot)
+    problem = outputs_problem(args.json, args.plot, args.record)
     if problem:
         parser.error(problem)
     return args
@@ -131,6 +142,8 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
 
 def players_problem(args: argparse.Namespace) -> str | None:
     """Why the agents cannot play ``--players`` (checked before the run), or ``None``."""
+    from yacht_lab.record import MAX_RECORD_GAMES
+
     p, count = args.players, len(args.agents)
     if len(set(args.agents)) != count:
         return f"argument --agents: each agent may be given once, got {' '.join(args.agents)}"
@@ -143,6 +156,10 @@ def players_problem(args: argparse.Namespace) -> str | None:
         return f"argument --plot: the plot is the 2-player win-rate matrix; there is none for --players {p}"
     if p == 1 and args.ratings:
         return "argument --ratings: ratings come from a head to head: give --players 2 (every pair) or more"
+    if p > 1 and args.record is not None:
+        return "argument --record: records the benchmark's solo games: give --players 1 (the default)"
+    if args.record is not None and args.games > MAX_RECORD_GAMES:
+        return f"argument --record: a record keeps at most {MAX_RECORD_GAMES:,} games per agent, got {args.games:,}"
     if p == 1 and args.address is not None:
         return "argument --address: Ray plays a head to head's tables: give --players 2 (every pair) or more"
     return None
@@ -156,17 +173,17 @@ def plot_format(path: str) -> str | None:
     return fmt if fmt in PLOT_FORMATS else None
 
 
-def outputs_problem(json_path: str | None, plot_path: str | None) -> str | None:
+def outputs_problem(json_path: str | None, plot_path: str | None, record_path: str | None = None) -> str | None:
     """Why the outputs cannot be written (checked before the run, so a bad path costs no time), or ``None``.
 
     Each path must be a regular file or a new one in an existing folder where a file can really be created
-    (a symlink is written through); the plot's extension must name a format; the two must be different files.
+    (a symlink is written through); the plot's extension must name a format; they must be different files.
     """
     from yacht_env.util import check_writable
     from yacht_lab.report import PLOT_FORMATS
 
     targets = {}
-    for option, path in (("--json", json_path), ("--plot", plot_path)):
+    for option, path in (("--json", json_path), ("--plot", plot_path), ("--record", record_path)):
         if path is None:
             continue
         if option == "--plot" and plot_format(path) is None:
@@ -176,13 +193,13 @@ def outputs_problem(json_path: str | None, plot_path: str | None) -> str | None:
             targets[option] = check_writable(path)
         except ValueError as error:
             return f"argument {option}: {error}"
-    if len(targets) == 2:
-        json_target, plot_target = targets["--json"], targets["--plot"]
-        same = json_target == plot_target or (
-            json_target.exists() and plot_target.exists() and os.path.samefile(json_target, plot_target)
-        )
-        if same:
-            return f"argument --plot: '{plot_path}' is the same file as --json '{json_path}'"
+    paths = {"--json": json_path, "--plot": plot_path, "--record": record_path}
+    options = list(targets)
+    for i, later in enumerate(options):
+        for earlier in options[:i]:
+            a, b = targets[earlier], targets[later]
+            if a == b or (a.exists() and b.exists() and os.path.samefile(a, b)):
+                return f"argument {later}: '{paths[later]}' is the same file as {earlier} '{paths[earlier]}'"
     return None
 
 
@@ -225,7 +242,9 @@ def _main(argv: list[str] | None, prog: str) -> int:
         progress = not args.no_progress
         extra = ()  # the ratings, as the head to head's report and JSON take them
         if args.players == 1:
-            evaluation = evaluate(agents, args.games, args.seed, args.rules, args.batch_size, progress)
+            evaluation = evaluate(
+                agents, args.games, args.seed, args.rules, args.batch_size, progress, record=args.record
+            )
         elif args.address is not None:
             from yacht_lab.head_to_head_ray import head_to_head_on_ray
 
@@ -253,7 +272,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
         return 2
     try:
         print(format_report(evaluation, *extra))
-        for path, _ in rendered:
+        for path in [path for path, _ in rendered] + [args.record] * (args.record is not None):
             print(f"wrote {path}")
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. piped into `head`: the files are written; stop quietly

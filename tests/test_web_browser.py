@@ -1,0 +1,224 @@
+"""The browser table in a real browser: Playwright driving headless Chromium (the system's ``chromium``) against the
+server on localhost. A whole solo game played by clicks, a two-player game against an agent, the coach's numbers
+against the solver's for the positions shown, a record of ``evaluate.py --record`` opened and stepped through, and
+bad requests answered on the page with their messages.
+
+Slow (``.ci/run`` runs them in its browser step); skipped without Playwright, Chromium or the web extra.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None:
+    pytest.skip("no chromium on PATH (apt-get install chromium)", allow_module_level=True)
+
+from yacht_agents import make_agent  # noqa: E402
+from yacht_env.solver import solve  # noqa: E402
+from yacht_lab.evaluation import evaluate  # noqa: E402
+from yacht_lab.web.app import create_app  # noqa: E402
+from yacht_lab.web.server import running  # noqa: E402
+
+TIMEOUT = 20_000  # ms
+
+
+@pytest.fixture(scope="module")
+def record_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("record") / "games.jsonl"
+    evaluate([make_agent("greedy"), make_agent("optimal")], 8, seed=4, record=path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(record_path):
+    app = create_app([record_path])
+    with running(app) as url:
+        yield app, url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)  # for wait_for_function
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(server[1] + "/?delay=0")
+    page.wait_for_selector("body[data-ready='1']")
+    yield page
+    context.close()
+    assert errors == []  # no JavaScript error on the way
+
+
+def latest_game(app):
+    """The game the page played last (the store keeps its games in the order they were used)."""
+    return list(app.state.games._games.values())[-1][1]
+
+
+def start(page, seats=("human",), seed="7", coach="request", rules="standard"):
+    page.select_option("#rules", rules)
+    for _ in range(len(seats) - 1):
+        page.click("#add-seat")
+    for row, spec in zip(page.query_selector_all(".seat"), seats, strict=True):
+        options = row.eval_on_selector(".seat-spec", "s => [...s.options].map(o => o.value)")
+        if spec in options:
+            row.query_selector(".seat-spec").select_option(spec)
+        else:
+            row.query_selector(".seat-spec").select_option("")
+            row.query_selector(".seat-custom").fill(spec)
+    page.fill("#seed", seed)
+    page.select_option("#coach-mode", coach)
+    page.click("#start")
+
+
+def wait_turn(page):
+    """Waits until the person may act (or the game is over)."""
+    page.wait_for_function(
+        "!document.querySelector('#over').hidden || !document.querySelector('#roll').disabled"
+        " || document.querySelector('#sheet button.score:not([disabled])') !== null"
+    )
+    return not page.is_hidden("#over")
+
+
+def test_a_whole_solo_game_played_by_clicks(page, server):
+    app, _ = server
+    start(page, seed="7")
+    page.wait_for_selector("#table:not([hidden])")
+    rounds = 0
+    while not wait_turn(page):
+        assert page.text_content("#status").startswith(f"Yacht (standard rules, seed 7): round {rounds + 1} of 12")
+        page.click("#dice .die[data-index='0']")  # keep the first die, then re-roll the rest
+        assert "kept" in page.get_attribute("#dice .die[data-index='0']", "class")
+        page.click("#roll")
+        page.wait_for_selector("#roll:has-text('(1 left)')")
+        page.click("#sheet button.score >> nth=0")  # score the first open box
+        rounds += 1
+        page.wait_for_function(f"document.querySelectorAll('#log li').length === {2 * rounds}")
+    assert rounds == 12
+    game = latest_game(app)
+    total = int(game.table.totals()[0])
+    assert page.text_content("#result") == f"final: You {total}"
+    assert page.text_content("#sheet tr.total td.total-cell") == str(total)
+    analysis = page.query_selector_all(".analysis-table tr")
+    assert len(analysis) == 1 + 24  # the header, then a keep and a pick per round
+    given = sum(d.cost for d in game.decisions)
+    assert f"{given:.2f} points given away" in page.text_content("#analysis h3")
+    assert page.text_content("#record").startswith("1 game, 0 wins of 0 at a table, mean loss ")
+    stored = json.loads(page.evaluate("localStorage.getItem('yacht-rl.record.v1')"))
+    assert stored["games"] == 1 and stored["decisions"] == 24
+
+
+def test_the_coachs_numbers_are_the_solvers_for_the_positions_shown(page, server):
+    app, _ = server
+    solution = solve("yahtzee")
+    start(page, seed="12", coach="request", rules="yahtzee")
+    for _ in range(5):
+        wait_turn(page)
+        page.click("#ask-coach")
+        page.wait_for_selector("#coach-table")
+        game = latest_game(app).table.on_turn
+        q = solution.q_values(game.roll, game.rolls_left, game.open_mask, upper=game.upper, armed=game.armed)
+        rows = page.query_selector_all("#coach-table tr[data-action]")
+        assert sorted(int(r.get_attribute("data-action")) for r in rows) == np.flatnonzero(np.isfinite(q)).tolist()
+        for row in rows:
+            a = int(row.get_attribute("data-action"))
+            assert row.query_selector(".expected").text_content() == f"{game.total + q[a]:.3f}"
+            assert row.query_selector(".loss-cell").text_content() == f"{abs(q.max() - q[a]):.3f}"
+        assert page.text_content("#coach h3").endswith(f"{game.total + q.max():.2f} with the best move")
+        rows[-1].query_selector("button").click()  # play the coach's worst option
+        page.wait_for_selector("#coach", state="hidden")
+
+
+def test_a_two_player_game_against_an_agent(page, server):
+    app, _ = server
+    start(page, seats=("human", "optimal"), seed="3", coach="always")
+    page.wait_for_selector("#coach-table")
+    assert "win chance (estimate" in page.text_content("#coach .odds")
+    view = latest_game(app).coach_view()  # the win agent's chances, as the server computes them
+    for row in page.query_selector_all("#coach-table tr[data-action]"):
+        option = next(o for o in view["options"] if o["action"] == int(row.get_attribute("data-action")))
+        assert row.query_selector(".chance").text_content().lstrip("★ ") == f"{100 * option['win_chance']:.1f}%"
+    assert (
+        page.get_attribute(f"#coach-table tr[data-action='{view['best_to_win']}'] .chance", "class") == "chance to-win"
+    )
+    while not wait_turn(page):
+        button = page.wait_for_selector("#coach-table tr.best button:not([disabled])")
+        button.click()
+        button.wait_for_element_state("hidden")  # the answer came: the coach's table is drawn again or hidden
+    game = latest_game(app)
+    totals = [int(t) for t in game.table.totals()]
+    agent_moves = page.query_selector_all("#log li.agent")
+    assert len(agent_moves) == sum(1 for m in game.moves if not m.person) and agent_moves
+    assert all(m.text_content().startswith("optimal: ") for m in agent_moves)
+    result = page.text_content("#result")
+    assert result.startswith(f"final: You {totals[0]}, optimal {totals[1]}")
+    assert "0.00 points given away" in page.text_content("#analysis h3")  # the coach's best moves only
+
+
+def test_a_record_of_evaluate_py_is_opened_and_stepped_through(page, server, record_path):
+    page.click("#tab-replays")
+    page.set_input_files("#upload", str(record_path))
+    page.wait_for_selector("#replay-agents")
+    rows = page.query_selector_all("#replay-agents tr")
+    assert [r.query_selector_all("td")[0].text_content() for r in rows[1:]] == ["greedy", "optimal"]
+    listed = page.eval_on_selector("#replay-list", "s => [...s.options].map(o => o.textContent)")
+    assert sum("games.jsonl" in text for text in listed) == 2  # the server's own and the upload
+    page.select_option("#replay-agent", "greedy")
+    page.select_option("#replay-order", "regret")
+    page.wait_for_function(  # drawn: 8 games of greedy's, costliest first
+        "(() => { const r = [...document.querySelectorAll('#replay-games .game-regret')].map(c => +c.textContent);"
+        " return r.length === 8 && r.every((x, i) => i === 0 || r[i - 1] >= x); })()"
+    )
+    regrets = [float(c.text_content()) for c in page.query_selector_all("#replay-games .game-regret")]
+    assert regrets == sorted(regrets, reverse=True)
+    from yacht_lab.record import read_record_file
+
+    record = read_record_file(record_path, 2**30)
+    greedy = record.game_regret[record.game_agent == 0]
+    assert regrets == [float(f"{r:.3f}") for r in sorted(greedy, reverse=True)]
+    page.click("#replay-games tr[data-index] >> nth=0")
+    page.wait_for_selector("#replay-game:not([hidden])")
+    assert re.fullmatch(r"greedy, game \d+: score \d+, regret [\d.]+", page.text_content("#replay-game-title"))
+    assert page.query_selector_all("#plot-category rect.bar") and len(page.query_selector_all("#plot-turn rect")) == 12
+    assert page.text_content("#step-where").startswith("decision 1 of ")
+    page.click("#step-next")
+    assert page.text_content("#step-where").startswith("decision 2 of ")
+    page.check("#costliest")
+    card = page.text_content("#decision-card")
+    assert "solver: " in card and "regret " in card
+    costs = [float(c.text_content()) for c in page.query_selector_all("#decisions tr[data-decision] td:last-child")]
+    assert costs == sorted(costs, reverse=True) and costs[0] > 0
+
+
+def test_bad_requests_are_answered_on_the_page(page):
+    start(page, seats=("human", "ppo:nope"))
+    page.wait_for_selector("#error:not([hidden])")
+    assert page.text_content("#error-text").startswith("agent 'ppo:nope': the table seats the shipped models")
+    page.click("#error-close")
+    page.fill("#seed", "-3")
+    page.query_selector_all(".seat .remove-seat")[1].click()
+    page.click("#start")
+    page.wait_for_selector("#error:not([hidden])")
+    assert page.text_content("#error-text") == "seed: an int in 0..2**63-1, got '-3'"
+    page.click("#tab-replays")
+    page.set_input_files("#upload", files=[{"name": "bad.jsonl", "mimeType": "text/plain", "buffer": b"{}\n"}])
+    page.wait_for_selector("#error:not([hidden])")
+    assert page.text_content("#error-text").startswith("not a record of evaluate.py --record: line 1:")

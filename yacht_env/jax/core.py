@@ -157,9 +157,14 @@ class YachtGame:
         action = jnp.asarray(action, dtype=jnp.int32)
         dice = jnp.asarray(dice, dtype=jnp.int32)
         seat = state.current_player
-        roll, rolls_left, open_mask = state.roll[seat], state.rolls_left[seat], state.open_mask[seat]
-        upper, armed = state.upper[seat], state.armed[seat]
-        legal = self.legal_action_mask(state)[jnp.clip(action, 0, self.num_actions - 1)]
+        on_turn = jnp.arange(self.num_players) == seat  # where-and-sum, not gather and scatter: cheap under vmap
+
+        def mine(values):
+            return jnp.where(on_turn, values, 0).sum()
+
+        roll, rolls_left, open_mask = mine(state.roll), mine(state.rolls_left), mine(state.open_mask)
+        upper, armed = mine(state.upper), mine(state.armed)
+        legal = self._legal(roll, rolls_left, open_mask)[jnp.clip(action, 0, self.num_actions - 1)]
         legal = legal & (action >= 0) & (action < self.num_actions) & ~state.terminated
         keep = legal & (action < R.PICK_OFFSET)
         pick = legal & ~keep
@@ -169,24 +174,27 @@ class YachtGame:
         rerolled = t.code_to_roll[t.kept_code[roll, mask] + prefix[t.rerolled[mask]]]
         # A pick: the pick table's entry for this joker context, subtotal and armed flag.
         category = jnp.clip(action - R.PICK_OFFSET, 0, self.num_categories - 1)
-        context = self._joker_context(roll, open_mask)
-        points = jnp.where(pick, t.points[roll, category, context, upper, armed], 0)
+        entry = (roll, category, self._joker_context(roll, open_mask), upper, armed)
+        points = jnp.where(pick, t.points[entry], 0)
         new_open = jnp.where(pick, open_mask & ~jnp.left_shift(1, category), open_mask)
         finished = pick & (new_open == 0)
         next_turn = pick & ~finished
         new_roll = jnp.where(keep, rerolled, jnp.where(next_turn, t.code_to_roll[prefix[R.NUM_DICE]], roll))
         new_rolls_left = jnp.where(next_turn, R.MAX_ROLLS_LEFT, rolls_left - keep) * ~finished
-        sheet_row = state.sheet[seat]
-        sheet_row = jnp.where(pick, sheet_row.at[category].set(t.box[roll, category, context, upper, armed]), sheet_row)
+        filled = on_turn[:, None] & (jnp.arange(self.num_categories) == category) & pick
+
+        def put(values, new):
+            return jnp.where(on_turn, new, values).astype(jnp.int32)
+
         state = state._replace(
-            roll=state.roll.at[seat].set(new_roll),
-            rolls_left=state.rolls_left.at[seat].set(new_rolls_left),
-            open_mask=state.open_mask.at[seat].set(new_open),
-            turn=state.turn.at[seat].add(next_turn.astype(jnp.int32)),
-            upper=state.upper.at[seat].set(jnp.where(pick, t.upper[roll, category, context, upper, armed], upper)),
-            armed=state.armed.at[seat].set(jnp.where(pick, t.armed[roll, category, context, upper, armed], armed)),
-            sheet=state.sheet.at[seat].set(sheet_row),
-            total=state.total.at[seat].add(points),
+            roll=put(state.roll, new_roll),
+            rolls_left=put(state.rolls_left, new_rolls_left),
+            open_mask=put(state.open_mask, new_open),
+            turn=state.turn + (on_turn & next_turn),
+            upper=put(state.upper, jnp.where(pick, t.upper[entry], upper)),
+            armed=put(state.armed, jnp.where(pick, t.armed[entry], armed)),
+            sheet=jnp.where(filled, t.box[entry], state.sheet),
+            total=state.total + jnp.where(on_turn, points, 0),
             current_player=jnp.where(pick, (seat + 1) % self.num_players, seat).astype(jnp.int32),
             terminated=state.terminated | (finished & (seat == self.num_players - 1)),
         )
@@ -272,8 +280,15 @@ class YachtGame:
 
 
 def draw_dice(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
-    """Rows of five fair dice drawn from ``key``: int32 ``shape + (5,)``, values 1..6."""
-    return jax.random.randint(key, (*shape, R.NUM_DICE), 1, R.NUM_FACES + 1, dtype=jnp.int32)
+    """Rows of five fair dice drawn from ``key``: int32 ``shape + (5,)``, values 1..6.
+
+    One draw per row, as the numpy core's (:func:`yacht_env.rules.draw_prefix_codes`): the row is the base-6 number
+    ``randint(7776)``, die 0 its leading digit (a fifth of the random bits of five draws: on a CPU, drawing is a good
+    part of a step).
+    """
+    number = jax.random.randint(key, shape, 0, R.NUM_FACES**R.NUM_DICE, dtype=jnp.int32)
+    weights = R.NUM_FACES ** jnp.arange(R.NUM_DICE - 1, -1, -1, dtype=jnp.int32)
+    return (number[..., None] // weights) % R.NUM_FACES + 1
 
 
 def win_rewards(totals: jax.Array) -> jax.Array:

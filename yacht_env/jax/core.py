@@ -35,17 +35,18 @@ MAX_PLAYERS = 10
 class GameState(NamedTuple):
     """One table between two decisions (every field int32 unless said; ``P`` players, ``C`` categories).
 
-    Attributes:
-        roll: ``(P,)`` the sorted roll each player shows (a row of ``yacht_env.rules.ROLLS``).
-        rolls_left: ``(P,)`` re-rolls left (0 once a player's game is finished).
-        open_mask: ``(P,)`` bit ``k`` set while category ``k`` is open.
-        turn: ``(P,)`` turns each player completed.
-        upper: ``(P,)`` the upper subtotal capped at the bonus threshold (0 without an upper bonus).
-        armed: ``(P,)`` 1 while the five-of-a-kind box holds its points (0 without a Yahtzee bonus).
-        sheet: ``(P, C)`` points of each filled box, -1 while open.
-        total: ``(P,)`` points so far, bonuses included.
-        current_player: ``()`` the seat on turn.
-        terminated: ``()`` bool: the last seat's last pick is made.
+    Fields:
+
+    * ``roll``: ``(P,)`` the sorted roll each player shows (a row of ``yacht_env.rules.ROLLS``).
+    * ``rolls_left``: ``(P,)`` re-rolls left (0 once a player's game is finished).
+    * ``open_mask``: ``(P,)`` bit ``k`` set while category ``k`` is open.
+    * ``turn``: ``(P,)`` turns each player completed.
+    * ``upper``: ``(P,)`` the upper subtotal capped at the bonus threshold (0 without an upper bonus).
+    * ``armed``: ``(P,)`` 1 while the five-of-a-kind box holds its points (0 without a Yahtzee bonus).
+    * ``sheet``: ``(P, C)`` points of each filled box, -1 while open.
+    * ``total``: ``(P,)`` points so far, bonuses included.
+    * ``current_player``: ``()`` the seat on turn.
+    * ``terminated``: ``()`` bool: the last seat's last pick is made.
     """
 
     roll: jax.Array

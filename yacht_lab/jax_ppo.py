@@ -266,7 +266,8 @@ def train_jax(
     start, speed = time.time(), 0.0  # wall_minutes: since the start, compilation and evaluations in
     for u in range(num_updates + 1):
         timesteps = u * batch
-        if u % every == 0 or u == num_updates:
+        out_of_time = config.max_minutes is not None and time.time() - start >= config.max_minutes * 60
+        if u % every == 0 or u == num_updates or out_of_time:  # the last row is the saved parameters'
             scores = np.asarray(evaluate(runners.params))
             for seed, score in zip(seeds, scores, strict=True):
                 rows.append(
@@ -287,7 +288,7 @@ def train_jax(
                     f"{best['mean_score']:.2f} ({best['percent_of_optimal']:.2f}% of optimal)  {speed:,.0f} steps/s",
                     flush=True,
                 )
-        if u == num_updates or (config.max_minutes is not None and time.time() - start >= config.max_minutes * 60):
+        if u == num_updates or out_of_time:
             break
         tick = time.time()
         runners, _ = update(runners, u)

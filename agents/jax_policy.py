@@ -6,6 +6,7 @@ weighting of the after-keep chase values (``keep_head``), with the bonus odds on
 (``bonus_odds``). The odds are computed from the rules alone (:func:`yacht_env.encoding.chase_values` and its
 siblings, exported as device arrays); nothing comes from the solver. They are read off the observation (face
 counts, rolls left, open bits), so the agent plays ``Yacht-v0``'s observation as every other agent does.
+This module imports jax at its top: without the extra, ``make_agent("jax:...")`` is one ``ValueError`` saying so.
 
 Parameters are saved as data: ``NAME.npz`` (the arrays, read with ``allow_pickle=False``) and ``NAME.json`` beside
 it (the rules, the network's shape and options, the format); nothing a user loads is code. ``jax:PATH`` takes the
@@ -18,6 +19,8 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from yacht_agents.base import Agent
@@ -59,8 +62,6 @@ class Odds(NamedTuple):
 
 def odds_tables(rules: R.Rules, bonus_odds: bool) -> tuple[Odds, dict[str, Any]]:
     """The odds of ``rules`` (from the rules alone) as JAX arrays, and the observation's slices they are read from."""
-    import jax.numpy as jnp
-
     layout = flat_layout(rules)
     scale = float(max(R.score_table(rules).max(), 1))
     code_to_roll = np.zeros(R.NUM_FACES**R.NUM_FACES, dtype=np.int32)
@@ -94,8 +95,6 @@ def odds_tables(rules: R.Rules, bonus_odds: bool) -> tuple[Odds, dict[str, Any]]
 
 def odds_features(odds: Odds, where: dict[str, Any], obs):
     """``(chase (B, C * channels), after-keep chase (B, 32, C * channels))`` of flat observations ``(B, size)``."""
-    import jax.numpy as jnp
-
     counts = jnp.round(obs[:, where["counts"]] * R.NUM_DICE)
     roll = odds.code_to_roll[(counts @ odds.face_weights).astype(jnp.int32)]
     rolls_left = jnp.argmax(obs[:, where["rolls_left"]], axis=1)
@@ -109,9 +108,6 @@ def init_params(key, spec: NetworkSpec, odds_size: int) -> dict[str, Any]:
     """New parameters, SB3's initialisation: orthogonal, gain sqrt(2) in the MLPs, 0.01 for the policy's heads, 1 for
     the value head; zero biases.
     """
-    import jax
-    import jax.numpy as jnp
-
     orthogonal = jax.nn.initializers.orthogonal
 
     def dense(key, n_in, n_out, gain):
@@ -136,9 +132,6 @@ def init_params(key, spec: NetworkSpec, odds_size: int) -> dict[str, Any]:
 
 def apply(params: dict[str, Any], spec: NetworkSpec, odds: Odds, where: dict[str, Any], obs, mask):
     """``(masked logits (B, A), values (B,))`` of flat observations and bool masks; illegal logits are -1e9."""
-    import jax
-    import jax.numpy as jnp
-
     chase, keep = odds_features(odds, where, obs)
     x = jnp.concatenate([obs, chase], axis=1) if spec.chase_inputs else obs
 
@@ -235,8 +228,6 @@ class JaxAgent(Agent):
     """
 
     def __init__(self, path: str | Path, rules: str | R.Rules = "standard", name: str | None = None) -> None:
-        import jax
-
         super().__init__(name or f"jax:{path}", rules)
         params, self.spec = load_params(path)
         if self.spec.rules != self.rules.name or R.PRESETS.get(self.spec.rules) != self.rules:
@@ -245,7 +236,7 @@ class JaxAgent(Agent):
             )
         if self.spec.obs_size != self.encoder.size or self.spec.num_actions != self.rules.num_actions:
             raise ValueError(f"the JAX policy {str(path)!r} does not fit the {self.rules.name!r} observation")
-        self.params = jax.tree.map(jax.numpy.asarray, params)
+        self.params = jax.tree.map(jnp.asarray, params)
         odds, where = odds_tables(self.rules, self.spec.bonus_odds)
         spec = self.spec
         self._logits = jax.jit(lambda p, obs, mask: apply(p, spec, odds, where, obs, mask)[0])

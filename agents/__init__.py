@@ -14,7 +14,9 @@ with other packages, openai-agents among them). The experiment lab that seats th
   solver (:mod:`yacht_agents.duel`; two-player tables of Yacht's presets, once ``python -m yacht_env.duel build``
   has built the solution),
 * ``"ppo:PATH"``: a saved sb3-contrib ``MaskablePPO`` model (needs the ``train`` extra); ``PATH`` may also name a
-  shipped model, ``ppo:standard`` or ``ppo:classic`` (:func:`yacht_agents.ppo.resolve_model`).
+  shipped model, ``ppo:standard`` or ``ppo:classic`` (:func:`yacht_agents.ppo.resolve_model`),
+* ``"jax:PATH"``: a policy trained by the JAX trainer (:mod:`yacht_agents.jax_policy`; needs the ``jax`` extra):
+  its parameters' ``.npz`` file, or its run folder.
 
 Any spec may end with ``#LABEL`` (letters, digits, ``_`` or ``-``, up to 32): the same agent under another name,
 so that copies of one agent can sit at a table together (``evaluate.py --players 3 --agents ppo:standard optimal
@@ -32,9 +34,9 @@ import re
 from yacht_agents.base import Agent
 from yacht_env import rules as R
 
-AGENT_SPECS = ("random", "greedy", "optimal", "win", "win:P", "duel", "duel:optimal", "ppo:PATH")
+AGENT_SPECS = ("random", "greedy", "optimal", "win", "win:P", "duel", "duel:optimal", "ppo:PATH", "jax:PATH")
 #: The kinds of spec, as :func:`parse_spec` names them.
-AGENT_KINDS = ("random", "greedy", "optimal", "win", "duel", "ppo")
+AGENT_KINDS = ("random", "greedy", "optimal", "win", "duel", "ppo", "jax")
 
 
 #: A copy's label at the end of a spec (``optimal#2``).
@@ -80,6 +82,8 @@ def _parse_unlabelled(spec: str) -> tuple[str, str | None]:
         return "win", size
     if isinstance(spec, str) and spec.startswith("ppo:") and len(spec) > len("ppo:"):
         return "ppo", spec[len("ppo:") :]
+    if isinstance(spec, str) and spec.startswith("jax:") and len(spec) > len("jax:"):
+        return "jax", spec[len("jax:") :]
     raise ValueError(f"unknown agent {spec!r}; expected one of {', '.join(AGENT_SPECS)}")
 
 
@@ -89,8 +93,8 @@ def make_agent(
     """Builds the agent named by ``spec`` for ``rules``; its ``name`` is ``spec`` (its ``#LABEL`` included).
 
     Args:
-        spec: ``"random"``, ``"greedy"``, ``"optimal"``, ``"win"``, ``"win:P"``, ``"duel"``, ``"duel:optimal"`` or
-            ``"ppo:PATH"``.
+        spec: ``"random"``, ``"greedy"``, ``"optimal"``, ``"win"``, ``"win:P"``, ``"duel"``, ``"duel:optimal"``,
+            ``"ppo:PATH"`` or ``"jax:PATH"``.
         rules: A preset name or :class:`~yacht_env.rules.Rules`.
         seed: Seed of the ``random`` agent's generator (the other agents are deterministic).
         players: The table the agent sits at: the size of ``"win"`` (default 2; ``"win:P"`` names it in the spec,
@@ -99,8 +103,8 @@ def make_agent(
             trained at one of this size (a solo model sits at any table).
 
     Raises:
-        ValueError: unknown spec or rules, a PPO model that is missing, unreadable or of other spaces, or an agent
-            of another table size than ``players``.
+        ValueError: unknown spec or rules, a PPO model (or JAX policy) that is missing, unreadable or of other spaces
+            or rules, the jax extra missing for a JAX policy, or an agent of another table size than ``players``.
     """
     rules = R.get_rules(rules)
     kind, argument = parse_spec(spec)
@@ -134,6 +138,12 @@ def make_agent(
         if players not in (None, 2):
             raise ValueError(f"agent {spec!r} plays at two-player tables only (the exact solve), not {players}")
         return DuelAgent(rules, argument, name=spec)
+    if kind == "jax":
+        try:
+            from yacht_agents.jax_policy import JaxAgent
+        except ImportError as error:
+            raise ValueError(f"agent {spec!r} needs the jax extra (pip install 'yacht-rl[jax]'): {error}") from None
+        return JaxAgent(argument, rules, name=spec)  # a solo policy: it sits at any table (its own game's view)
     from yacht_agents.ppo import PPOAgent
 
     agent = PPOAgent(argument, rules, name=spec)

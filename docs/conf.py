@@ -56,8 +56,13 @@ napoleon_numpy_docstring = False
 autodoc_mock_imports = [
     name
     for name in (
+        "flax",
+        "gymnax",
+        "jax",
         "matplotlib",
+        "optax",
         "pettingzoo",
+        "pgx",
         "ray",
         "rich",
         "rliable",

@@ -9,7 +9,7 @@ The rules, for ``README.md`` and every ``docs/**/*.md`` (not the build output ``
   reason says why (fragments of another project's script, a library outside the test extra). A block after
   ``<!-- docs-test: slow -->`` takes over 10 s and is marked ``slow``. An example that trains keeps its budget
   tiny in the example itself. A block that needs an optional library which is not installed (torch, the SB3
-  libraries, PettingZoo, TorchRL, Ray's RLlib) is skipped, as the torch-free CI runs are.
+  libraries, PettingZoo, TorchRL, Ray's RLlib, JAX and its libraries) is skipped, as the torch-free CI runs are.
 * The integration pages' Python blocks (``docs/integrations.md``, ``docs/multiagent-training.md``) run a second
   time on a family preset, Yahtzee (45 actions, 69 floats): every env and agent they build takes
   ``rules="yahtzee"`` unless the example names its own rules (``Yacht-v0`` and ``YachtVersus-v0`` through their
@@ -57,6 +57,7 @@ SHELL_LANGUAGES = {"bash", "console", "sh", "shell"}
 SCRIPTS = ("train", "evaluate", "play", "sweep", "web")
 PROGRAMS = {f"{name}.py": name for name in SCRIPTS} | {f"yacht-{name}": name for name in SCRIPTS}
 OPTIONAL = {"torch", "stable_baselines3", "sb3_contrib", "pettingzoo", "torchrl", "tensordict", "rich", "ray"}
+OPTIONAL |= {"jax", "optax", "pgx", "gymnax", "flax"}  # the jax extra (docs/jax.md)
 INTEGRATION_PAGES = (DOCS / "integrations.md", DOCS / "multiagent-training.md")
 FAMILY_PRESET = "yahtzee"
 # What the integration pages build envs and agents with, besides gymnasium.make / make_vec of the registered ids.

@@ -28,6 +28,7 @@ from yacht_lab.schema import (
     MAX_DISTILL_POSITIONS,
     MAX_DISTILL_TABLES,
     MAX_FIXED_MEMBERS,
+    MAX_JAX_SEEDS,
     MAX_LAYER_WIDTH,
     MAX_LAYERS,
     MAX_N_ENVS,
@@ -41,6 +42,7 @@ from yacht_lab.schema import (
     OPPONENT_SPECS,
     DistillConfig,
     EvalConfig,
+    JaxConfig,
     LeagueConfig,
     PolicyConfig,
     PPOConfig,
@@ -54,6 +56,7 @@ __all__ = [
     "MAX_SEED",
     "DistillConfig",
     "EvalConfig",
+    "JaxConfig",
     "LeagueConfig",
     "PPOConfig",
     "PolicyConfig",
@@ -300,6 +303,22 @@ def _check_eval(config: TrainConfig) -> None:
         )
 
 
+def _check_jax(config: TrainConfig) -> None:
+    """The ``jax`` section: the JAX trainer trains solo from fresh weights, relu MLPs."""
+    section = config.jax
+    if not isinstance(section, JaxConfig):
+        raise ValueError(f"jax must be a mapping of jax keys (seeds) or null, got {section!r}")
+    _check_number("jax.seeds", section.seeds, int, 1, high=MAX_JAX_SEEDS)
+    if config.seed + section.seeds - 1 > MAX_SEED:
+        raise ValueError(f"seed + jax.seeds - 1 must be <= {MAX_SEED}")
+    if config.opponents or config.league is not None or config.distill is not None or config.init is not None:
+        raise ValueError("the JAX trainer trains solo from fresh weights: no opponents, league, distill or init")
+    if config.policy.activation != "relu":
+        raise ValueError(
+            f"the JAX trainer's network is relu: policy.activation must be relu, got {config.policy.activation!r}"
+        )
+
+
 def validate(config: TrainConfig) -> TrainConfig:
     """Checks every field; raises ``ValueError`` naming the first bad one.
 
@@ -317,6 +336,8 @@ def validate(config: TrainConfig) -> TrainConfig:
     _check_ppo(config)
     if config.distill is not None:
         _check_distill(config)
+    if config.jax is not None:
+        _check_jax(config)
     _check_eval(config)
     config.__dict__["_validated"] = config.to_dict()
     return config

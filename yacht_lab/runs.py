@@ -58,9 +58,9 @@ LEGACY_TEMPS = ("*.tmp.zip", "learning_curve.tmp", "learning_curve.tmp.png")
 # --------------------------------------------------------------------------------------------------
 def run_name(config: TrainConfig) -> str:
     """CleanRL-style: ``Yacht-v0__<rules>__ppo__<seed>__<unix time>`` (``YachtVersus-v0__...`` at a table,
-    ``...__distill__...`` for the policy-iteration distillation).
+    ``...__distill__...`` for the policy-iteration distillation, ``...__jax_ppo__...`` for the JAX trainer).
     """
-    algorithm = "ppo" if config.distill is None else "distill"
+    algorithm = "distill" if config.distill is not None else "jax_ppo" if config.jax is not None else "ppo"
     return f"{config.env_id}__{config.rules}__{algorithm}__{config.seed}__{int(time.time())}"
 
 

@@ -28,6 +28,8 @@ MAX_N_ENVS = 100_000
 MAX_ROLLOUT_STEPS = 10_000_000
 #: Opponents of a versus run (the versus env's table: the learner and at most 9 others).
 MAX_OPPONENTS = 9
+#: Seeds of a JAX run trained together (:class:`JaxConfig`): each holds its env states, rollout and optimizer.
+MAX_JAX_SEEDS = 64
 #: Opponent specs that need no file (``ppo:PATH`` is the fourth kind).
 OPPONENT_SPECS = ("random", "greedy", "optimal")
 #: The kinds of :func:`yacht_agents.parse_spec` a training run seats as opponents.
@@ -185,6 +187,17 @@ class DistillConfig:
 
 
 @dataclass
+class JaxConfig:
+    """Train with the JAX trainer (:mod:`yacht_lab.jax_ppo`, the ``jax`` extra) instead of SB3: PPO on the JAX core,
+    the same recipe (``ppo``, ``policy``, ``n_envs``, ``reward_scale``, ``eval``), solo from fresh weights, on
+    whatever device jax sees (``device`` is torch's and does not apply).
+    """
+
+    seeds: int = 1
+    """Seeds trained side by side in one ``vmap`` (``seed``, ``seed + 1``, ...; 1..:data:`MAX_JAX_SEEDS`)."""
+
+
+@dataclass
 class TrainConfig:
     """A training run: the game, the table, the reward, the budget, and the sections above."""
 
@@ -232,6 +245,9 @@ class TrainConfig:
     distill: DistillConfig | None = None
     """Train by policy-iteration distillation instead of PPO: :class:`DistillConfig`. ``None`` (the default, left out
     of a saved config): PPO."""
+    jax: JaxConfig | None = None
+    """Train with the JAX trainer instead of SB3's MaskablePPO: :class:`JaxConfig`. ``None`` (the default, left out of
+    a saved config): SB3."""
     init: str | None = None
     """Start a new run from this model's weights (a path, or a shipped model's name such as ``standard``):
     :mod:`yacht_lab.warm_start`. The network the config describes must be the model's; a model of one game
@@ -253,7 +269,7 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         """The config as plain data (what ``config.yaml`` holds)."""
         data = dataclasses.asdict(self)
-        for section in ("league", "distill"):  # a config without one reads (and is saved) as before it existed
+        for section in ("league", "distill", "jax"):  # a config without one reads (and is saved) as before it existed
             if data[section] is None:
                 del data[section]
         return data
@@ -266,8 +282,9 @@ _SECTIONS = {
     "eval": EvalConfig,
     "league": LeagueConfig,
     "distill": DistillConfig,
+    "jax": JaxConfig,
 }
-_OPTIONAL_SECTIONS = ("league", "distill")
+_OPTIONAL_SECTIONS = ("league", "distill", "jax")
 #: Keys of the ``ppo`` section of 0.2's research builds, read when at the value that did nothing (the try log in the
 #: docs names the commits that ran them otherwise).
 _RETIRED_PPO_KEYS = {

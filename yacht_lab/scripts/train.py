@@ -4,6 +4,7 @@ the win agent into a trained model (a config with a ``distill`` section, such as
     yacht-train                                       # the defaults (configs/ppo.yaml): standard rules, <= 60 minutes
     yacht-train --config selfplay                     # policy-iteration distillation: ppo:selfplay_standard's recipe
     yacht-train --config yahtzee                      # a shipped config by name (or a path: --config my.yaml)
+    yacht-train --config jax_ppo                      # the same recipe, PPO on the JAX core (the jax extra)
     yacht-train --total-timesteps 20000 --max-minutes 1 --output-dir /tmp/runs
     yacht-train --opponents greedy --reward win       # YachtVersus-v0: one seat against greedy, rewarded for wins
     yacht-train --resume runs/<run>/checkpoints/step_<N>.zip
@@ -148,6 +149,16 @@ def _main(argv: list[str] | None, prog: str) -> int:
             if args.resume is not None:
                 raise ValueError("a distill run is not resumed: start a new run from its model (init)")
             run_dir = train_distill(config, args.output_dir, progress=not args.no_progress)
+        elif config.jax is not None:  # PPO on the device (yacht_lab.jax_ppo), with the jax extra
+            if args.resume is not None:
+                raise ValueError("a JAX run is not resumed: start a new run")
+            try:
+                from yacht_lab.jax_ppo import train_jax
+            except ImportError as error:
+                raise ValueError(
+                    f"a config with a jax section needs the jax extra (pip install 'yacht-rl[jax]'): {error}"
+                ) from None
+            run_dir = train_jax(config, args.output_dir, progress=not args.no_progress)
         else:
             run_dir = train(
                 config, args.output_dir, resume=args.resume, progress=not args.no_progress, rerun=rerun_command(prog)

@@ -1,0 +1,246 @@
+"""``JaxAgent`` (spec ``jax:PATH``): a policy trained by the JAX trainer (:mod:`yacht_lab.jax_ppo`), and its network.
+
+The network is :mod:`yacht_agents.policy`'s odds policy written in plain JAX: separate policy and value MLPs on the
+flat observation plus each open category's chase value (``chase_inputs``), and keep logits that add a learned
+weighting of the after-keep chase values (``keep_head``), with the bonus odds on rules with bonuses
+(``bonus_odds``). The odds are computed from the rules alone (:func:`yacht_env.encoding.chase_values` and its
+siblings, exported as device arrays); nothing comes from the solver. They are read off the observation (face
+counts, rolls left, open bits), so the agent plays ``Yacht-v0``'s observation as every other agent does.
+This module imports jax at its top: without the extra, ``make_agent("jax:...")`` is one ``ValueError`` saying so.
+
+Parameters are saved as data: ``NAME.npz`` (the arrays, read with ``allow_pickle=False``) and ``NAME.json`` beside
+it (the rules, the network's shape and options, the format); nothing a user loads is code. ``jax:PATH`` takes the
+``.npz`` file or a run folder (its ``model.npz``). Needs the ``jax`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from yacht_agents.base import Agent
+from yacht_env import rules as R
+from yacht_env.encoding import (
+    chase_values,
+    flat_layout,
+    keep_chase_values,
+    keep_par_chase_values,
+    par_chase_values,
+)
+
+#: The after-keep chase values enter the keep logits in points / 5, as in :mod:`yacht_agents.policy`.
+KEEP_FEATURE_SCALE = 10.0
+FORMAT = "yacht-rl jax policy 1"
+
+
+class NetworkSpec(NamedTuple):
+    """What a saved network is: its rules, its shape and options (``NAME.json``)."""
+
+    rules: str
+    obs_size: int
+    num_actions: int
+    net_arch: tuple[int, ...]
+    chase_inputs: bool = True
+    keep_head: bool = True
+    bonus_odds: bool = True
+
+
+class Odds(NamedTuple):
+    """The odds tables as device arrays, and where the observation holds what they are read by."""
+
+    chase: Any  # (3, 252, C * channels)
+    keep: Any  # (3, 252, 32, C * channels)
+    code_to_roll: Any  # face counts in base 6 -> roll
+    face_weights: Any  # (6,)
+    armed_bit: Any  # (C * channels,)
+
+
+def odds_tables(rules: R.Rules, bonus_odds: bool) -> tuple[Odds, dict[str, Any]]:
+    """The odds of ``rules`` (from the rules alone) as JAX arrays, and the observation's slices they are read from."""
+    layout = flat_layout(rules)
+    scale = float(max(R.score_table(rules).max(), 1))
+    code_to_roll = np.zeros(R.NUM_FACES**R.NUM_FACES, dtype=np.int32)
+    weights = R.NUM_FACES ** np.arange(R.NUM_FACES)
+    code_to_roll[R.ROLL_COUNTS.astype(np.int64) @ weights] = np.arange(R.NUM_ROLLS)
+    chase, keep = [chase_values(rules) / scale], [keep_chase_values(rules) / scale]
+    if bonus_odds and rules.upper_bonus:
+        chase.append(par_chase_values(rules))
+        keep.append(keep_par_chase_values(rules))
+    channels = len(chase)
+    five = rules.five_of_a_kind_category if bonus_odds and rules.yahtzee_bonus else None
+    armed_bit = np.zeros(rules.num_categories * channels, dtype=np.float32)
+    if five is not None:
+        armed_bit[five] = 1.0
+    odds = Odds(
+        jnp.asarray(np.concatenate(chase, axis=-1), dtype=jnp.float32),
+        jnp.asarray(np.concatenate(keep, axis=-1), dtype=jnp.float32),
+        jnp.asarray(code_to_roll),
+        jnp.asarray(weights.astype(np.float32)),
+        jnp.asarray(armed_bit),
+    )
+    where = {
+        "counts": layout["counts"],
+        "rolls_left": layout["rolls_left"],
+        "open": layout["open"],
+        "armed": layout["armed"].start if five is not None else None,
+        "channels": channels,
+    }
+    return odds, where
+
+
+def odds_features(odds: Odds, where: dict[str, Any], obs):
+    """``(chase (B, C * channels), after-keep chase (B, 32, C * channels))`` of flat observations ``(B, size)``."""
+    counts = jnp.round(obs[:, where["counts"]] * R.NUM_DICE)
+    roll = odds.code_to_roll[(counts @ odds.face_weights).astype(jnp.int32)]
+    rolls_left = jnp.argmax(obs[:, where["rolls_left"]], axis=1)
+    gate = jnp.tile(obs[:, where["open"]], (1, where["channels"]))
+    if where["armed"] is not None:
+        gate = jnp.maximum(gate, obs[:, where["armed"], None] * odds.armed_bit)
+    return odds.chase[rolls_left, roll] * gate, odds.keep[rolls_left, roll] * gate[:, None, :]
+
+
+def init_params(key, spec: NetworkSpec, odds_size: int) -> dict[str, Any]:
+    """New parameters, SB3's initialisation: orthogonal, gain sqrt(2) in the MLPs, 0.01 for the policy's heads, 1 for
+    the value head; zero biases.
+    """
+    orthogonal = jax.nn.initializers.orthogonal
+
+    def dense(key, n_in, n_out, gain):
+        return {"w": orthogonal(gain)(key, (n_in, n_out), jnp.float32), "b": jnp.zeros(n_out, jnp.float32)}
+
+    n_in = spec.obs_size + (odds_size if spec.chase_inputs else 0)
+    keys = iter(jax.random.split(key, 2 * len(spec.net_arch) + 3))
+    params: dict[str, Any] = {}
+    for net in ("pi", "vf"):
+        width, layers = n_in, []
+        for size in spec.net_arch:
+            layers.append(dense(next(keys), width, size, np.sqrt(2)))
+            width = size
+        params[net] = layers
+    last = spec.net_arch[-1] if spec.net_arch else n_in
+    params["action"] = dense(next(keys), last, spec.num_actions, 0.01)
+    params["value"] = dense(next(keys), last, 1, 1.0)
+    if spec.keep_head:
+        params["keep"] = dense(next(keys), last, odds_size, 0.01)
+    return params
+
+
+def apply(params: dict[str, Any], spec: NetworkSpec, odds: Odds, where: dict[str, Any], obs, mask):
+    """``(masked logits (B, A), values (B,))`` of flat observations and bool masks; illegal logits are -1e9."""
+    chase, keep = odds_features(odds, where, obs)
+    x = jnp.concatenate([obs, chase], axis=1) if spec.chase_inputs else obs
+
+    def mlp(layers, h):
+        for layer in layers:
+            h = jax.nn.relu(h @ layer["w"] + layer["b"])
+        return h
+
+    hidden = mlp(params["pi"], x)
+    logits = hidden @ params["action"]["w"] + params["action"]["b"]
+    if spec.keep_head:
+        weights = hidden @ params["keep"]["w"] + params["keep"]["b"]
+        bonus = KEEP_FEATURE_SCALE * jnp.einsum("bmk,bk->bm", keep, weights)
+        logits = jnp.concatenate([logits[:, : R.NUM_KEEPS] + bonus, logits[:, R.NUM_KEEPS :]], axis=1)
+    values = (mlp(params["vf"], x) @ params["value"]["w"] + params["value"]["b"])[:, 0]
+    return jnp.where(mask, logits, -1e9), values
+
+
+# --------------------------------------------------------------------------------------------------
+# Parameters as data
+# --------------------------------------------------------------------------------------------------
+def _flat(params: dict[str, Any]) -> dict[str, np.ndarray]:
+    out = {}
+    for name, value in params.items():
+        layers = value if isinstance(value, list) else [value]
+        for i, layer in enumerate(layers):
+            for part, array in layer.items():
+                out[f"{name}.{i}.{part}" if isinstance(value, list) else f"{name}.{part}"] = np.asarray(array)
+    return out
+
+
+def save_params(path: str | Path, params: dict[str, Any], spec: NetworkSpec) -> Path:
+    """Writes ``path`` (``.npz``, the arrays) and the ``.json`` beside it (the spec); returns the ``.npz`` path."""
+    path = Path(path).with_suffix(".npz")
+    with open(path, "wb") as file:
+        np.savez(file, **_flat(params))
+    meta = {"format": FORMAT, **spec._asdict(), "net_arch": list(spec.net_arch)}
+    path.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    return path
+
+
+def resolve_params(path: str | Path) -> Path:
+    """The ``.npz`` file a ``jax:PATH`` spec names: the file itself, or a run folder's ``model.npz``.
+
+    Raises:
+        ValueError: no such file or folder, or a folder without ``model.npz``.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "model.npz"
+    if not path.is_file() or path.suffix != ".npz":
+        raise ValueError(f"no JAX policy at {str(path)!r}: expected a .npz file (with its .json) or a run folder")
+    return path
+
+
+def load_params(path: str | Path) -> tuple[dict[str, Any], NetworkSpec]:
+    """The parameters and spec saved at ``path`` (:func:`resolve_params`), checked against each other.
+
+    Raises:
+        ValueError: a missing or unreadable file, another format, or arrays that do not fit the spec.
+    """
+    path = resolve_params(path)
+    try:
+        meta = json.loads(path.with_suffix(".json").read_text())
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise ValueError(f"not a {FORMAT!r} file")
+        spec = NetworkSpec(**{k: v for k, v in meta.items() if k != "format"})
+        spec = spec._replace(net_arch=tuple(int(w) for w in spec.net_arch))
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: np.asarray(data[name]) for name in data.files}
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        detail = " ".join(str(error).split()) or type(error).__name__
+        raise ValueError(f"cannot read the JAX policy {str(path)!r}: {detail}") from None
+    params: dict[str, Any] = {"pi": [], "vf": []}
+    for name, array in arrays.items():
+        parts = name.split(".")
+        if len(parts) == 3:
+            layers = params.setdefault(parts[0], [])
+            while len(layers) <= int(parts[1]):
+                layers.append({})
+            layers[int(parts[1])][parts[2]] = array
+        else:
+            params.setdefault(parts[0], {})[parts[1]] = array
+    if len(params["pi"]) != len(spec.net_arch) or params["action"]["w"].shape[1] != spec.num_actions:
+        raise ValueError(f"cannot read the JAX policy {str(path)!r}: its arrays do not fit its spec")
+    return params, spec
+
+
+class JaxAgent(Agent):
+    """A JAX-trained policy (``jax:PATH``): the most likely legal action of its network (deterministic).
+
+    Raises:
+        ValueError: an unreadable file, or a policy trained for other rules than ``rules``.
+    """
+
+    def __init__(self, path: str | Path, rules: str | R.Rules = "standard", name: str | None = None) -> None:
+        super().__init__(name or f"jax:{path}", rules)
+        params, self.spec = load_params(path)
+        if self.spec.rules != self.rules.name or R.PRESETS.get(self.spec.rules) != self.rules:
+            raise ValueError(
+                f"the JAX policy {str(path)!r} plays the {self.spec.rules!r} rules, not {self.rules.name!r}"
+            )
+        if self.spec.obs_size != self.encoder.size or self.spec.num_actions != self.rules.num_actions:
+            raise ValueError(f"the JAX policy {str(path)!r} does not fit the {self.rules.name!r} observation")
+        self.params = jax.tree.map(jnp.asarray, params)
+        odds, where = odds_tables(self.rules, self.spec.bonus_odds)
+        spec = self.spec
+        self._logits = jax.jit(lambda p, obs, mask: apply(p, spec, odds, where, obs, mask)[0])
+
+    def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        logits = self._logits(self.params, observations, action_masks)
+        return np.asarray(logits.argmax(axis=1))

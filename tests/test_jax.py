@@ -1,0 +1,219 @@
+"""The JAX core (yacht_env.jax) plays the numpy core's games exactly, and its pgx and gymnax faces keep their contract.
+
+Equality: on shared dice streams (rich in five of a kind, so the bonuses and jokers are met), numpy's
+``TableState`` picks random legal actions; the JAX core replays them from the same streams (``step_from_stream``,
+under ``jit``, ``vmap`` and ``scan``), and every observation, mask, reward, terminal flag, total and sheet is equal
+to numpy's, pick by pick, bit for bit. Skipped without jax (the README's test command does not install it).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+from yacht_env import rules as R  # noqa: E402
+from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder  # noqa: E402
+from yacht_env.game import TableState, win_rewards  # noqa: E402
+from yacht_env.jax import YachtGame  # noqa: E402
+from yacht_env.jax.conformance import JaxCheckError, check_jax_env  # noqa: E402
+
+PRESETS = list(R.PRESETS)
+
+
+def numpy_games(rules: R.Rules, players: int, tables: int, seed: int):
+    """Random legal games of the numpy core: the dice streams and, per step, what it showed and did."""
+    rng = np.random.default_rng(seed)
+    streams = rng.integers(1, 7, size=(tables, players, *rules.stream_shape))
+    five = rng.random(streams.shape[:-1]) < 0.3  # many rows of five of a kind: bonuses and jokers come up
+    streams = np.where(five[..., None], streams[..., :1], streams)
+    table = TableState(rules, players, tables)
+    table.start(R.prefix_codes(streams.reshape(tables, players, -1, R.NUM_DICE)))
+    encoder = ObservationEncoder(rules) if players == 1 else MultiplayerEncoder(rules, players)
+
+    def observe():
+        if players == 1:
+            g = table.players
+            return encoder.flat(g.roll, g.rolls_left, g.open_mask, g.upper, g.armed)
+        return encoder.observe(table, table.current)
+
+    record = {"obs": [observe()], "mask": [table.mask.copy()], "actions": [], "points": [], "over": []}
+    record |= {"totals": [table.totals().copy()], "sheets": [table.sheets.copy()], "seat": [table.current.copy()]}
+    over = np.zeros(tables, dtype=bool)
+    while not over.all():
+        weights = rng.random(table.mask.shape) * table.mask
+        weights[:, : R.NUM_KEEPS] *= 1.5  # re-roll often
+        actions = weights.argmax(axis=1)
+        points, game_over = table.play(actions, ~over)
+        over = over | game_over
+        for key, value in (("actions", actions), ("points", points), ("over", over), ("obs", observe())):
+            record[key].append(value)
+        record["mask"].append(table.mask.copy())
+        record["totals"].append(table.totals().copy())
+        record["sheets"].append(table.sheets.copy())
+        record["seat"].append(table.current.copy())
+    return streams, {key: np.stack(value) for key, value in record.items()}
+
+
+def jax_games(game: YachtGame, streams: np.ndarray, actions: np.ndarray):
+    """The same games replayed by the JAX core: per step (time first) what it showed and did."""
+
+    def one(stream, acts):
+        state = game.init_with_dice(stream[:, 0, 0])
+
+        def view(s):
+            return game.observe(s), game.legal_action_mask(s), s.total, s.sheet, s.current_player
+
+        def body(s, action):
+            s, points = game.step_from_stream(s, action, stream)
+            return s, (*view(s), points, s.terminated)
+
+        return view(state), jax.lax.scan(body, state, acts)[1]
+
+    first, steps = jax.jit(jax.vmap(one, in_axes=(0, 1)))(jnp.asarray(streams), jnp.asarray(actions))
+    first = [np.asarray(x)[None] for x in first]
+    steps = [np.swapaxes(np.asarray(x), 0, 1) for x in steps]
+    names = ("obs", "mask", "totals", "sheets", "seat")
+    out = {name: np.concatenate([a, b]) for name, a, b in zip(names, first, steps[:5], strict=True)}
+    return out | {"points": steps[5], "over": steps[6]}
+
+
+def assert_same_games(rules: R.Rules, players: int, tables: int, seed: int) -> None:
+    streams, expected = numpy_games(rules, players, tables, seed)
+    got = jax_games(YachtGame(rules, players), streams, expected["actions"])
+    for name, value in got.items():
+        want = expected[name]
+        assert value.shape == want.shape, name
+        bad = np.argwhere(value != want)
+        assert len(bad) == 0, f"{rules.name}, {players} players: {name} differs first at (step, table, ...) {bad[0]}"
+    # The games were long and rich: every box filled and, with a Yahtzee bonus, the five-of-a-kind box holding its
+    # points in some game (random play seldom earns the upper bonus: the pick table's every entry is numpy's anyway).
+    assert expected["over"][-1].all() and (expected["sheets"][-1] >= 0).all()
+    if rules.yahtzee_bonus:
+        assert (expected["sheets"][-1][..., rules.five_of_a_kind_category] == rules.yacht).any()
+
+
+@pytest.mark.parametrize("preset", ["standard", "yahtzee_forced_joker"])
+def test_the_jax_core_plays_the_numpy_core_exactly(preset):
+    assert_same_games(R.PRESETS[preset], 2, 16, seed=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("players", [1, 2, 4])
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_jax_core_plays_the_numpy_core_exactly_on_every_preset(preset, players):
+    assert_same_games(R.PRESETS[preset], players, 48, seed=players)
+
+
+def test_the_equality_test_can_fail():
+    # A game of other rules than numpy's plays differently: the comparison sees it.
+    streams, expected = numpy_games(R.PRESETS["standard"], 1, 8, seed=3)
+    got = jax_games(YachtGame("classic", 1), streams, expected["actions"])
+    assert not np.array_equal(got["obs"], expected["obs"]) or not np.array_equal(got["totals"], expected["totals"])
+
+
+def test_win_rewards_are_the_numpy_cores():
+    from yacht_env.jax import win_rewards as jax_win
+
+    for row in ([10], [10, 10], [3, 9], [5, 5, 1], [7, 2, 7, 1], [4, 4, 4, 4], [1, 2, 3, 4]):
+        row = np.array(row)
+        assert np.array_equal(np.asarray(jax_win(jnp.asarray(row))), win_rewards(row).astype(np.float32))
+
+
+def test_the_core_is_pure_and_keyed():
+    game = YachtGame("yahtzee", 3)
+    a = jax.jit(game.init)(jax.random.key(7))
+    b = jax.jit(game.init)(jax.random.key(7))
+    c = jax.jit(game.init)(jax.random.key(8))
+    assert jax.tree.all(jax.tree.map(lambda x, y: bool(np.array_equal(x, y)), a, b))
+    assert not np.array_equal(a.roll, c.roll) or not np.array_equal(
+        jax.jit(game.step)(a, 0, jax.random.key(1))[0].roll, jax.jit(game.step)(c, 0, jax.random.key(1))[0].roll
+    )
+    assert a.roll.dtype == jnp.int32 and a.sheet.shape == (3, 13) and game.observation_size == 69 + 2 * 14 + 2
+
+
+def test_an_illegal_action_leaves_the_core_unchanged():
+    game = YachtGame("standard", 2)
+    state = game.init(jax.random.key(0))
+    for action in (R.KEEP_ALL, -1, game.num_actions):
+        after, points = game.step(state, action, jax.random.key(1))
+        assert jax.tree.all(jax.tree.map(lambda x, y: bool(np.array_equal(x, y)), after, state)) and int(points) == 0
+
+
+def test_bad_table_sizes_are_refused():
+    for players in (0, 11, 2.0):
+        with pytest.raises(ValueError, match="num_players"):
+            YachtGame("standard", players)
+
+
+@pytest.mark.parametrize("players", [1, 2])
+def test_the_jax_faces_pass_their_conformance_check(players):
+    check_jax_env("standard", players, games=8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_jax_faces_pass_their_conformance_check_on_every_preset(preset):
+    # One player (both faces) on every preset; three players (pgx) where the sheet, the bonuses or the joker differ.
+    check_jax_env(preset, 1, games=16, seed=1)
+    if preset in ("yahtzee_forced_joker", "yatzy"):
+        check_jax_env(preset, 3, games=16, seed=3, faces=("pgx",))
+
+
+def test_the_conformance_check_can_fail(monkeypatch):
+    from yacht_env.jax import pgx_env
+
+    def lying(self, state, player_id):  # an observation outside [0, 1]
+        return self.game.observe(state._game, player_id) * 2.0
+
+    monkeypatch.setattr(pgx_env.YachtPgx, "_observe", lying)
+    with pytest.raises(JaxCheckError, match=r"standard, 1 player\(s\), pgx: an observation outside"):
+        check_jax_env("standard", 1, games=4, faces=("pgx",))
+
+
+def test_pgx_face_follows_pgx_conventions():
+    from yacht_env.jax import YachtPgx
+
+    env = YachtPgx("standard", 3, reward="win")
+    state = jax.jit(env.init)(jax.random.key(0))
+    assert (env.id, env.version, env.num_players, env.num_actions) == ("yacht", "v0", 3, 44)
+    assert state.observation.shape == (64 + 2 * 13 + 2,) and state.rewards.dtype == jnp.float32
+    with pytest.raises(ValueError, match="needs a key"):
+        env.step(state, 0)
+    with pytest.raises(ValueError, match="reward"):
+        YachtPgx("standard", 2, reward="points")
+
+
+def test_import_yacht_env_does_not_import_jax():
+    code = "import sys, yacht_env, yacht_env.env, yacht_env.vector; print('jax' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_the_jax_package_stands_on_the_rules_alone():
+    # Its modules import jax, numpy, pgx, gymnax (flax: gymnax's dataclasses) and the numpy rules; never gymnasium,
+    # torch, or a yacht_env module that does (yacht_env itself registers its envs with gymnasium, by design).
+    import ast
+
+    from helpers import REPO
+
+    allowed = {"jax", "numpy", "pgx", "gymnax", "flax", "yacht_env.rules", "yacht_env.jax", "yacht_env"}
+    stdlib = {"__future__", "typing", "functools", "importlib"}
+    for path in sorted((REPO / "yacht_env" / "jax").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module] if node.module != "yacht_env" else [f"yacht_env.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] in stdlib or any(
+                    name == a or name.startswith(a + ".") for a in allowed - {"yacht_env"}
+                ), f"{path.name} imports {name}"
+    code = "import sys, yacht_env.jax.pgx_env, yacht_env.jax.conformance; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"

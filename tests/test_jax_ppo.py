@@ -1,0 +1,134 @@
+"""The JAX trainer end to end: train.py with a jax section writes a run folder of data, evaluate.py seats its policy
+(``jax:PATH``), the same seed gives the same run, and bad input is one clear error. Skipped without jax.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+pytest.importorskip("optax")
+pytest.importorskip("gymnax")
+
+from helpers import TINY_PPO, merged, run_script, write_config  # noqa: E402
+
+from yacht_agents import make_agent, parse_spec  # noqa: E402
+from yacht_env.game import game_streams  # noqa: E402
+from yacht_lab.config import from_dict, validate  # noqa: E402
+
+TINY_JAX = merged(TINY_PPO, {"jax": {"seeds": 2}})
+
+
+@pytest.fixture(scope="module")
+def jax_run(tmp_path_factory):
+    """One tiny JAX run through train.py (two seeds, 2,048 steps each)."""
+    root = tmp_path_factory.mktemp("jax")
+    config = write_config(root / "jax.yaml", TINY_JAX)
+    done = run_script("train.py", "--config", str(config), "--output-dir", str(root / "runs"), timeout=600)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (root / "runs").iterdir()
+    return run_dir, done
+
+
+def test_train_py_runs_the_jax_trainer_and_writes_a_run_folder_of_data(jax_run):
+    run_dir, done = jax_run
+    assert f"run folder: {run_dir}" in done.stdout and "__jax_ppo__" in run_dir.name
+    names = {p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()}
+    assert names == {
+        "config.yaml",
+        "command.txt",
+        "learning_curve.csv",
+        "model.npz",
+        "model.json",
+        "params/seed_0.npz",
+        "params/seed_0.json",
+        "params/seed_1.npz",
+        "params/seed_1.json",
+    }
+    rows = (run_dir / "learning_curve.csv").read_text().splitlines()
+    assert rows[0] == "timesteps,wall_minutes,seed,mean_score,percent_of_optimal,steps_per_second"
+    assert [row.split(",")[:1] + row.split(",")[2:3] for row in rows[1:]] == [
+        [str(t), str(s)] for t in (0, 1024, 2048) for s in (0, 1)
+    ]
+    meta = json.loads((run_dir / "model.json").read_text())
+    assert meta["rules"] == "standard" and meta["net_arch"] == [32, 32] and meta["obs_size"] == 64
+    with np.load(run_dir / "model.npz", allow_pickle=False) as data:  # data, never pickle
+        assert data["action.w"].shape == (32, 44) and all(data[name].dtype == np.float32 for name in data.files)
+    saved = from_dict(__import__("yaml").safe_load((run_dir / "config.yaml").read_text()))
+    assert saved.jax.seeds == 2 and saved.total_timesteps == 2048
+
+
+@pytest.mark.slow
+def test_the_same_config_gives_the_same_run(jax_run, tmp_path):
+    run_dir, _ = jax_run
+    config = write_config(tmp_path / "jax.yaml", TINY_JAX)
+    done = run_script("train.py", "--config", str(config), "--output-dir", str(tmp_path / "runs"), timeout=600)
+    assert done.returncode == 0, done.stderr
+    (again,) = (tmp_path / "runs").iterdir()
+    for name in ("seed_0.npz", "seed_1.npz"):
+        with np.load(run_dir / "params" / name) as a, np.load(again / "params" / name) as b:
+            assert a.files == b.files and all(np.array_equal(a[n], b[n]) for n in a.files)
+
+    def scores(folder):
+        return [row.split(",")[3] for row in (folder / "learning_curve.csv").read_text().splitlines()]
+
+    assert scores(run_dir) == scores(again)
+    with np.load(run_dir / "params" / "seed_0.npz") as a, np.load(run_dir / "params" / "seed_1.npz") as b:
+        assert not all(np.array_equal(a[n], b[n]) for n in a.files)  # another seed, another run
+
+
+def test_evaluate_py_seats_the_jax_policy(jax_run):
+    run_dir, _ = jax_run
+    done = run_script("evaluate.py", "--agents", "random", f"jax:{run_dir}", "--games", "50", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert f"jax:{run_dir}" in done.stdout
+
+
+def test_the_jax_agent_plays_legal_moves_and_is_deterministic(jax_run):
+    run_dir, _ = jax_run
+    from yacht_env.game import GameState
+    from yacht_env.rules import prefix_codes
+
+    agent = make_agent(f"jax:{run_dir / 'model.npz'}", "standard")
+    assert parse_spec(f"jax:{run_dir}") == ("jax", str(run_dir))
+    game = GameState("standard", 30)
+    game.start(prefix_codes(game_streams(0, range(30)).reshape(30, -1, 5)))
+    for _ in range(40):
+        obs = agent.encoder.flat(game.roll, game.rolls_left, game.open_mask)
+        actions = agent.act(obs, game.mask)
+        assert game.mask[np.arange(30), actions].all() and np.array_equal(actions, agent.act(obs, game.mask))
+        game.play(actions, legal=game.open_mask != 0)
+    assert (game.open_mask == 0).all()
+
+
+def test_a_bad_jax_policy_is_one_clear_error(jax_run, tmp_path):
+    run_dir, _ = jax_run
+    with pytest.raises(ValueError, match="no JAX policy"):
+        make_agent(f"jax:{tmp_path / 'missing.npz'}")
+    with pytest.raises(ValueError, match="plays the 'standard' rules, not 'classic'"):
+        make_agent(f"jax:{run_dir}", "classic")
+    (tmp_path / "bad.npz").write_bytes(b"not an npz")
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(ValueError, match="cannot read the JAX policy"):
+        make_agent(f"jax:{tmp_path / 'bad.npz'}")
+    done = run_script("evaluate.py", "--agents", f"jax:{tmp_path / 'missing.npz'}", "--games", "10")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "no JAX policy" in done.stderr
+
+
+def test_a_bad_jax_section_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown config key jax.seedz"):
+        from_dict(merged(TINY_JAX, {"jax": {"seedz": 2}}))
+    for changes, message in (
+        ({"jax": {"seeds": 0}}, "jax.seeds"),
+        ({"opponents": ["greedy"]}, "trains solo"),
+        ({"policy": {"activation": "tanh"}}, "relu"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            validate(from_dict(merged(TINY_JAX, changes)))
+    config = write_config(tmp_path / "bad.yaml", TINY_JAX, jax={"seeds": 1000})
+    done = run_script("train.py", "--config", str(config), "--output-dir", str(tmp_path / "runs"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "jax.seeds" in done.stderr
+    assert not (tmp_path / "runs").exists()

@@ -1,0 +1,135 @@
+"""``YachtGymnax``: one player's game as a gymnax ``Environment``, for single-agent code written for PureJaxRL.
+
+A thin face over :class:`yacht_env.jax.YachtGame` with one player, following ``Yacht-v0``'s contract in gymnax's
+shape (needs gymnax).
+
+## Observation and actions
+``Yacht-v0``'s flat observation (float32 ``(40 + 2 C [+ bonus parts],)``, every value in ``[0, 1]``) and its actions
+(``Discrete(rules.num_actions)``: ``0..31`` keep-masks, ``32 + k`` picks category ``k``).
+
+## Action mask
+gymnax has none of its own: :meth:`YachtGymnax.action_mask` of a state, and ``info["action_mask"]`` after each step
+(the mask of the state the step returns, after an automatic reset too).
+
+## Rewards and episode end
+The points of each pick (bonuses included), 0 for a keep; terminated after the last pick, and gymnax's ``step``
+resets the game then (``info["final_observation"]`` and ``info["total"]``, the finished game's total, tell what
+ended). An illegal action is ``Yacht-v0``'s "ignore": nothing changes, the reward is
+``params.illegal_action_penalty`` and ``info["illegal_action"]`` is True; the episode is truncated at the
+``params.max_illegal_actions``-th.
+
+## Arguments
+``rules``: a preset name or :class:`~yacht_env.rules.Rules`. ``EnvParams``: ``illegal_action_penalty`` (0.0),
+``max_illegal_actions`` (100).
+
+## Version History
+* v0: initial release (yacht-rl 0.3.0).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from gymnax.environments import environment, spaces
+
+from yacht_env import rules as R
+from yacht_env.jax.core import GameState, YachtGame
+
+
+@struct.dataclass
+class EnvState(environment.EnvState):
+    """The game (``game``, the core's state of one player), gymnax's step count (``time``) and the illegal actions."""
+
+    game: GameState
+    illegal_actions: jax.Array
+
+
+@struct.dataclass
+class EnvParams(environment.EnvParams):
+    """``illegal_action_penalty``: the reward of an ignored illegal action; ``max_illegal_actions``: the truncation."""
+
+    illegal_action_penalty: float = 0.0
+    max_illegal_actions: int = 100
+
+
+class YachtGymnax(environment.Environment[EnvState, EnvParams]):
+    """One player's Yacht as a gymnax ``Environment``: see the module docstring.
+
+    Example:
+        >>> import jax
+        >>> from yacht_env.jax import YachtGymnax
+        >>> env = YachtGymnax("standard")
+        >>> obs, state = env.reset(jax.random.key(0))
+        >>> obs.shape, int(env.action_mask(state).sum()) > 0
+        ((64,), True)
+    """
+
+    def __init__(self, rules: str | R.Rules = "standard") -> None:
+        super().__init__()
+        self.game = YachtGame(rules, 1)
+        self.rules = self.game.rules
+
+    @property
+    def default_params(self) -> EnvParams:
+        """The default parameters (``Yacht-v0``'s)."""
+        return EnvParams()
+
+    @partial(jax.jit, static_argnames=("self",))
+    def step(self, key: jax.Array, state: EnvState, action: Any, params: EnvParams | None = None):
+        """Gymnax's step (auto-reset included); ``info["action_mask"]`` is the returned state's mask."""
+        obs, state, reward, terminated, truncated, info = super().step(key, state, action, params)
+        return obs, state, reward, terminated, truncated, {**info, "action_mask": self.action_mask(state)}
+
+    def step_env(self, key: jax.Array, state: EnvState, action: Any, params: EnvParams):
+        """One action of the player: a keep, a pick, or an ignored illegal action."""
+        action = jnp.asarray(action, dtype=jnp.int32)
+        legal = self.game.legal_action_mask(state.game)[jnp.clip(action, 0, self.game.num_actions - 1)]
+        legal = legal & (action >= 0) & (action < self.game.num_actions)
+        game, points = self.game.step(state.game, action, key)
+        reward = jnp.where(legal, points.astype(jnp.float32), jnp.float32(params.illegal_action_penalty))
+        state = EnvState(time=state.time + 1, game=game, illegal_actions=state.illegal_actions + ~legal)
+        info = {"illegal_action": ~legal, "total": game.total[0]}
+        return self.get_obs(state), state, reward, self.is_terminated(state, params), info
+
+    def reset_env(self, key: jax.Array, params: EnvParams):
+        """A new game: the first roll drawn from ``key``."""
+        state = EnvState(time=jnp.int32(0), game=self.game.init(key), illegal_actions=jnp.int32(0))
+        return self.get_obs(state), state
+
+    def get_obs(self, state: EnvState, params: EnvParams | None = None, key: jax.Array | None = None) -> jax.Array:
+        """``Yacht-v0``'s flat observation of the state."""
+        return self.game.observe(state.game)
+
+    def action_mask(self, state: EnvState) -> jax.Array:
+        """The legal actions, bool ``(num_actions,)`` (all True once the game is finished)."""
+        return self.game.legal_action_mask(state.game)
+
+    def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        """The last pick is made."""
+        return state.game.terminated
+
+    def is_truncated(self, state: EnvState, params: EnvParams) -> jax.Array:
+        """Too many illegal actions (``params.max_illegal_actions``)."""
+        return state.illegal_actions >= params.max_illegal_actions
+
+    @property
+    def name(self) -> str:
+        """The environment's name."""
+        return "Yacht-gymnax-v0"
+
+    @property
+    def num_actions(self) -> int:
+        """Size of the action space."""
+        return self.game.num_actions
+
+    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
+        """``Discrete(num_actions)``."""
+        return spaces.Discrete(self.game.num_actions)
+
+    def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
+        """``Box(0, 1, (observation_size,), float32)``."""
+        return spaces.Box(0.0, 1.0, (self.game.observation_size,), jnp.float32)

@@ -270,7 +270,10 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     data = {name for name in names if not name.endswith(".py") and ".dist-info/" not in name}
     shipped = ("standard", "classic", "yahtzee", "yatzy", "selfplay_standard")
     models = {f"yacht_agents/models/ppo_{name}.zip" for name in shipped}
-    configs = {f"yacht_lab/configs/{name}.yaml" for name in ("ppo", "sweep", "versus", "yahtzee", "yatzy", "selfplay", "jax_ppo")}
+    configs = {
+        f"yacht_lab/configs/{name}.yaml"
+        for name in ("ppo", "sweep", "versus", "yahtzee", "yatzy", "selfplay", "jax_ppo")
+    }
     static = {f"yacht_lab/web/static/{name}" for name in ("index.html", "app.css", "app.js")}  # the web table's page
     assert data == models | configs | static  # no run folder, no checkpoint, no benchmark
     # every model and config of the repository, none forgotten as new ones come

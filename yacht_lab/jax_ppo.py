@@ -20,9 +20,7 @@ the best last evaluation), which ``evaluate.py --agents jax:RUN_FOLDER`` seats.
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import os
 import shlex
 import sys
@@ -41,7 +39,7 @@ from yacht_env import rules as R
 from yacht_env.jax import YachtGame, YachtGymnax
 from yacht_env.util import atomic_write
 from yacht_lab.config import TrainConfig, validated
-from yacht_lab.runs import claim_run_folder, release_run_folder
+from yacht_lab.runs import claim_run_folder, release_run_folder, write_curve
 
 CURVE_FIELDS = ("timesteps", "wall_minutes", "seed", "mean_score", "percent_of_optimal", "steps_per_second")
 CURVE_FILE = "learning_curve.csv"
@@ -280,7 +278,7 @@ def train_jax(
                         "steps_per_second": round(speed, 1),
                     }
                 )
-            _write_curve(run_dir / CURVE_FILE, rows)
+            write_curve(run_dir / CURVE_FILE, rows, CURVE_FIELDS)
             if progress:
                 best = max(rows[-len(seeds) :], key=lambda row: row["mean_score"])
                 print(
@@ -297,14 +295,6 @@ def train_jax(
         speed = batch * len(seeds) / elapsed if u > 0 else 0.0  # the first update includes the compilation
     _save(run_dir, runners.params, spec, seeds, rows)
     return run_dir
-
-
-def _write_curve(path: Path, rows: list[dict[str, float]]) -> None:
-    text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, fieldnames=CURVE_FIELDS)
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write(path, text.getvalue())
 
 
 def _save(run_dir: Path, params, spec: NetworkSpec, seeds: list[int], rows: list[dict[str, float]]) -> None:

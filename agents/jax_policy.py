@@ -26,6 +26,7 @@ import numpy as np
 from yacht_agents.base import Agent
 from yacht_env import rules as R
 from yacht_env.encoding import (
+    KEEP_FEATURE_SCALE,
     chase_values,
     flat_layout,
     keep_chase_values,
@@ -33,8 +34,6 @@ from yacht_env.encoding import (
     par_chase_values,
 )
 
-#: The after-keep chase values enter the keep logits in points / 5, as in :mod:`yacht_agents.policy`.
-KEEP_FEATURE_SCALE = 10.0
 FORMAT = "yacht-rl jax policy 1"
 
 

@@ -45,16 +45,13 @@ from torch import nn
 
 from yacht_env import rules as R
 from yacht_env.encoding import (
+    KEEP_FEATURE_SCALE,
     chase_values,
     flat_layout,
     keep_chase_values,
     keep_par_chase_values,
     par_chase_values,
 )
-
-#: The after-keep chase values enter the keep logits in points / 5 (the tables' points / 50, times 10), so that
-#: weights of order one separate keeps by a few logits.
-KEEP_FEATURE_SCALE = 10.0
 
 
 class OddsFeatures(nn.Module):

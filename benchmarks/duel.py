@@ -2,15 +2,17 @@
 
     python benchmarks/duel.py --rules standard --deals 100000
     python benchmarks/duel.py --rules standard --opponent optimal --deals 100000
+    python benchmarks/duel.py --rules standard --evaluate --deals 100000
 
 Builds the solution if it is not on disk yet (``python -m yacht_env.duel build`` does the same with nothing else),
 then prints: the build's time on this machine (recorded in the solution's manifest), its peak memory and the size
 of its files; the exact win rates of the solution's player against its opponent in each seat (the equilibrium:
 ``V*`` and ``1 - V*``); and ``--deals`` deals of simulated games against the ``optimal`` agent, each deal played in
 both seats on the same two dice streams (``2 * deals`` games), with each seat's win rate (ties half), its 95% CI,
-whether the exact value lies in it (the best response), and the games per second. With ``--float32`` (a build that
-kept its float32 files) it also measures what the uint16 storage loses: the largest difference of a stored value,
-and the same deals played from the float32 values.
+whether the exact value lies in it (the best response; the equilibrium where its exact evaluation against the solver
+is built, ``python -m yacht_env.duel evaluate``, or with ``--evaluate``, which builds it), and the games per second.
+With ``--float32`` (a build that kept its float32 files) it also measures what the uint16 storage loses: the largest
+difference of a stored value, and the same deals played from the float32 values.
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ def main() -> None:
     parser.add_argument(
         "--float32", action="store_true", help="also play from the kept float32 files (the storage's loss)"
     )
+    parser.add_argument(
+        "--evaluate", action="store_true", help="build the equilibrium's exact evaluation against optimal if missing"
+    )
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
     rules = R.get_rules(args.rules)
@@ -101,6 +106,23 @@ def main() -> None:
     )
     first, second = solution.seat_values
     print(f"exact: first seat {first:.9f}, second seat {second:.9f}, mean {solution.mean_value:.9f}")
+    against = solution if solution.kind == "best_response" else None
+    if solution.kind == "equilibrium":
+        try:
+            against = duel.evaluate(
+                rules, "optimal", cache_dir=args.cache_dir, progress=True, build_missing=args.evaluate
+            )
+        except ValueError:
+            print(f"exact against optimal: not built (python -m yacht_env.duel evaluate --rules {rules.name})")
+        else:
+            manifest = duel.read_manifest(against.folder)
+            report["evaluation_seconds"] = manifest.get("seconds")
+            report["exact_against_optimal"] = list(against.seat_values)
+            first, second = against.seat_values
+            print(
+                f"exact against optimal: first seat {first:.9f}, second seat {second:.9f}, mean "
+                f"{against.mean_value:.9f} (evaluated in {manifest.get('seconds') or 0:.0f} s)"
+            )
     if args.deals:
         agent = DuelAgent(rules, args.opponent, name=name, cache_dir=args.cache_dir)
         played = seat_games(agent, OptimalAgent(rules), rules, args.deals, args.seed)
@@ -109,8 +131,8 @@ def main() -> None:
         for seat in (0, 1):
             low, high = played["seat_ci95"][seat]
             line = f"{name} vs optimal, seat {seat + 1}: {played['seat_win_rates'][seat]:.5f} [{low:.5f}, {high:.5f}]"
-            if solution.kind == "best_response":
-                exact = solution.seat_values[seat]
+            if against is not None:
+                exact = against.seat_values[seat]
                 line += f"  exact {exact:.5f} {'inside' if low <= exact <= high else 'OUTSIDE'}"
             print(line)
         print(

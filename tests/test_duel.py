@@ -58,8 +58,18 @@ def _dice_tables():
 class BruteForce:
     """Expectimax over explicit dice and absolute totals: P(the first player wins) + P(tie) / 2."""
 
-    def __init__(self, rules: R.Rules, policy: np.ndarray | None = None, responder_first: bool = True):
-        self.rules, self.policy, self.responder_first = rules, policy, responder_first
+    def __init__(
+        self,
+        rules: R.Rules,
+        policy: np.ndarray | None = None,
+        responder_first: bool = True,
+        strategy: BruteForce | None = None,
+    ):
+        """``policy``: the fixed opponent's table (``None``: both maximise); ``responder_first``: the other player
+        moves first; ``strategy``: the other player plays that brute force's best actions (its first best one:
+        the stop over a re-roll only when strictly better), instead of maximising its own chance here.
+        """
+        self.rules, self.policy, self.responder_first, self.strategy = rules, policy, responder_first, strategy
         self.c = rules.num_categories
         self.rolls, self.after, self.first = _dice_tables()
         self.points = np.array([[R.score(dice, k, rules) for k in range(self.c)] for dice in self.rolls])
@@ -91,6 +101,30 @@ class BruteForce:
                 reach = flow
             return value
         sign = 1.0 if first_moves else -1.0  # the mover maximises its own chance
+        if self.strategy is not None:  # the strategy's choices, valued here
+            plan = self.strategy.game
+            if first_moves:
+                planned = {
+                    k: [plan(first_open & ~(1 << k), second_open, t1 + s, t2, False) for s in self.points[:, k]]
+                    for k in boxes
+                }
+            else:
+                planned = {
+                    k: [plan(first_open, second_open & ~(1 << k), t1, t2 + s, True) for s in self.points[:, k]]
+                    for k in boxes
+                }
+            choice = np.argmax([sign * np.array(planned[k]) for k in boxes], axis=0)  # the first best box
+            roll = np.arange(len(self.rolls))
+            plan_now = np.array([planned[boxes[j]][r] for r, j in enumerate(choice)]) * sign
+            value_now = np.array([picked[boxes[j]][r] for r, j in enumerate(choice)])
+            plan_best, value_best = plan_now, value_now
+            for _ in range(2):
+                keep_plan, keep_value = self.after @ plan_best, self.after @ value_best  # (252, 31 masks)
+                mask = keep_plan.argmax(axis=1)
+                stop = plan_now > keep_plan[roll, mask]
+                plan_best = np.where(stop, plan_now, keep_plan[roll, mask])
+                value_best = np.where(stop, value_now, keep_value[roll, mask])
+            return float(self.first @ value_best)
         now = np.max([sign * picked[k] for k in boxes], axis=0)
         best = now
         for _ in range(2):
@@ -127,6 +161,35 @@ def test_best_response_to_the_solver_equals_the_brute_force(categories, cache):
     equilibrium = duel.solve(rules, precision="float64", cache_dir=cache)
     assert solution.mean_value >= 0.5 - 1e-12
     assert solution.seat_values[0] >= equilibrium.seat_values[0] - 1e-12
+
+
+@pytest.mark.parametrize("categories", FAST_GAMES + [pytest.param(SLOW_GAMES[0], marks=pytest.mark.slow)])
+def test_the_equilibrium_against_the_solver_equals_the_brute_force(categories, cache):
+    rules = _rules(categories)
+    evaluation = duel.evaluate(rules, "optimal", precision="float64", cache_dir=cache)
+    policy = D.solver_policy(rules)
+    plan = BruteForce(rules)
+    first = BruteForce(rules, policy, responder_first=True, strategy=plan).value()
+    second = 1 - BruteForce(rules, policy, responder_first=False, strategy=plan).value()
+    assert evaluation.kind == "evaluation"
+    assert evaluation.seat_values == pytest.approx((first, second), abs=1e-9)
+    # The equilibrium guarantees its value against anyone, and no one beats the best response's.
+    value = duel.solve(rules, precision="float64", cache_dir=cache).first_player_value
+    response = duel.solve(rules, "optimal", precision="float64", cache_dir=cache)
+    assert value - 1e-12 <= evaluation.seat_values[0] <= response.seat_values[0] + 1e-12
+    assert 1 - value - 1e-12 <= evaluation.seat_values[1] <= response.seat_values[1] + 1e-12
+    with pytest.raises(ValueError, match="its actions are the equilibrium's"):
+        evaluation.q_values(rules.all_open, rules.all_open, 0, 0, 2)
+    with pytest.raises(ValueError, match="needs a fixed opponent"):
+        duel.evaluate(rules, None, precision="float64", cache_dir=cache)
+
+
+def test_the_evaluation_of_the_stored_equilibrium_is_within_its_rounding(cache):
+    """float32 builds store uint16 values; the evaluation follows those, as the agent does."""
+    rules = _rules(FAST_GAMES[0])
+    exact = duel.evaluate(rules, "optimal", precision="float64", cache_dir=cache).seat_values
+    stored = duel.evaluate(rules, "optimal", cache_dir=cache).seat_values
+    assert stored == pytest.approx(exact, abs=1e-4)
 
 
 @pytest.mark.slow
@@ -210,13 +273,18 @@ def _seat_win_rates(agents, rules, games: int, seed: int) -> np.ndarray:
 
 
 @pytest.mark.slow  # 12,000 games: a few seconds
-def test_the_best_response_agent_wins_what_the_solution_says(cache):
+@pytest.mark.parametrize("opponent", ["optimal", None])
+def test_the_duel_agents_win_against_the_solver_what_the_solution_says(opponent, cache):
+    """The best response's values and the equilibrium's exact evaluation against the solver, played out."""
     from yacht_agents.duel import DuelAgent
     from yacht_agents.optimal import OptimalAgent
 
     rules = _rules(("ones", "threes", "yacht"))
-    solution = duel.solve(rules, "optimal", precision="float64", cache_dir=cache)
-    agent = DuelAgent(rules, "optimal", name="duel:optimal", cache_dir=cache, precision="float64")
+    if opponent is None:
+        solution = duel.evaluate(rules, "optimal", precision="float64", cache_dir=cache)
+    else:
+        solution = duel.solve(rules, "optimal", precision="float64", cache_dir=cache)
+    agent = DuelAgent(rules, opponent, cache_dir=cache, precision="float64")
     rates = _seat_win_rates([agent, OptimalAgent(rules)], rules, 6000, seed=3)
     # 6,000 games a seat: a standard error under 0.0065; four of them
     np.testing.assert_allclose(rates, solution.seat_values, atol=0.026)
@@ -316,6 +384,8 @@ def test_the_command_builds_and_shows_a_solution_and_refuses_bad_arguments(tmp_p
     assert "build it with python -m yacht_env.duel build --rules standard" in capsys.readouterr().err
     assert main(["build", "--rules", "yahtzee", "--cache-dir", str(tmp_path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    assert main(["evaluate", "--rules", "yatzy", "--cache-dir", str(tmp_path)]) == 2
+    assert "without bonuses" in capsys.readouterr().err
     with pytest.raises(SystemExit) as stop:
         main(["build", "--rules", "standard", "--opponent", "greedy"])
     assert stop.value.code == 2

@@ -108,6 +108,12 @@ def chase_values(rules: str | R.Rules = "standard") -> np.ndarray:
     return _chase_tables(rules)[0]
 
 
+#: The after-keep chase values (:func:`keep_chase_values`) enter a policy's keep logits in points / 5 (the tables'
+#: points / 50, times 10), so that weights of order one separate keeps by a few logits: the torch and JAX odds
+#: policies share it.
+KEEP_FEATURE_SCALE = 10.0
+
+
 @functools.cache
 def keep_chase_values(rules: str | R.Rules = "standard") -> np.ndarray:
     """``F[t, r, m, k]``: with ``t`` re-rolls left at roll ``r``, category ``k``'s :func:`chase_values` after

@@ -44,12 +44,21 @@ from pathlib import Path
 import numpy as np
 
 from yacht_env import rules as R
-from yacht_env.duel.builder import FORMAT_VERSION, build, level_entries, load_level, read_manifest
+from yacht_env.duel.builder import FORMAT_VERSION, TABLES, build, level_entries, load_level, read_manifest
 from yacht_env.duel.layout import Layout
 from yacht_env.duel.play import DuelSolution
 from yacht_env.duel.turn import QUANT
 
-__all__ = ["QUANT", "DuelSolution", "Layout", "read_manifest", "solution_folder", "solve", "unsupported"]
+__all__ = [
+    "QUANT",
+    "DuelSolution",
+    "Layout",
+    "evaluate",
+    "read_manifest",
+    "solution_folder",
+    "solve",
+    "unsupported",
+]
 
 PRECISIONS = {"float32": np.float32, "float64": np.float64}
 _MEMO: dict[tuple[str, str], DuelSolution] = {}  # (folder, storage) -> the solution
@@ -103,8 +112,12 @@ def solution_folder(
 
     rules = R.get_rules(rules)
     kind, _, digest = _opponent(rules, opponent)
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", rules.name)[:40]
-    return S.cache_path(rules, cache_dir).parent / "duel" / f"{name}-{kind}-{_key(rules, kind, digest, precision)[:16]}"
+    key = _key(rules, kind, digest, precision)
+    return S.cache_path(rules, cache_dir).parent / "duel" / f"{_name(rules)}-{kind}-{key[:16]}"
+
+
+def _name(rules: R.Rules) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", rules.name)[:40]
 
 
 def solve(
@@ -150,30 +163,72 @@ def solve(
     kind, outcomes, digest = _opponent(rules, opponent)
     key = _key(rules, kind, digest, precision)
     folder = solution_folder(rules, opponent, precision, cache_dir)
+    hint = f"python -m yacht_env.duel build --rules {rules.name}" + (" --opponent optimal" * (opponent == "optimal"))
+    options = {"progress": progress, "keep_float32": keep_float32, "dtype": PRECISIONS[precision], "device": device}
+    return _finished(folder, Layout(rules), kind, key, outcomes, storage, hint, options if build_missing else None)
+
+
+def evaluate(
+    rules: str | R.Rules = "standard",
+    opponent="optimal",
+    *,
+    precision: str = "float32",
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+    build_missing: bool = True,
+) -> DuelSolution:
+    """The equilibrium's exact chance to win against a fixed solo policy, in each seat (no sampling).
+
+    The equilibrium's player makes every keep and pick as the ``duel`` agent does (from the equilibrium's stored
+    values, ties to a re-roll and to the smallest box; ties between two keeps may go another way than the agent's,
+    a difference of at most the stored values' rounding); the opponent plays its policy. The recurrence is the
+    best response's with the maximising turn replaced by the equilibrium's (:mod:`yacht_env.duel.builder`): a
+    pass as long as the equilibrium's build, after it.
+
+    Args:
+        rules: A preset name or :class:`~yacht_env.rules.Rules` without bonuses.
+        opponent: ``"optimal"`` (the solver's policy) or a policy table ``(3, num_open_masks, 252)``.
+        precision: The equilibrium's and the evaluation's float type, as :func:`solve`'s.
+        cache_dir: The cache folder, as :func:`solve`'s.
+        progress: Show the builds' progress lines on stderr.
+        build_missing: Build what is not on disk yet (the equilibrium included); ``False`` raises instead.
+
+    Returns:
+        A :class:`DuelSolution` of kind ``"evaluation"``: ``seat_values`` are the equilibrium's exact win rates
+        against the opponent in each seat, ``value`` its chance at any state; it has no actions of its own (ask
+        the equilibrium's :meth:`~DuelSolution.q_values`).
+
+    Raises:
+        ValueError: as :func:`solve`'s, or no opponent (the equilibrium against itself is ``V*``).
+    """
+    rules = R.get_rules(rules)
+    if opponent is None:
+        raise ValueError("evaluate needs a fixed opponent ('optimal' or a policy table): against itself it is V*")
+    equilibrium = solve(rules, precision=precision, cache_dir=cache_dir, progress=progress, build_missing=build_missing)
+    _, outcomes, digest = _opponent(rules, opponent)
+    key = _key(rules, "evaluation", digest, precision)
+    folder = equilibrium.folder.parent / f"{_name(rules)}-evaluation-{key[:16]}"
+    hint = f"python -m yacht_env.duel evaluate --rules {rules.name}"
+    options = {"progress": progress, "dtype": PRECISIONS[precision], "strategy": equilibrium.levels("E")}
+    build_options = options if build_missing else None
+    return _finished(folder, equilibrium.layout, "evaluation", key, outcomes, "compact", hint, build_options)
+
+
+def _finished(
+    folder: Path, layout: Layout, kind: str, key: str, outcomes, storage: str, hint: str, build_options: dict | None
+) -> DuelSolution:
+    """The solution in ``folder``, built first where it is not finished (``build_options=None``: raises instead)."""
     if (str(folder), storage) in _MEMO:
         return _MEMO[str(folder), storage]
-    layout = Layout(rules)
     manifest = read_manifest(folder)
     if manifest is None or manifest.get("key") != key or not manifest.get("complete"):
-        if not build_missing:
+        if build_options is None:
             raise ValueError(
-                f"no finished two-player solution of {rules.name!r} ({kind}) in {folder}: build it with "
-                f"python -m yacht_env.duel build --rules {rules.name}"
-                + (" --opponent optimal" if opponent == "optimal" else "")
+                f"no finished two-player solution of {layout.rules.name!r} ({kind}) in {folder}: build it with {hint}"
             )
-        manifest = build(
-            folder,
-            layout,
-            kind,
-            key,
-            outcomes,
-            progress=progress,
-            keep_float32=keep_float32,
-            dtype=PRECISIONS[precision],
-            device=device,
-        )
+        manifest = build(folder, layout, kind, key, outcomes, **build_options)
     tables = {}
-    for table in ("E",) if kind == "equilibrium" else ("A", "B"):
+    for table in TABLES[kind]:
         levels = []
         for n in range(layout.num_levels):
             values = next(

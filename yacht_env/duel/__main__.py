@@ -1,7 +1,9 @@
 """The two-player solve's command: ``python -m yacht_env.duel build --rules standard [--opponent optimal]``.
 
 ``build`` builds a solution (or finishes a stopped build) with a progress line and prints its values; ``info``
-prints a finished solution's values and files. Bad arguments are one line on stderr and exit code 2.
+prints a finished solution's values and files; ``evaluate`` values the equilibrium exactly against a solo policy
+(the solver's), building the equilibrium first where it is missing. Bad arguments are one line on stderr and exit
+code 2.
 """
 
 from __future__ import annotations
@@ -16,14 +18,20 @@ from yacht_env import rules as R
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m yacht_env.duel", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, text in (("build", "build a solution (resumes a stopped build)"), ("info", "show a finished solution")):
+    for name, text in (
+        ("build", "build a solution (resumes a stopped build)"),
+        ("info", "show a finished solution"),
+        ("evaluate", "value the equilibrium exactly against a solo policy (builds what is missing, resumes)"),
+    ):
         command = commands.add_parser(name, help=text)
         command.add_argument("--rules", default="standard", help="a preset without bonuses (default: standard)")
         command.add_argument(
             "--opponent",
-            default=None,
+            default="optimal" if name == "evaluate" else None,
             choices=["optimal"],
-            help="the best response to this solo policy (default: the equilibrium)",
+            help="the equilibrium against this solo policy (default: optimal)"
+            if name == "evaluate"
+            else "the best response to this solo policy (default: the equilibrium)",
         )
         command.add_argument("--precision", default="float32", choices=["float32", "float64"])
         command.add_argument(
@@ -45,16 +53,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rules = R.get_rules(args.rules)
         start = time.monotonic()
-        solution = duel.solve(
-            rules,
-            args.opponent,
-            precision=args.precision,
-            cache_dir=args.cache_dir,
-            progress=args.command == "build",
-            keep_float32=getattr(args, "keep_float32", False),
-            build_missing=args.command == "build",
-            device=getattr(args, "device", "auto"),
-        )
+        if args.command == "evaluate":
+            solution = duel.evaluate(
+                rules, args.opponent, precision=args.precision, cache_dir=args.cache_dir, progress=True
+            )
+        else:
+            solution = duel.solve(
+                rules,
+                args.opponent,
+                precision=args.precision,
+                cache_dir=args.cache_dir,
+                progress=args.command == "build",
+                keep_float32=getattr(args, "keep_float32", False),
+                build_missing=args.command == "build",
+                device=getattr(args, "device", "auto"),
+            )
     except ValueError as error:
         print(f"python -m yacht_env.duel: error: {error}", file=sys.stderr)
         return 2

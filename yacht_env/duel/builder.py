@@ -9,6 +9,9 @@ wins; ties count half) at every ``(mover, other, lead)`` of the level's windows:
 * ``best_response``: a responder maximises against a fixed solo policy. Two tables: ``A`` where the responder
   moves, ``B`` where the policy moves: ``A_n = maxturn(B_{n-1})``, and ``B_n = policyturn(A_{n-1})``, the
   average over how the policy's turn from its open mask ends (box and points: it does not look at the lead).
+* ``evaluation``: the equilibrium's strategy against a fixed solo policy, valued exactly. ``P`` where the
+  equilibrium's player moves, ``Q`` where the policy moves: ``P_n`` is the turn ``maxturn(E_{n-1})`` plays (every
+  keep and pick as the equilibrium takes them) valued by ``Q_{n-1}``, and ``Q_n = policyturn(P_{n-1})``.
 
 A level is cut in chunks of states that share the mover's open mask (so they share the boxes a pick can take),
 computed on all cores (numpy lets go of the GIL), and written as one ``.npy`` file of float32 values with its
@@ -33,14 +36,22 @@ import numpy as np
 
 from yacht_env.duel.accel import DeviceTurn, device_for
 from yacht_env.duel.layout import Layout, Level, chunks
-from yacht_env.duel.turn import QUANT, after_picks, best_of_rows, pick_rows, turn_start
+from yacht_env.duel.turn import (
+    QUANT,
+    after_picks,
+    best_of_rows,
+    follow_best_of_rows,
+    follow_turn_start,
+    pick_rows,
+    turn_start,
+)
 from yacht_env.util import atomic_output
 
 FORMAT_VERSION = 1  # bump when the recurrence, the layout or the files change; old folders are rebuilt
 CHUNK_COLUMNS = 384  # columns (state, lead) per chunk: a chunk's rows stay in the core's cache
 _THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 MAX_MANIFEST_BYTES = 1 << 20
-TABLES = {"equilibrium": ("E",), "best_response": ("A", "B")}
+TABLES = {"equilibrium": ("E",), "best_response": ("A", "B"), "evaluation": ("P", "Q")}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -76,6 +87,17 @@ def policy_turn(layout: Layout, level: Level, below: np.ndarray, s0: int, s1: in
     return weight[used].astype(picks.dtype) @ picks[used]
 
 
+def follow_turn(layout: Layout, level: Level, strategy: np.ndarray, below: np.ndarray, s0: int, s1: int) -> np.ndarray:
+    """The values of states ``[s0, s1)`` (one mover) when the mover plays the max turn of ``strategy`` (a table's
+    level below, e.g. the equilibrium's) and the game goes on as ``below`` says (another table's level below).
+    """
+    mover, other, lead = columns(level, s0, s1)
+    decide = after_picks(layout, level.n, strategy, mover, other, lead)
+    value = after_picks(layout, level.n, below, mover, other, lead).astype(decide.dtype, copy=False)
+    is_open = np.flatnonzero([int(mover[0]) >> c & 1 for c in range(layout.rules.num_categories)])
+    return follow_turn_start(*follow_best_of_rows(decide, value, pick_rows(layout.rules).of_roll[:, is_open]))
+
+
 def solve_level(
     layout: Layout,
     n: int,
@@ -83,9 +105,11 @@ def solve_level(
     outcomes: np.ndarray | None = None,
     threads: int = _THREADS,
     dtype=np.float32,
+    strategy: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Level ``n``'s values (flat, ``dtype``) from level ``n - 1``'s (``None`` for level 0): the max turn, or with
-    ``outcomes`` the fixed policy's turn (:func:`policy_turn`).
+    """Level ``n``'s values (flat, ``dtype``) from level ``n - 1``'s (``None`` for level 0): the max turn, with
+    ``outcomes`` the fixed policy's turn (:func:`policy_turn`), with ``strategy`` (a table's level ``n - 1``) the
+    turn that table's max turn plays, valued by ``below`` (:func:`follow_turn`).
     """
     level = layout.level(n)
     out = np.empty(level.num_values, dtype=dtype)
@@ -95,10 +119,13 @@ def solve_level(
 
     def work(run: tuple[int, int]) -> None:
         s0, s1 = run
-        if outcomes is None:
-            out[level.offset[s0] : level.offset[s1]] = max_turn(layout, level, below, s0, s1)
+        span = slice(level.offset[s0], level.offset[s1])
+        if strategy is not None:
+            out[span] = follow_turn(layout, level, strategy, below, s0, s1)
+        elif outcomes is None:
+            out[span] = max_turn(layout, level, below, s0, s1)
         else:
-            out[level.offset[s0] : level.offset[s1]] = policy_turn(layout, level, below, s0, s1, outcomes)
+            out[span] = policy_turn(layout, level, below, s0, s1, outcomes)
 
     runs = chunks(level, CHUNK_COLUMNS)
     if threads <= 1 or len(runs) < 2:
@@ -204,15 +231,16 @@ def build(
     dtype=np.float32,
     on_level: Callable[[int], None] | None = None,
     device: str = "auto",
+    strategy: list[np.ndarray] | None = None,
 ) -> dict:
     """Builds (or finishes building) a solution's levels in ``folder`` and returns its manifest.
 
     Args:
         folder: The solution's folder (created if needed).
         layout: The game's layout.
-        kind: ``"equilibrium"`` or ``"best_response"``.
+        kind: ``"equilibrium"``, ``"best_response"`` or ``"evaluation"``.
         key: The solution's key; a folder of another key is built afresh.
-        outcomes: The best response's fixed policy, as :func:`~yacht_env.distributions.turn_outcomes` (or ``None``).
+        outcomes: The fixed policy (best response, evaluation), as :func:`~yacht_env.distributions.turn_outcomes`.
         progress: Show a progress line on stderr.
         keep_float32: Keep the float32 level files beside the uint16 ones.
         threads: Threads for a level's chunks.
@@ -220,6 +248,9 @@ def build(
         on_level: Called with each level's number once it is on disk (tests stop a build with it).
         device: Where the levels are computed (:func:`yacht_env.duel.accel.device_for`): ``"auto"`` takes a GPU
             where torch sees one, else numpy on all cores; ``"numpy"``, ``"cpu"`` (torch), ``"cuda"``, ...
+            The evaluation's turns that follow a strategy run on numpy.
+        strategy: The evaluation's strategy: the equilibrium's levels (its ``E`` table), whose max turn ``P``
+            plays against the fixed policy.
     """
     folder.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(folder)
@@ -233,9 +264,9 @@ def build(
     accelerator = device_for(device)
     on_device = None if accelerator is None else DeviceTurn(layout, accelerator, dtype)
 
-    def level_values(n: int, source: np.ndarray | None, policy: np.ndarray | None) -> np.ndarray:
-        if on_device is None or n == 0:
-            return solve_level(layout, n, source, policy, threads=threads, dtype=dtype)
+    def level_values(n: int, source, policy, decisions: np.ndarray | None = None) -> np.ndarray:
+        if on_device is None or n == 0 or decisions is not None:
+            return solve_level(layout, n, source, policy, threads=threads, dtype=dtype, strategy=decisions)
         return on_device.solve_level(n, source, policy)
 
     weights = [layout.level(n).num_values for n in range(layout.num_levels)]
@@ -246,6 +277,12 @@ def build(
         start = time.monotonic()
         if kind == "equilibrium":
             current = {"E": level_values(n, below.get("E"), None)}
+        elif kind == "evaluation":
+            decisions = strategy[n - 1] if n else None
+            current = {
+                "P": level_values(n, below.get("Q"), None, decisions),
+                "Q": level_values(n, below.get("P"), outcomes),
+            }
         else:
             current = {"A": level_values(n, below.get("B"), None), "B": level_values(n, below.get("A"), outcomes)}
         for t, values in current.items():

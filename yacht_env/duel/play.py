@@ -32,9 +32,11 @@ class DuelSolution:
 
     Attributes:
         rules: The :class:`~yacht_env.rules.Rules`.
-        kind: ``"equilibrium"`` or ``"best_response"``.
+        kind: ``"equilibrium"``, ``"best_response"`` or ``"evaluation"`` (the equilibrium's play against a fixed
+            policy, :func:`yacht_env.duel.evaluate`).
         first_player_value: The solution's player's chance to win (ties half) moving first: ``V*`` for the
-            equilibrium, the best response's win rate in the first seat against its opponent.
+            equilibrium, the best response's (or the evaluated equilibrium's) win rate in the first seat against
+            its opponent.
         seat_values: ``(first seat, second seat)``: the solution's player's chance to win in each seat (against
             the equilibrium: ``(V*, 1 - V*)``; against the fixed policy: the best response's exact win rates).
         folder: Where its files lie.
@@ -55,13 +57,18 @@ class DuelSolution:
             self.seat_values = (self.first_player_value, 1.0 - self.first_player_value)
             self._own, self._next = "E", "E"
         else:
-            self.first_player_value = float(values["A"])
-            self.seat_values = (self.first_player_value, 1.0 - float(values["B"]))
-            self._own, self._next = "A", "B"
+            own, other = ("A", "B") if kind == "best_response" else ("P", "Q")
+            self.first_player_value = float(values[own])
+            self.seat_values = (self.first_player_value, 1.0 - float(values[other]))
+            self._own, self._next = own, other
 
     def __repr__(self) -> str:
         value = self.first_player_value
         return f"DuelSolution(rules={self.rules.name!r}, kind={self.kind!r}, first_player_value={value:.6f})"
+
+    def levels(self, table: str) -> list[np.ndarray]:
+        """The stored values of ``table`` (``"E"``; ``"A"``, ``"B"``; ``"P"``, ``"Q"``), level by level (flat)."""
+        return self._tables[table]
 
     @property
     def mean_value(self) -> float:
@@ -133,6 +140,8 @@ class DuelSolution:
             Per action (keep-masks 0..31 with canonical keeps only, then ``32 + k`` picks box ``k``) the solution's
             player's chance to win if it takes the action and plays on as the solution does.
         """
+        if self.kind == "evaluation":
+            raise ValueError("an evaluation values the equilibrium's play; its actions are the equilibrium's q_values")
         mover, other, lead, n = self._states(mover, other, lead)
         roll = _ints("roll", roll, 0, R.NUM_ROLLS - 1, "a sorted-roll index")
         rolls_left = _ints("rolls_left", rolls_left, 0, R.MAX_ROLLS_LEFT, "re-rolls left this turn")

@@ -125,3 +125,46 @@ def turn_start(pick_value: np.ndarray) -> np.ndarray:
     for _ in range(R.MAX_ROLLS_LEFT):
         value = np.maximum(F._best_keeps(F._expected_keeps(value)), pick_value)
     return F._FIRST_ROLL.astype(value.dtype) @ value
+
+
+# --------------------------------------------------------------------------------------------------
+# A turn played by one table's decisions and valued by another's (the exact evaluation of a strategy)
+# --------------------------------------------------------------------------------------------------
+def _follow(decide: np.ndarray, value: np.ndarray, decide_other: np.ndarray, value_other: np.ndarray) -> None:
+    """Where ``decide_other`` beats ``decide`` (strictly: a tie keeps the first), takes it and its value, in place."""
+    better = decide_other > decide
+    np.copyto(decide, decide_other, where=better)
+    np.copyto(value, value_other, where=better)
+
+
+def follow_best_of_rows(decide: np.ndarray, value: np.ndarray, of_roll: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`best_of_rows` by ``decide``'s picks: ``(V0 of decide, the value of the same picks)``."""
+    best, worth = decide[of_roll[:, 0]], value[of_roll[:, 0]]
+    for j in range(1, of_roll.shape[1]):
+        _follow(best, worth, decide[of_roll[:, j]], value[of_roll[:, j]])
+    return best, worth
+
+
+def _follow_best_keeps(decide: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`yacht_env.family_solver._best_keeps` by ``decide``'s keeps, carrying ``value`` along."""
+    for lo, hi, children, prefixes in F._SUBSETS:
+        below, worth = decide[children[:, 0]], value[children[:, 0]]
+        for c, count in enumerate(prefixes[1:], 1):
+            _follow(below[:count], worth[:count], decide[children[:count, c]], value[children[:count, c]])
+        _follow(decide[lo:hi], value[lo:hi], below, worth)
+    children, prefixes = F._ROLL_SUBSETS
+    best, worth = decide[children[:, 0]], value[children[:, 0]]
+    for c, count in enumerate(prefixes[1:], 1):
+        _follow(best[:count], worth[:count], decide[children[:count, c]], value[children[:count, c]])
+    return best, worth
+
+
+def follow_turn_start(decide: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``(columns,)``: the value at the turn's start of the turn :func:`turn_start` plays by ``decide`` (its pick
+    values ``V0``), valued by ``value`` (the same picks' values under another table).
+    """
+    best, worth = decide, value
+    for _ in range(R.MAX_ROLLS_LEFT):
+        best, worth = _follow_best_keeps(F._expected_keeps(best), F._expected_keeps(worth))
+        _follow(best, worth, decide, value)  # a tie re-rolls, as the agent's first best action (keeps come first)
+    return F._FIRST_ROLL.astype(worth.dtype) @ worth

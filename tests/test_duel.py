@@ -421,6 +421,16 @@ def test_the_torch_kernels_build_the_same_solution(opponent, tmp_path):
         duel.solve(_rules(("twos", "yacht")), cache_dir=tmp_path, device="cuda:7")
 
 
+@pytest.mark.slow  # an evaluation on torch's CPU kernels, from uint16 and from float64 equilibria
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_the_torch_kernels_evaluate_the_same(precision, tmp_path):
+    pytest.importorskip("torch")
+    rules = _rules(("ones", "threes", "yacht"))
+    on_numpy = duel.evaluate(rules, precision=precision, cache_dir=tmp_path / "numpy", device="numpy")
+    on_torch = duel.evaluate(rules, precision=precision, cache_dir=tmp_path / "torch", device="cpu")
+    assert on_torch.seat_values == pytest.approx(on_numpy.seat_values, abs=1e-12 if precision == "float64" else 1e-6)
+
+
 def test_the_coach_gives_exact_odds_at_two_players_where_the_solve_is_built(tmp_path):
     from yacht_lab.table import Coach
 

@@ -176,6 +176,7 @@ def evaluate(
     cache_dir: str | os.PathLike | None = None,
     progress: bool = False,
     build_missing: bool = True,
+    device: str = "auto",
 ) -> DuelSolution:
     """The equilibrium's exact chance to win against a fixed solo policy, in each seat (no sampling).
 
@@ -192,6 +193,7 @@ def evaluate(
         cache_dir: The cache folder, as :func:`solve`'s.
         progress: Show the builds' progress lines on stderr.
         build_missing: Build what is not on disk yet (the equilibrium included); ``False`` raises instead.
+        device: Where the builds compute, as :func:`solve`'s.
 
     Returns:
         A :class:`DuelSolution` of kind ``"evaluation"``: ``seat_values`` are the equilibrium's exact win rates
@@ -204,12 +206,19 @@ def evaluate(
     rules = R.get_rules(rules)
     if opponent is None:
         raise ValueError("evaluate needs a fixed opponent ('optimal' or a policy table): against itself it is V*")
-    equilibrium = solve(rules, precision=precision, cache_dir=cache_dir, progress=progress, build_missing=build_missing)
+    equilibrium = solve(
+        rules, precision=precision, cache_dir=cache_dir, progress=progress, build_missing=build_missing, device=device
+    )
     _, outcomes, digest = _opponent(rules, opponent)
     key = _key(rules, "evaluation", digest, precision)
     folder = equilibrium.folder.parent / f"{_name(rules)}-evaluation-{key[:16]}"
     hint = f"python -m yacht_env.duel evaluate --rules {rules.name}"
-    options = {"progress": progress, "dtype": PRECISIONS[precision], "strategy": equilibrium.levels("E")}
+    options = {
+        "progress": progress,
+        "dtype": PRECISIONS[precision],
+        "device": device,
+        "strategy": equilibrium.levels("E"),
+    }
     build_options = options if build_missing else None
     return _finished(folder, equilibrium.layout, "evaluation", key, outcomes, "compact", hint, build_options)
 

@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         if name == "build":
             command.add_argument("--keep-float32", action="store_true", help="keep the float32 level files too")
+        if name != "info":
             command.add_argument(
                 "--device", default="auto", help="auto (a GPU where torch sees one, else numpy), numpy, cpu, cuda, ..."
             )
@@ -55,7 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         start = time.monotonic()
         if args.command == "evaluate":
             solution = duel.evaluate(
-                rules, args.opponent, precision=args.precision, cache_dir=args.cache_dir, progress=True
+                rules,
+                args.opponent,
+                precision=args.precision,
+                cache_dir=args.cache_dir,
+                progress=True,
+                device=args.device,
             )
         else:
             solution = duel.solve(

@@ -15,7 +15,7 @@ import numpy as np
 
 from yacht_env import family_solver as F
 from yacht_env.duel.layout import Layout, Level, chunks
-from yacht_env.duel.turn import CLOSED, pick_rows
+from yacht_env.duel.turn import CLOSED, QUANT, pick_rows
 
 #: Columns per chunk on a device: enough work per kernel launch to fill a GPU.
 DEVICE_COLUMNS = 1 << 16
@@ -80,6 +80,15 @@ class DeviceTurn:
         level = self.layout.level(n)
         index = functools.partial(self.torch.as_tensor, device=self.device, dtype=self.torch.long)
         return index(level.low), index(level.length), index(level.offset), index(level.movers), index(level.others)
+
+    def _upload(self, values: np.ndarray):
+        """A level's values on the device in the computation's float type (uint16 ones as stored / 65535)."""
+        values = np.asarray(values)
+        if not values.flags.writeable:  # a memory-mapped level: torch takes arrays it may write to
+            values = np.array(values)
+        if values.dtype == np.uint16:  # as after_picks reads them: times 1 / QUANT in the float type
+            return self.torch.as_tensor(values.astype(np.int32), device=self.device).to(self.dtype) * (1 / QUANT)
+        return self.torch.as_tensor(values, device=self.device).to(self.dtype)
 
     def columns(self, level: Level, s0: int, s1: int):
         """``(mover, other, lead)`` of the states ``[s0, s1)`` on the device (as :func:`builder.columns`)."""
@@ -149,18 +158,55 @@ class DeviceTurn:
             value = self.torch.maximum(self.best_keeps(self.expected_keeps(value)), pick_value)
         return self.first_roll @ value
 
-    def solve_level(self, n: int, below: np.ndarray, outcomes: np.ndarray | None) -> np.ndarray:
-        """:func:`yacht_env.duel.builder.solve_level` on the device: level ``n`` from level ``n - 1``'s values."""
+    def follow(self, decide, value, decide_other, value_other) -> None:
+        """:func:`yacht_env.duel.turn._follow` on the device (in place, ties keep the first)."""
+        better = decide_other > decide
+        decide.copy_(self.torch.where(better, decide_other, decide))
+        value.copy_(self.torch.where(better, value_other, value))
+
+    def follow_turn_start(self, decide, value, of_roll):
+        """:func:`yacht_env.duel.turn.follow_turn_start` of :func:`~yacht_env.duel.turn.follow_best_of_rows`."""
+        best, worth = decide[of_roll[:, 0]], value[of_roll[:, 0]]
+        for j in range(1, of_roll.shape[1]):
+            self.follow(best, worth, decide[of_roll[:, j]], value[of_roll[:, j]])
+        pick, pick_worth = best, worth
+        for _ in range(2):
+            keep, keep_worth = self.expected_keeps(best), self.expected_keeps(worth)
+            for lo, hi, children, prefixes in self.subsets:
+                below, below_worth = keep[children[:, 0]], keep_worth[children[:, 0]]
+                for c, count in enumerate(prefixes[1:], 1):
+                    self.follow(
+                        below[:count], below_worth[:count], keep[children[:count, c]], keep_worth[children[:count, c]]
+                    )
+                self.follow(keep[lo:hi], keep_worth[lo:hi], below, below_worth)
+            children, prefixes = self.roll_subsets
+            best, worth = keep[children[:, 0]], keep_worth[children[:, 0]]
+            for c, count in enumerate(prefixes[1:], 1):
+                self.follow(best[:count], worth[:count], keep[children[:count, c]], keep_worth[children[:count, c]])
+            self.follow(best, worth, pick, pick_worth)
+        return self.first_roll @ worth
+
+    def solve_level(
+        self, n: int, below: np.ndarray, outcomes: np.ndarray | None, strategy: np.ndarray | None = None
+    ) -> np.ndarray:
+        """:func:`yacht_env.duel.builder.solve_level` on the device: level ``n`` from level ``n - 1``'s values (with
+        ``strategy``, the turn that table's max turn plays, valued by ``below``).
+        """
         torch = self.torch
         level = self.layout.level(n)
-        below_device = torch.as_tensor(np.asarray(below), device=self.device).to(self.dtype)
+        below_device = self._upload(below)
+        plan = None if strategy is None else self._upload(strategy)
         out = np.empty(level.num_values, dtype=np.float32 if self.dtype == torch.float32 else np.float64)
         rows = pick_rows(self.layout.rules)
         for s0, s1 in chunks(level, DEVICE_COLUMNS):
             mover, other, lead = self.columns(level, s0, s1)
             picks = self.after_picks(n, below_device, mover, other, lead)
             mask = int(level.movers[s0 // len(level.others)])
-            if outcomes is None:
+            if plan is not None:
+                is_open = [c for c in range(self.layout.rules.num_categories) if mask >> c & 1]
+                decide = self.after_picks(n, plan, mover, other, lead)
+                value = self.follow_turn_start(decide, picks, self.of_roll[:, is_open])
+            elif outcomes is None:
                 is_open = [c for c in range(self.layout.rules.num_categories) if mask >> c & 1]
                 value = self.turn_start(self.best_of_rows(picks, self.of_roll[:, is_open]))
             else:

@@ -248,7 +248,6 @@ def build(
         on_level: Called with each level's number once it is on disk (tests stop a build with it).
         device: Where the levels are computed (:func:`yacht_env.duel.accel.device_for`): ``"auto"`` takes a GPU
             where torch sees one, else numpy on all cores; ``"numpy"``, ``"cpu"`` (torch), ``"cuda"``, ...
-            The evaluation's turns that follow a strategy run on numpy.
         strategy: The evaluation's strategy: the equilibrium's levels (its ``E`` table), whose max turn ``P``
             plays against the fixed policy.
     """
@@ -265,9 +264,9 @@ def build(
     on_device = None if accelerator is None else DeviceTurn(layout, accelerator, dtype)
 
     def level_values(n: int, source, policy, decisions: np.ndarray | None = None) -> np.ndarray:
-        if on_device is None or n == 0 or decisions is not None:
+        if on_device is None or n == 0:
             return solve_level(layout, n, source, policy, threads=threads, dtype=dtype, strategy=decisions)
-        return on_device.solve_level(n, source, policy)
+        return on_device.solve_level(n, source, policy, decisions)
 
     weights = [layout.level(n).num_values for n in range(layout.num_levels)]
     meter = Progress(float(sum(weights)), progress, f"duel {layout.rules.name} {kind}")

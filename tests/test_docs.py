@@ -19,9 +19,9 @@ The rules, for ``README.md`` and every ``docs/**/*.md`` (not the build output ``
   joined, ``#`` comments dropped, a ``$`` prompt removed, split at ``&&``, ``||``, ``|`` and ``;``). Every
   command that invokes one of the project's command-line programs, ``python train.py`` / ``evaluate.py`` /
   ``play.py`` / ``sweep.py`` / ``web.py``, ``yacht-train`` / ``yacht-evaluate`` / ``yacht-play`` / ``yacht-sweep`` /
-  ``yacht-web`` or ``python -m yacht_lab <train|evaluate|play|sweep|web>``, is checked by running that program's
-  argument parser (``parse_args(argv)`` of the top-level script, the same program as the console command) on its
-  arguments, in a temporary working directory: an unknown or malformed flag fails. Every other command (``pip``,
+  ``yacht-web``, ``python -m yacht_lab <train|evaluate|play|sweep|web>`` or ``python -m yacht_env.duel``, is
+  checked by running that program's argument parser (``parse_args(argv)`` of the top-level script, the same program
+  as the console command; the two-player solve's own parser) on its arguments, in a temporary working directory: an unknown or malformed flag fails. Every other command (``pip``,
   ``pytest``, ``ray``, ``printf``, the ``benchmarks/`` scripts, another project's script) is not checked.
 * Other blocks (``text``, ``yaml``, ...) are not run.
 
@@ -231,6 +231,8 @@ def program_of(command: list[str]) -> tuple[str, list[str]] | None:
             return PROGRAMS[command[1]], command[2:]
         if command[1:3] == ["-m", "yacht_lab"] and len(command) > 3 and command[3] in SCRIPTS:
             return command[3], command[4:]
+        if command[1:3] == ["-m", "yacht_env.duel"]:
+            return "yacht_env.duel", command[3:]
     return None
 
 
@@ -261,7 +263,10 @@ def test_documented_command_line_parses(name: str, argv: list[str], tmp_path, mo
             (tmp_path / folder.relative_to(REPO)).mkdir(parents=True, exist_ok=True)
     monkeypatch.chdir(tmp_path)
     try:
-        script(name).parse_args(argv)
+        if name == "yacht_env.duel":  # the two-player solve's command
+            importlib.import_module("yacht_env.duel.__main__")._parser().parse_args(argv)
+        else:
+            script(name).parse_args(argv)
     except SystemExit as exit:
         if exit.code:
             pytest.fail(f"{name}: {' '.join(argv)!r} is refused by its parser: {capsys.readouterr().err.strip()}")

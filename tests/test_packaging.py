@@ -227,10 +227,16 @@ def test_evaluate_adds_the_shipped_model_of_the_rules_from_any_folder(rules, tmp
     assert parse_args(["--rules", rules]).agents == ["random", "greedy", "optimal", f"ppo:{rules}"]
 
 
-def test_sweep_defaults_to_the_shipped_sweep_file():
-    from yacht_lab.scripts.sweep import default_config
+def test_sweep_defaults_to_the_shipped_sweep_file(tmp_path, monkeypatch):
+    from yacht_lab.scripts.sweep import default_config, resolve_sweep
 
     assert default_config().samefile(REPO / "configs" / "sweep.yaml")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sweep").write_text("not a sweep")
+    assert resolve_sweep(None) == resolve_sweep("sweep") == default_config()  # the shipped name wins
+    assert resolve_sweep("./sweep") == Path("./sweep") and resolve_sweep("mine.yaml") == Path("mine.yaml")
+    with pytest.raises(ValueError, match=r"no shipped sweep of that name \(shipped: sweep\)"):
+        resolve_sweep("ppo")  # a shipped training config is not a sweep file
 
 
 # --------------------------------------------------------------------------------------------------

@@ -378,6 +378,7 @@ def test_bad_flags_are_one_error_line(args, message, capsys):
     "args, message",
     [
         (["--config", "missing.yaml"], "cannot read sweep 'missing.yaml'"),
+        (["--config", "yahtzee"], "cannot read sweep 'yahtzee': no shipped sweep of that name (shipped: sweep)"),
         (["--config", "configs/sweep.yaml", "--resume", "x"], "--config cannot be combined with --resume"),
         (["--resume", "configs"], "is not a sweep folder (no sweep_spec.yaml)"),
     ],

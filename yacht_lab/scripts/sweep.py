@@ -40,12 +40,33 @@ def default_config() -> Path:
     return package.parent / "configs" / "sweep.yaml"
 
 
+def resolve_sweep(config: str | None) -> Path:
+    """The file a ``--config`` names: ``None`` or the shipped name ``sweep`` is :func:`default_config`, a path is
+    read as it is (``./sweep`` for a file of that name in the working folder).
+
+    Raises:
+        ValueError: another bare name with no such file (the shipped training configs are not sweep files).
+    """
+    from yacht_env.util import is_bare_name
+
+    if config is None or config == "sweep":
+        return default_config()
+    if is_bare_name(config, (".yaml", ".yml")) and not Path(config).exists():
+        raise ValueError(
+            f"cannot read sweep {config!r}: no shipped sweep of that name (shipped: sweep) and no such file; "
+            "give sweep or a path to a sweep .yaml file"
+        )
+    return Path(config)
+
+
 def parse_args(argv: list[str] | None = None, prog: str | None = None):
     """The parsed command line (one error line and exit status 2 on bad input)."""
     from yacht_lab.cli import OneLineParser, number
 
     parser = OneLineParser(prog=program_name(COMMAND, prog), description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", help="the sweep file (default: the shipped configs/sweep.yaml)")
+    parser.add_argument(
+        "--config", help="the sweep file: a path, or the shipped name sweep (the default: configs/sweep.yaml)"
+    )
     parser.add_argument(
         "--resume", metavar="SWEEP_DIR", help="continue the sweep in this folder (its own sweep.yaml and settings)"
     )
@@ -113,7 +134,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
                 resume=args.resume,
             )
         else:
-            sweep = load_sweep(args.config or default_config())
+            sweep = load_sweep(resolve_sweep(args.config))
             outcome = run_sweep(
                 sweep,
                 args.storage,

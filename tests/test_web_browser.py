@@ -218,7 +218,21 @@ def test_bad_requests_are_answered_on_the_page(page):
     page.click("#start")
     page.wait_for_selector("#error:not([hidden])")
     assert page.text_content("#error-text") == "seed: an int in 0..2**63-1, got '-3'"
+    # The tab's listing of records is held until the upload is answered: an upload made while a listing is on its way
+    # is sent all the same (it once found the page busy and was dropped without a word).
+    held = []
+    page.route("**/api/replays", lambda r: held.append(r) if r.request.method == "GET" else r.continue_())
     page.click("#tab-replays")
+    for _ in range(TIMEOUT // 10):  # route handlers run while the test waits on the page
+        if held:
+            break
+        page.wait_for_timeout(10)
+    assert len(held) == 1
     page.set_input_files("#upload", files=[{"name": "bad.jsonl", "mimeType": "text/plain", "buffer": b"{}\n"}])
     page.wait_for_selector("#error:not([hidden])")
+    assert page.text_content("#error-text").startswith("not a record of evaluate.py --record: line 1:")
+    with page.expect_response(lambda response: response.url.endswith("/api/replays")):
+        held[0].continue_()
+    page.unroute("**/api/replays")
+    page.wait_for_selector("#replay-list option", state="attached")
     assert page.text_content("#error-text").startswith("not a record of evaluate.py --record: line 1:")

@@ -402,8 +402,12 @@ let replayGame = null;
 let stepIndex = 0;
 const PAGE = 25;
 
+let listings = 0; // the latest listing wins: an earlier answer that comes back later is dropped
+
 async function loadReplayList(select) {
+  const ticket = ++listings;
   const data = await api("GET", "/api/replays");
+  if (ticket !== listings) return;
   const list = $("replay-list");
   list.replaceChildren(el("option", { value: "" }, data.replays.length ? "a loaded record…" : "(no record loaded)"));
   for (const r of data.replays) list.append(el("option", { value: r.id }, `${r.name} (${r.rules}: ${r.agents.join(", ")})`));
@@ -589,7 +593,11 @@ function showView(name) {
   $("view-replays").hidden = name !== "replays";
   $("tab-play").classList.toggle("active", name === "play");
   $("tab-replays").classList.toggle("active", name === "replays");
-  if (name === "replays") guarded(() => loadReplayList($("replay-list").value));
+  // Not guarded: a listing must not hold the lock that an upload made meanwhile would find taken (and be dropped).
+  if (name === "replays") {
+    clearError();
+    loadReplayList($("replay-list").value).catch(showError);
+  }
 }
 
 async function init() {

@@ -4,21 +4,23 @@
 
 Times the three turns a build computes (the max turn of the equilibrium, the fixed policy's turn of the best
 response, the followed turn of the equilibrium's evaluation) on the same evenly spread share of every level's
-chunks, side by side in one run and on the same threads as a build, from the equilibrium's levels on disk (built
-first if missing: ``python -m yacht_env.duel build``), each read into memory as float32 as a build holds its
-level below. It prints each kernel's microseconds per value, their ratios, and each full build's time that the
-rates imply: the equilibrium (one max turn per value), the best response (a max turn and a policy turn) and the
-evaluation (a followed turn and a policy turn). The figures extrapolate from the sample; on quiet cores they
-stand for a build's time, which a build's own recorded time (``benchmarks/duel.py``) does not when the cores are
-shared.
+chunks, side by side in one run and in the same worker processes as a build (:mod:`yacht_env.duel.worker`), from
+the equilibrium's levels on disk (built first if missing: ``python -m yacht_env.duel build``), each written as a
+float32 file as a build leaves its level below. It prints each kernel's microseconds per value (wall time over
+the values of all the workers together), their ratios, and each full build's time that the rates imply: the
+equilibrium (one max turn per value), the best response (a max turn and a policy turn) and the evaluation (a
+followed turn and a policy turn). The figures extrapolate from the sample; on quiet cores they stand for a
+build's time, which a build's own recorded time (``benchmarks/duel.py``) does not when the cores are shared.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from yacht_env import duel
 from yacht_env import rules as R
 from yacht_env.duel import builder
 from yacht_env.duel.layout import chunks
+from yacht_env.duel.worker import Workers
 
 KERNELS = ("max", "policy", "follow")
 
@@ -38,15 +41,16 @@ def sample_runs(level, share: float, width: int) -> list[tuple[int, int]]:
     return runs[step // 2 :: step] or runs[:1]
 
 
-def time_kernel(kernel, runs, threads: int) -> float:
-    """Seconds to compute ``kernel(run)`` for every run, on ``threads`` threads as a build does."""
+def time_kernel(pool, layout, n: int, runs, kernel: str, below: np.ndarray, out: np.ndarray, outcomes) -> float:
+    """Seconds to compute ``kernel`` on the ``runs`` of level ``n`` as a build does: in the worker processes
+    (``pool``) or, without one, in this process."""
     start = time.perf_counter()
-    if threads <= 1:
-        for run in runs:
-            kernel(run)
+    policy, strategy = kernel == "policy", below if kernel == "follow" else None
+    if pool is None:
+        builder.solve_level(layout, n, below, outcomes if policy else None, strategy=strategy, out=out, runs=runs)
     else:
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(kernel, runs))
+        groups = [list(group) for group in np.array_split(np.array(runs), min(len(runs), 4 * pool.count)) if len(group)]
+        pool.solve_level(n, [[tuple(map(int, run)) for run in group] for group in groups], below, policy, strategy, out)
     return time.perf_counter() - start
 
 
@@ -54,42 +58,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rules", default="standard")
     parser.add_argument("--share", type=float, default=0.005, help="the share of every level's chunks timed")
-    parser.add_argument("--threads", type=int, default=builder._THREADS)
-    parser.add_argument("--chunk", type=int, default=builder.CHUNK_COLUMNS, help="columns per chunk (a build's)")
+    parser.add_argument("--workers", type=int, default=builder.WORKERS, help="worker processes (a build's)")
     parser.add_argument("--kernels", nargs="+", choices=KERNELS, default=list(KERNELS), help="the turns timed")
     parser.add_argument("--cache-dir", default=None)
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
     if not 0 < args.share <= 1:
         parser.error(f"--share must be in (0, 1], got {args.share}")
+    if not 1 <= args.workers <= builder.MAX_WORKERS:
+        parser.error(f"--workers must be in 1..{builder.MAX_WORKERS}, got {args.workers}")
     rules = R.get_rules(args.rules)
     equilibrium = duel.solve(rules, cache_dir=args.cache_dir, progress=True)
     layout, below = equilibrium.layout, equilibrium.levels("E")
     outcomes = D.turn_outcomes(rules, D.solver_policy(rules))
     seconds = dict.fromkeys(KERNELS, 0.0)
     timed_values, estimate = 0, dict.fromkeys(KERNELS, 0.0)
-    for n in range(1, layout.num_levels):
-        level = layout.level(n)
-        values_below = below[n - 1].astype(np.float32) / np.float32(duel.QUANT)  # in memory, float32, as in a build
-        runs = sample_runs(level, args.share, args.chunk)
-        values = int(sum(level.offset[s1] - level.offset[s0] for s0, s1 in runs))
-        kernels = {
-            "max": lambda run, level=level, values_below=values_below: builder.max_turn(
-                layout, level, values_below, *run
-            ),
-            "policy": lambda run, level=level, values_below=values_below: builder.policy_turn(
-                layout, level, values_below, *run, outcomes
-            ),
-            "follow": lambda run, level=level, values_below=values_below: builder.follow_turn(
-                layout, level, values_below, values_below, *run
-            ),
-        }
-        for name in args.kernels:
-            kernel = kernels[name]
-            spent = time_kernel(kernel, runs, args.threads)
-            seconds[name] += spent
-            estimate[name] += spent / values * level.num_values
-        timed_values += values
+    pool = Workers(rules, outcomes, args.workers) if args.workers > 1 else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory() as temp, pool:
+        for n in range(1, layout.num_levels):
+            level = layout.level(n)
+            np.save(Path(temp) / "below.npy", below[n - 1].astype(np.float32) / np.float32(duel.QUANT))
+            values_below = np.load(Path(temp) / "below.npy", mmap_mode="r")  # float32 on disk, as in a build
+            out = np.lib.format.open_memmap(Path(temp) / "out.npy", "w+", np.float32, (level.num_values,))
+            runs = sample_runs(level, args.share, builder.CHUNK_COLUMNS)
+            values = int(sum(level.offset[s1] - level.offset[s0] for s0, s1 in runs))
+            for name in args.kernels:
+                spent = time_kernel(
+                    pool if args.workers > 1 else None, layout, n, runs, name, values_below, out, outcomes
+                )
+                seconds[name] += spent
+                estimate[name] += spent / values * level.num_values
+            timed_values += values
+            del values_below, out
     rate = {name: seconds[name] / timed_values * 1e6 for name in args.kernels}
     needs = {"equilibrium": ("max",), "best_response": ("max", "policy"), "evaluation": ("follow", "policy")}
     builds = {
@@ -99,7 +99,8 @@ def main() -> None:
     }
     print(
         f"{rules.name}: {timed_values:,} of {layout.num_values():,} values timed "
-        f"({timed_values / layout.num_values():.2%}) on {args.threads} threads, chunks of {args.chunk} columns"
+        f"({timed_values / layout.num_values():.2%}) in {args.workers} worker processes, chunks of "
+        f"{builder.CHUNK_COLUMNS} columns"
     )
     for name, microseconds in rate.items():
         ratio = f" ({microseconds / rate['max']:.2f}x the max turn)" if "max" in rate else ""
@@ -109,9 +110,9 @@ def main() -> None:
     if args.json:
         report = {
             "rules": rules.name,
-            "threads": args.threads,
+            "workers": args.workers,
             "share": args.share,
-            "chunk_columns": args.chunk,
+            "chunk_columns": builder.CHUNK_COLUMNS,
             "values_timed": timed_values,
             "microseconds_per_value": rate,
             "build_minutes_estimate": {name: spent / 60 for name, spent in builds.items()},

@@ -44,7 +44,16 @@ from pathlib import Path
 import numpy as np
 
 from yacht_env import rules as R
-from yacht_env.duel.builder import FORMAT_VERSION, TABLES, build, level_entries, load_level, read_manifest
+from yacht_env.duel.builder import (
+    FORMAT_VERSION,
+    MAX_WORKERS,
+    TABLES,
+    WORKERS,
+    build,
+    level_entries,
+    load_level,
+    read_manifest,
+)
 from yacht_env.duel.layout import Layout
 from yacht_env.duel.play import DuelSolution
 from yacht_env.duel.turn import QUANT
@@ -131,6 +140,7 @@ def solve(
     build_missing: bool = True,
     storage: str = "compact",
     device: str = "auto",
+    workers: int | None = None,
 ) -> DuelSolution:
     """The exact two-player solution of ``rules``: the equilibrium, or the best response to ``opponent``.
 
@@ -147,6 +157,8 @@ def solve(
             from the float files (float64 builds, or float32 ones built with ``keep_float32``).
         device: Where a build computes (:func:`yacht_env.duel.accel.device_for`): ``"auto"`` takes a GPU where
             torch sees one, else numpy on all cores.
+        workers: The worker processes a numpy build computes its big levels in (``None``: one per core; ``1``:
+            none, all in this process); the values do not depend on it.
 
     Raises:
         ValueError: rules with bonuses, a bad opponent or precision, or (``build_missing=False``) no finished
@@ -165,6 +177,7 @@ def solve(
     folder = solution_folder(rules, opponent, precision, cache_dir)
     hint = f"python -m yacht_env.duel build --rules {rules.name}" + (" --opponent optimal" * (opponent == "optimal"))
     options = {"progress": progress, "keep_float32": keep_float32, "dtype": PRECISIONS[precision], "device": device}
+    options["workers"] = _workers(workers)
     return _finished(folder, Layout(rules), kind, key, outcomes, storage, hint, options if build_missing else None)
 
 
@@ -177,6 +190,7 @@ def evaluate(
     progress: bool = False,
     build_missing: bool = True,
     device: str = "auto",
+    workers: int | None = None,
 ) -> DuelSolution:
     """The equilibrium's exact chance to win against a fixed solo policy, in each seat (no sampling).
 
@@ -194,6 +208,7 @@ def evaluate(
         progress: Show the builds' progress lines on stderr.
         build_missing: Build what is not on disk yet (the equilibrium included); ``False`` raises instead.
         device: Where the builds compute, as :func:`solve`'s.
+        workers: The builds' worker processes, as :func:`solve`'s.
 
     Returns:
         A :class:`DuelSolution` of kind ``"evaluation"``: ``seat_values`` are the equilibrium's exact win rates
@@ -207,7 +222,13 @@ def evaluate(
     if opponent is None:
         raise ValueError("evaluate needs a fixed opponent ('optimal' or a policy table): against itself it is V*")
     equilibrium = solve(
-        rules, precision=precision, cache_dir=cache_dir, progress=progress, build_missing=build_missing, device=device
+        rules,
+        precision=precision,
+        cache_dir=cache_dir,
+        progress=progress,
+        build_missing=build_missing,
+        device=device,
+        workers=workers,
     )
     _, outcomes, digest = _opponent(rules, opponent)
     key = _key(rules, "evaluation", digest, precision)
@@ -217,10 +238,19 @@ def evaluate(
         "progress": progress,
         "dtype": PRECISIONS[precision],
         "device": device,
+        "workers": _workers(workers),
         "strategy": equilibrium.levels("E"),
     }
     build_options = options if build_missing else None
     return _finished(folder, equilibrium.layout, "evaluation", key, outcomes, "compact", hint, build_options)
+
+
+def _workers(workers: int | None) -> int:
+    if workers is None:
+        return WORKERS
+    if isinstance(workers, bool) or not isinstance(workers, int | np.integer) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers must be an int in 1..{MAX_WORKERS} (or None: one per core), got {workers!r}")
+    return int(workers)
 
 
 def _finished(

@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument(
                 "--device", default="auto", help="auto (a GPU where torch sees one, else numpy), numpy, cpu, cuda, ..."
             )
+            command.add_argument(
+                "--workers", type=int, default=None, help="worker processes of a numpy build (default: one per core)"
+            )
     return parser
 
 
@@ -62,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                 cache_dir=args.cache_dir,
                 progress=True,
                 device=args.device,
+                workers=args.workers,
             )
         else:
             solution = duel.solve(
@@ -73,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                 keep_float32=getattr(args, "keep_float32", False),
                 build_missing=args.command == "build",
                 device=getattr(args, "device", "auto"),
+                workers=getattr(args, "workers", None),
             )
     except ValueError as error:
         print(f"python -m yacht_env.duel: error: {error}", file=sys.stderr)

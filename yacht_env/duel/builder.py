@@ -13,23 +13,25 @@ wins; ties count half) at every ``(mover, other, lead)`` of the level's windows:
   equilibrium's player moves, ``Q`` where the policy moves: ``P_n`` is the turn ``maxturn(E_{n-1})`` plays (every
   keep and pick as the equilibrium takes them) valued by ``Q_{n-1}``, and ``Q_n = policyturn(P_{n-1})``.
 
-A level is cut in chunks of states that share the mover's open mask (so they share the boxes a pick can take),
-computed on all cores (numpy lets go of the GIL), and written as one ``.npy`` file of float32 values with its
-CRC-32 in the folder's ``manifest.json`` before the next level starts. A run that stops keeps every finished
-level; the next run checks the last one and goes on from there. When every level is done the values are stored
-as uint16 (``round(65535 * value)``, at most 7.7e-6 from the float32 value; the float32 files can be kept).
+A level is cut in chunks of states that share the mover's open mask (so they share the boxes a pick can take).
+A big level's chunks are computed by worker processes, one per core (:mod:`yacht_env.duel.worker`: numpy's kernels
+hold the GIL too much of the time for threads to scale), straight into the level's ``.npy`` file of float32 values,
+memory-mapped; its CRC-32 goes in the folder's ``manifest.json`` before the next level starts. A run that stops
+keeps every finished level; the next run checks the last one and goes on from there. When every level is done the
+values are stored as uint16 (``round(65535 * value)``, at most 7.7e-6 from the float32 value; the float32 files can
+be kept).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -45,11 +47,16 @@ from yacht_env.duel.turn import (
     pick_rows,
     turn_start,
 )
+from yacht_env.duel.worker import Workers
 from yacht_env.util import atomic_output
 
 FORMAT_VERSION = 1  # bump when the recurrence, the layout or the files change; old folders are rebuilt
-CHUNK_COLUMNS = 384  # columns (state, lead) per chunk: a chunk's rows stay in the core's cache
-_THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+CHUNK_COLUMNS = 768  # columns (state, lead) per chunk: a chunk's rows stay in the core's cache
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+WORKERS = CORES if os.name == "posix" else 1  # a build's worker processes (their pipes are waited on, POSIX's way)
+MAX_WORKERS = 256
+WORKER_VALUES = 1 << 18  # a level of at least this many values goes to the workers (a second or so of work)
+TASK_VALUES = 1 << 21  # a worker's task: at most this many values (a few seconds), so the last task ends soon
 MAX_MANIFEST_BYTES = 1 << 20
 TABLES = {"equilibrium": ("E",), "best_response": ("A", "B"), "evaluation": ("P", "Q")}
 
@@ -103,22 +110,24 @@ def solve_level(
     n: int,
     below: np.ndarray | None,
     outcomes: np.ndarray | None = None,
-    threads: int = _THREADS,
     dtype=np.float32,
     strategy: np.ndarray | None = None,
+    out: np.ndarray | None = None,
+    runs: list[tuple[int, int]] | None = None,
 ) -> np.ndarray:
-    """Level ``n``'s values (flat, ``dtype``) from level ``n - 1``'s (``None`` for level 0): the max turn, with
-    ``outcomes`` the fixed policy's turn (:func:`policy_turn`), with ``strategy`` (a table's level ``n - 1``) the
-    turn that table's max turn plays, valued by ``below`` (:func:`follow_turn`).
+    """Level ``n``'s values (flat, ``dtype``) from level ``n - 1``'s (``None`` for level 0), in this process: the
+    max turn, with ``outcomes`` the fixed policy's turn (:func:`policy_turn`), with ``strategy`` (a table's level
+    ``n - 1``) the turn that table's max turn plays, valued by ``below`` (:func:`follow_turn`).
+
+    ``out`` (the level's values, e.g. a memory-mapped file) receives them, and ``runs`` (of
+    :func:`~yacht_env.duel.layout.chunks` at :data:`CHUNK_COLUMNS`) limits them to those states' spans.
     """
     level = layout.level(n)
-    out = np.empty(level.num_values, dtype=dtype)
+    out = np.empty(level.num_values, dtype=dtype) if out is None else out
     if n == 0:
         out[:] = 0.5  # both sheets full, level: a tie
         return out
-
-    def work(run: tuple[int, int]) -> None:
-        s0, s1 = run
+    for s0, s1 in chunks(level, CHUNK_COLUMNS) if runs is None else runs:
         span = slice(level.offset[s0], level.offset[s1])
         if strategy is not None:
             out[span] = follow_turn(layout, level, strategy, below, s0, s1)
@@ -126,15 +135,23 @@ def solve_level(
             out[span] = max_turn(layout, level, below, s0, s1)
         else:
             out[span] = policy_turn(layout, level, below, s0, s1, outcomes)
-
-    runs = chunks(level, CHUNK_COLUMNS)
-    if threads <= 1 or len(runs) < 2:
-        for run in runs:
-            work(run)
-    else:
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(work, runs, chunksize=max(1, len(runs) // (threads * 64))))
     return out
+
+
+def tasks(level: Level, workers: int, width: int = CHUNK_COLUMNS) -> list[list[tuple[int, int]]]:
+    """The level's chunks in consecutive groups for ``workers`` processes: at most :data:`TASK_VALUES` values
+    each, and at least four groups a worker where the level is small.
+    """
+    size = max(1, min(TASK_VALUES, -(-level.num_values // (4 * workers))))
+    groups, group, filled = [], [], 0
+    for s0, s1 in chunks(level, width):
+        values = int(level.offset[s1] - level.offset[s0])
+        if group and filled + values > size:
+            groups.append(group)
+            group, filled = [], 0
+        group.append((s0, s1))
+        filled += values
+    return [*groups, group] if group else groups
 
 
 # --------------------------------------------------------------------------------------------------
@@ -173,6 +190,19 @@ def _save_level(folder: Path, name: str, values: np.ndarray) -> dict:
     return {"file": path.name, "dtype": str(values.dtype), "count": int(values.size), "crc32": _file_crc(path)}
 
 
+def _write_level(folder: Path, name: str, count: int, dtype, fill: Callable[[np.ndarray], None]) -> dict:
+    """Writes a level file of ``count`` values that ``fill`` computes into the file itself, memory-mapped."""
+    path = folder / f"{name}.npy"
+    with atomic_output(path) as temp:
+        values = np.lib.format.open_memmap(temp, mode="w+", dtype=dtype, shape=(count,))
+        try:
+            fill(values)
+            values.flush()
+        finally:
+            del values
+    return {"file": path.name, "dtype": np.dtype(dtype).name, "count": count, "crc32": _file_crc(path)}
+
+
 def load_level(folder: Path, entry: dict, mmap: bool = True, verify: bool = True) -> np.ndarray | None:
     """A level file of the manifest ``entry`` (memory-mapped), or ``None`` if it is missing or damaged."""
     path = folder / entry["file"]
@@ -194,10 +224,10 @@ class Progress:
         self.start = time.monotonic()
         self.tty = enabled and sys.stderr.isatty()
 
-    def advance(self, work: float, note: str) -> None:
-        """Counts ``work`` more done and shows the line (``note``: where the build is)."""
+    def advance(self, work: float, note: str, show: bool = True) -> None:
+        """Counts ``work`` more done and shows the line (``note``: where the build is; ``show=False``: counts only)."""
         self.done += work
-        if not self.enabled:
+        if not (self.enabled and show):
             return
         spent = time.monotonic() - self.start
         share = self.done / self.total if self.total else 1.0
@@ -219,6 +249,36 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
+class _Compute:
+    """Where a build computes a level: on the device, in the worker processes (started at the first big level and
+    kept for the rest of the build) or in this process; a context manager that stops the workers.
+    """
+
+    def __init__(self, layout: Layout, outcomes, dtype, device_turn: DeviceTurn | None, workers: int):
+        self.layout, self.outcomes, self.dtype = layout, outcomes, dtype
+        self.device_turn, self.workers, self.pool = device_turn, workers, None
+
+    def __enter__(self) -> _Compute:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+    def fill(self, out: np.ndarray, n: int, below, policy, strategy, on_values: Callable[[int], None]) -> None:
+        """Level ``n``'s values into ``out`` (as :func:`solve_level`'s, with ``policy`` its ``outcomes``)."""
+        level = self.layout.level(n)
+        if self.device_turn is not None and n > 0:
+            out[:] = self.device_turn.solve_level(n, below, policy, strategy)
+        elif self.workers > 1 and level.num_values >= WORKER_VALUES:
+            if self.pool is None:
+                self.pool = Workers(self.layout.rules, self.outcomes, self.workers)
+            work = tasks(level, self.workers)
+            self.pool.solve_level(n, work, below, policy is not None, strategy, out, on_values)
+        else:
+            solve_level(self.layout, n, below, policy, dtype=self.dtype, strategy=strategy, out=out)
+
+
 def build(
     folder: Path,
     layout: Layout,
@@ -227,7 +287,7 @@ def build(
     outcomes: np.ndarray | None = None,
     progress: bool = True,
     keep_float32: bool = False,
-    threads: int = _THREADS,
+    workers: int = WORKERS,
     dtype=np.float32,
     on_level: Callable[[int], None] | None = None,
     device: str = "auto",
@@ -243,13 +303,13 @@ def build(
         outcomes: The fixed policy (best response, evaluation), as :func:`~yacht_env.distributions.turn_outcomes`.
         progress: Show a progress line on stderr.
         keep_float32: Keep the float32 level files beside the uint16 ones.
-        threads: Threads for a level's chunks.
+        workers: The worker processes for the big levels (:mod:`yacht_env.duel.worker`); 1: all in this process.
         dtype: The float type of the computation and of the level files (float32, or float64 for exactness).
         on_level: Called with each level's number once it is on disk (tests stop a build with it).
         device: Where the levels are computed (:func:`yacht_env.duel.accel.device_for`): ``"auto"`` takes a GPU
-            where torch sees one, else numpy on all cores; ``"numpy"``, ``"cpu"`` (torch), ``"cuda"``, ...
-        strategy: The evaluation's strategy: the equilibrium's levels (its ``E`` table), whose max turn ``P``
-            plays against the fixed policy.
+            where torch sees one, else numpy in the workers; ``"numpy"``, ``"cpu"`` (torch), ``"cuda"``, ...
+        strategy: The evaluation's strategy: the equilibrium's levels (its ``E`` table, memory-mapped files),
+            whose max turn ``P`` plays against the fixed policy.
     """
     folder.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(folder)
@@ -258,44 +318,47 @@ def build(
     if manifest["complete"]:
         return manifest
     tables = TABLES[kind]
-    levels = manifest["levels"]
     done, below = _last_finished(folder, manifest, tables, layout.num_levels)
     accelerator = device_for(device)
-    on_device = None if accelerator is None else DeviceTurn(layout, accelerator, dtype)
-
-    def level_values(n: int, source, policy, decisions: np.ndarray | None = None) -> np.ndarray:
-        if on_device is None or n == 0:
-            return solve_level(layout, n, source, policy, threads=threads, dtype=dtype, strategy=decisions)
-        return on_device.solve_level(n, source, policy, decisions)
-
+    device_turn = None if accelerator is None else DeviceTurn(layout, accelerator, dtype)
     weights = [layout.level(n).num_values for n in range(layout.num_levels)]
     meter = Progress(float(sum(weights)), progress, f"duel {layout.rules.name} {kind}")
     meter.advance(float(sum(weights[: done + 1])), f"resuming after level {done}" if done >= 0 else "start")
-    seconds = manifest.get("seconds", 0.0)
-    for n in range(done + 1, layout.num_levels):
-        start = time.monotonic()
-        if kind == "equilibrium":
-            current = {"E": level_values(n, below.get("E"), None)}
-        elif kind == "evaluation":
-            decisions = strategy[n - 1] if n else None
-            current = {
-                "P": level_values(n, below.get("Q"), None, decisions),
-                "Q": level_values(n, below.get("P"), outcomes),
-            }
-        else:
-            current = {"A": level_values(n, below.get("B"), None), "B": level_values(n, below.get("A"), outcomes)}
-        for t, values in current.items():
-            levels[f"{t}{n:02d}"] = _save_level(folder, f"{t}{n:02d}", values)
-        seconds += time.monotonic() - start
-        manifest["seconds"] = seconds
-        write_manifest(folder, manifest)
-        below = current
-        meter.advance(float(weights[n]), f"level {n}/{layout.num_levels - 1}")
-        if on_level is not None:
-            on_level(n)
+    with _Compute(layout, outcomes, dtype, device_turn, workers) as compute:
+        for n in range(done + 1, layout.num_levels):
+            start, before, note = time.monotonic(), meter.done, f"level {n}/{layout.num_levels - 1}"
+            if kind == "equilibrium":
+                steps = {"E": (below.get("E"), None, None)}
+            elif kind == "evaluation":
+                steps = {
+                    "P": (below.get("Q"), None, strategy[n - 1] if n else None),
+                    "Q": (below.get("P"), outcomes, None),
+                }
+            else:
+                steps = {"A": (below.get("B"), None, None), "B": (below.get("A"), outcomes, None)}
+
+            def on_values(count: int, note=note) -> None:  # a worker's task: the line moves on a terminal
+                meter.advance(count / len(tables), note, show=meter.tty)
+
+            for t, step in steps.items():
+                name = f"{t}{n:02d}"
+                fill = functools.partial(
+                    compute.fill, n=n, below=step[0], policy=step[1], strategy=step[2], on_values=on_values
+                )
+                manifest["levels"][name] = _write_level(folder, name, weights[n], dtype, fill)
+            below = {t: load_level(folder, manifest["levels"][f"{t}{n:02d}"], verify=False) for t in tables}
+            spent = time.monotonic() - start
+            manifest["seconds"] = manifest.get("seconds", 0.0) + spent
+            manifest.setdefault("level_seconds", {})[str(n)] = round(spent, 3)
+            write_manifest(folder, manifest)
+            meter.done = before  # the level counts whole once it is on disk
+            meter.advance(float(weights[n]), note)
+            if on_level is not None:
+                on_level(n)
     meter.close()
     manifest["values"] = {t: float(below[t][0]) for t in tables}  # the one state of the top level, lead 0
-    manifest["peak_rss_bytes"] = _peak_memory()
+    manifest["peak_rss_bytes"], manifest["peak_worker_rss_bytes"] = _peak_memory(), _peak_memory(children=True)
+    manifest["workers"] = 0 if device_turn is not None else workers
     manifest["device"] = "numpy" if accelerator is None else str(accelerator)
     if dtype == np.float32:  # float64 (small games, exact) keeps its files as they are
         _quantise(folder, manifest, keep_float32)
@@ -313,20 +376,22 @@ def _last_finished(folder: Path, manifest: dict, tables: tuple[str, ...], num_le
         done = n
     below = {}
     for t in tables if done >= 0 else ():
-        values = load_level(folder, levels[f"{t}{done:02d}"], mmap=False)
+        values = load_level(folder, levels[f"{t}{done:02d}"])
         if values is None:
             return -1, {}
         below[t] = values
     return done, below
 
 
-def _peak_memory() -> int | None:
-    """This process's peak resident memory in bytes (Linux and macOS), or ``None``."""
+def _peak_memory(children: bool = False) -> int | None:
+    """This process's peak resident memory in bytes (Linux and macOS; ``children``: the largest of its finished
+    child processes', the workers'), or ``None``.
+    """
     try:
         import resource
     except ImportError:  # Windows
         return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 

@@ -5,14 +5,16 @@
     python benchmarks/duel.py --rules standard --evaluate --deals 100000
 
 Builds the solution if it is not on disk yet (``python -m yacht_env.duel build`` does the same with nothing else),
-then prints: the build's time on this machine (recorded in the solution's manifest), its peak memory and the size
-of its files; the exact win rates of the solution's player against its opponent in each seat (the equilibrium:
-``V*`` and ``1 - V*``); and ``--deals`` deals of simulated games against the ``optimal`` agent, each deal played in
-both seats on the same two dice streams (``2 * deals`` games), with each seat's win rate (ties half), its 95% CI,
-whether the exact value lies in it (the best response; the equilibrium where its exact evaluation against the solver
-is built, ``python -m yacht_env.duel evaluate``, or with ``--evaluate``, which builds it), and the games per second.
-With ``--float32`` (a build that kept its float32 files) it also measures what the uint16 storage loses: the largest
-difference of a stored value, and the same deals played from the float32 values.
+then prints: the build's time on this machine (recorded in the solution's manifest), its peak memory (the build's
+process and its largest worker process, each counting the pages of the memory-mapped level files it touched; the sum
+of the process's and ``workers`` times the worker's bounds the whole) and the size of its files; the exact win rates
+of the solution's player against its opponent in each seat (the equilibrium: ``V*`` and ``1 - V*``); and ``--deals``
+deals of simulated games against the ``optimal`` agent, each deal played in both seats on the same two dice streams
+(``2 * deals`` games), with each seat's win rate (ties half), its 95% CI, whether the exact value lies in it (the
+best response; the equilibrium where its exact evaluation against the solver is built, ``python -m yacht_env.duel
+evaluate``, or with ``--evaluate``, which builds it), and the games per second. With ``--float32`` (a build that
+kept its float32 files) it also measures what the uint16 storage loses: the largest difference of a stored value,
+and the same deals played from the float32 values.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ def main() -> None:
         "kind": solution.kind,
         "build_seconds": manifest.get("seconds"),
         "peak_memory_bytes": manifest.get("peak_rss_bytes"),
+        "peak_worker_memory_bytes": manifest.get("peak_worker_rss_bytes"),
+        "workers": manifest.get("workers"),
         "disk_bytes": sum(p.stat().st_size for p in files),
         "disk_bytes_uint16": compact,
         "values": int(duel.Layout(rules).num_values()),
@@ -97,8 +101,10 @@ def main() -> None:
         "exact_mean_value": solution.mean_value,
     }
     name = "duel" if args.opponent is None else "duel:optimal"
-    peak = report["peak_memory_bytes"]
+    peak, worker, workers = report["peak_memory_bytes"], report["peak_worker_memory_bytes"], report["workers"]
     peak = f"{peak / 2**30:.2f} GiB" if peak else "not recorded"
+    if worker and workers:
+        peak += f" + {workers} workers of at most {worker / 2**30:.2f} GiB"
     print(
         f"{rules.name} {solution.kind}: {report['values']:,} values; built in {report['build_seconds'] or 0:.0f} s, "
         f"peak memory {peak}, files {report['disk_bytes'] / 1e9:.2f} GB "

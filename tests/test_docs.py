@@ -21,8 +21,9 @@ The rules, for ``README.md`` and every ``docs/**/*.md`` (not the build output ``
   ``play.py`` / ``sweep.py`` / ``web.py``, ``yacht-train`` / ``yacht-evaluate`` / ``yacht-play`` / ``yacht-sweep`` /
   ``yacht-web``, ``python -m yacht_lab <train|evaluate|play|sweep|web>`` or ``python -m yacht_env.duel``, is
   checked by running that program's argument parser (``parse_args(argv)`` of the top-level script, the same program
-  as the console command; the two-player solve's own parser) on its arguments, in a temporary working directory: an unknown or malformed flag fails. Every other command (``pip``,
-  ``pytest``, ``ray``, ``printf``, the ``benchmarks/`` scripts, another project's script) is not checked.
+  as the console command; the two-player solve's own parser) on its arguments, in a temporary working directory:
+  an unknown or malformed flag fails. Every other command (``pip``, ``pytest``, ``ray``, ``printf``, the
+  ``benchmarks/`` scripts, another project's script) is not checked.
 * Other blocks (``text``, ``yaml``, ...) are not run.
 
 Besides, the environment pages ``docs/envs/*.md`` must be exactly what ``docs/_scripts/gen_env_pages.py`` writes

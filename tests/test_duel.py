@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -386,6 +387,10 @@ def test_the_command_builds_and_shows_a_solution_and_refuses_bad_arguments(tmp_p
     assert capsys.readouterr().err.count("\n") == 1
     assert main(["evaluate", "--rules", "yatzy", "--cache-dir", str(tmp_path)]) == 2
     assert "without bonuses" in capsys.readouterr().err
+    assert main(["build", "--rules", "standard", "--workers", "0", "--cache-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        "python -m yacht_env.duel: error: workers must be an int in 1..256 (or None: one per core), got 0\n"
+    )
     with pytest.raises(SystemExit) as stop:
         main(["build", "--rules", "standard", "--opponent", "greedy"])
     assert stop.value.code == 2
@@ -454,3 +459,92 @@ def test_a_huge_or_foreign_manifest_is_not_trusted(tmp_path):
     assert B.read_manifest(tmp_path) is None
     (tmp_path / "manifest.json").write_text('{"format": 0}')
     assert B.read_manifest(tmp_path) is None
+
+
+def _children() -> set[int]:
+    """This process's child processes (Linux: /proc/self/task/*/children)."""
+    import glob
+
+    paths = glob.glob("/proc/self/task/*/children")
+    if not paths:
+        pytest.skip("no /proc/self/task/*/children here")
+    return {int(pid) for path in paths for pid in Path(path).read_text().split()}
+
+
+@pytest.fixture
+def every_level_to_the_workers(monkeypatch):
+    """The build sends every level but the first to its worker processes, in tasks of a few chunks each."""
+    from yacht_env.duel import builder as B
+
+    monkeypatch.setattr(B, "CHUNK_COLUMNS", 16)
+    monkeypatch.setattr(B, "WORKER_VALUES", 2)
+    monkeypatch.setattr(B, "TASK_VALUES", 200)
+    return B
+
+
+def test_the_worker_processes_build_the_same_values_bit_for_bit(every_level_to_the_workers, tmp_path):
+    B = every_level_to_the_workers
+    rules = _rules(("ones", "threes", "yacht"))
+    layout, outcomes = duel.Layout(rules), duel._opponent(rules, "optimal")[1]
+    assert len(B.tasks(layout.level(3), 2)) >= 8  # many tasks a level: the workers share it out
+    before = _children()
+    for kind, fixed in (("equilibrium", None), ("best_response", outcomes)):
+        built = {}
+        for workers in (1, 2):
+            folder = tmp_path / f"{kind}-{workers}"
+            manifest = B.build(folder, layout, kind, "k", fixed, progress=False, workers=workers, dtype=np.float64)
+            assert manifest["workers"] == workers and len(manifest["level_seconds"]) == layout.num_levels
+            built[workers] = {name: np.load(folder / entry["file"]) for name, entry in manifest["levels"].items()}
+        assert built[1].keys() == built[2].keys() and len(built[1]) == len(B.TABLES[kind]) * layout.num_levels
+        for name, values in built[1].items():
+            np.testing.assert_array_equal(built[2][name], values)
+    plan = [np.load(tmp_path / "equilibrium-1" / f"E{n:02d}.npy", mmap_mode="r") for n in range(layout.num_levels)]
+    for workers in (1, 2):  # the evaluation, whose strategy the workers map from the equilibrium's files
+        B.build(tmp_path / f"ev-{workers}", layout, "evaluation", "k", outcomes, False, workers=workers,
+                dtype=np.float64, strategy=plan)  # fmt: skip
+    files = sorted(p.name for p in (tmp_path / "ev-1").glob("*.npy"))
+    assert files == sorted(p.name for p in (tmp_path / "ev-2").glob("*.npy")) and len(files) == 2 * layout.num_levels
+    for name in files:
+        np.testing.assert_array_equal(np.load(tmp_path / "ev-2" / name), np.load(tmp_path / "ev-1" / name))
+    assert _children() == before  # the workers are gone with their build
+
+
+def test_a_build_stopped_in_the_workers_leaves_no_process_nor_a_half_file(every_level_to_the_workers, tmp_path):
+    B = every_level_to_the_workers
+    rules = _rules(("twos", "little_straight", "yacht"))
+    layout, before = duel.Layout(rules), _children()
+
+    def stop_at(n):
+        if n == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        B.build(tmp_path, layout, "equilibrium", "k", progress=False, workers=2, dtype=np.float64, on_level=stop_at)
+    assert _children() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["E00.npy", "E01.npy", "E02.npy", "E03.npy", "manifest.json"]
+    seen = []
+    B.build(tmp_path, layout, "equilibrium", "k", progress=False, workers=2, dtype=np.float64, on_level=seen.append)
+    assert seen == [4, 5, 6]
+    whole = B.build(tmp_path / "whole", layout, "equilibrium", "k", progress=False, workers=1, dtype=np.float64)
+    assert B.read_manifest(tmp_path)["values"] == whole["values"]
+
+
+def test_a_worker_that_fails_says_why_and_arrays_in_memory_are_refused(tmp_path):
+    from yacht_env.duel import builder as B
+    from yacht_env.duel.worker import Workers
+
+    rules = _rules(("ones", "yacht"))
+    layout = duel.Layout(rules)
+    level = layout.level(2)
+    np.save(tmp_path / "short.npy", np.zeros(3))  # level 1 holds more values than this
+    short = np.load(tmp_path / "short.npy", mmap_mode="r")
+    out = np.lib.format.open_memmap(tmp_path / "out.npy", "w+", np.float64, (level.num_values,))
+    with Workers(rules, None, 1) as pool:
+        with pytest.raises(RuntimeError, match="(?s)a duel worker failed:.*IndexError: index 5 is out of bounds"):
+            pool.solve_level(2, B.tasks(level, 1), short, False, None, out)
+        with pytest.raises(ValueError, match="a worker reads its levels from files"):
+            pool.solve_level(2, B.tasks(level, 1), np.zeros(3), False, None, out)
+        process = pool.processes[0]
+    assert process.poll() is not None
+    with pytest.raises(ValueError, match="workers must be an int in 1..256"):
+        duel.solve(rules, cache_dir=tmp_path, workers=True)

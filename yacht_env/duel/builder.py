@@ -138,13 +138,13 @@ def solve_level(
     return out
 
 
-def tasks(level: Level, workers: int, width: int = CHUNK_COLUMNS) -> list[list[tuple[int, int]]]:
+def tasks(level: Level, workers: int) -> list[list[tuple[int, int]]]:
     """The level's chunks in consecutive groups for ``workers`` processes: at most :data:`TASK_VALUES` values
     each, and at least four groups a worker where the level is small.
     """
     size = max(1, min(TASK_VALUES, -(-level.num_values // (4 * workers))))
     groups, group, filled = [], [], 0
-    for s0, s1 in chunks(level, width):
+    for s0, s1 in chunks(level, CHUNK_COLUMNS):
         values = int(level.offset[s1] - level.offset[s0])
         if group and filled + values > size:
             groups.append(group)

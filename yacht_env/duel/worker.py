@@ -18,6 +18,7 @@ import selectors
 import subprocess
 import sys
 import traceback
+from pathlib import Path
 
 import numpy as np
 
@@ -55,6 +56,8 @@ class Workers:
     def __init__(self, rules, outcomes: np.ndarray | None, count: int):
         self.count = count
         env = {**os.environ, **_SINGLE_THREADED}  # one core each: BLAS threads would share the cores twice over
+        home = str(Path(__file__).resolve().parents[2])  # the workers import the yacht_env this process runs
+        env["PYTHONPATH"] = os.pathsep.join([home, *filter(None, [os.environ.get("PYTHONPATH")])])
         self.processes = []
         try:
             for _ in range(count):

@@ -546,5 +546,10 @@ def test_a_worker_that_fails_says_why_and_arrays_in_memory_are_refused(tmp_path)
             pool.solve_level(2, B.tasks(level, 1), np.zeros(3), False, None, out)
         process = pool.processes[0]
     assert process.poll() is not None
+    np.save(tmp_path / "one.npy", B.solve_level(layout, 1, B.solve_level(layout, 0, None, dtype=np.float64)))
+    with Workers(rules, None, 2) as pool:  # one killed (as for memory): the level is refused, not half-made
+        pool.processes[1].kill()
+        with pytest.raises(RuntimeError, match=r"a duel worker process stopped \(exit code -9\)"):
+            pool.solve_level(2, B.tasks(level, 2), np.load(tmp_path / "one.npy", mmap_mode="r"), False, None, out)
     with pytest.raises(ValueError, match="workers must be an int in 1..256"):
         duel.solve(rules, cache_dir=tmp_path, workers=True)

@@ -91,14 +91,17 @@ class Workers:
 
     @staticmethod
     def _send(process: subprocess.Popen, message) -> None:
-        pickle.dump(message, process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-        process.stdin.flush()
+        try:
+            pickle.dump(message, process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            process.stdin.flush()
+        except BrokenPipeError:
+            raise RuntimeError(f"a duel worker process stopped (exit code {process.wait()})") from None
 
     @staticmethod
     def _receive(process: subprocess.Popen):
         try:
             answer = pickle.load(process.stdout)
-        except EOFError:
+        except (EOFError, pickle.UnpicklingError):  # it died (killed for memory, say), mid-answer or before
             code = process.wait()
             raise RuntimeError(f"a duel worker process stopped (exit code {code})") from None
         if isinstance(answer, str):  # the worker's traceback

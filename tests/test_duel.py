@@ -551,5 +551,13 @@ def test_a_worker_that_fails_says_why_and_arrays_in_memory_are_refused(tmp_path)
         pool.processes[1].kill()
         with pytest.raises(RuntimeError, match=r"a duel worker process stopped \(exit code -9\)"):
             pool.solve_level(2, B.tasks(level, 2), np.load(tmp_path / "one.npy", mmap_mode="r"), False, None, out)
+    with Workers(rules, None, 2) as pool:  # a task sent to a dead worker stays in its pipe's buffer
+        dead, alive = pool.processes
+        dead.kill()
+        dead.wait()
+        with pytest.raises(RuntimeError, match=r"a duel worker process stopped \(exit code -9\)"):
+            pool._send(dead, (2, [(0, 1)], False, None, None, None))
+        pipes = [p for process in pool.processes for p in (process.stdin, process.stdout)]
+    assert all(pipe.closed for pipe in pipes) and alive.poll() is not None  # closed, every one, without an error
     with pytest.raises(ValueError, match="workers must be an int in 1..256"):
         duel.solve(rules, cache_dir=tmp_path, workers=True)

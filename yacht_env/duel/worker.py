@@ -86,7 +86,10 @@ class Workers:
                 process.kill()
             process.wait()
             for pipe in (process.stdin, process.stdout):
-                pipe.close()
+                try:
+                    pipe.close()
+                except BrokenPipeError:  # a task a dead worker never read: the pipe is closed all the same
+                    pass
         self.processes = []
 
     @staticmethod

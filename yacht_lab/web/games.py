@@ -7,7 +7,9 @@ observations, legality and decisions, the sheet as data: the same game as the te
 knows HTTP: the app (:mod:`yacht_lab.web.app`) turns a :class:`WebError` into its status and message.
 
 Seat ``p`` of a game of seed ``s`` rolls ``game_streams(s, range(P))[p]`` and agent ``p`` is built with the seed
-:func:`~yacht_lab.table_game.seat_seed` (as ``yacht-play``), so a seeded game replays identically.
+:func:`~yacht_lab.table_game.seat_seed` (as ``yacht-play``), so a seeded game replays identically. An agent that
+plays alike at every seat is built once per spec and table and shared by the games (a ``#LABEL`` only names a
+copy), in a cache of at most :data:`MAX_SHARED_AGENTS`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from yacht_agents import make_agent, parse_spec
+from yacht_agents import FILELESS_KINDS, make_agent, parse_spec, unlabelled
 from yacht_env import rules as R
 from yacht_env.game import TableState
 from yacht_env.render import game_title
@@ -36,6 +38,11 @@ MAX_GAMES = 1000
 MAX_GAMES_PER_VISITOR = 8
 IDLE_SECONDS = 3600.0
 MAX_NAME = 24
+#: The agents shared between games (one per spec without its label, rules and table size; the win agent's
+#: tables take some 85 MB): the least recently used go first.
+MAX_SHARED_AGENTS = 8
+#: What the browser says in place of the terminal's commands where a message suggests a move.
+SUGGESTIONS = {"score": "click an open box of the sheet"}
 
 
 class WebError(ValueError):
@@ -52,21 +59,22 @@ def shared_coach(rules: R.Rules, players: int) -> Coach:
     return Coach(rules, players=players)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=MAX_SHARED_AGENTS)
 def _shared_agent(spec: str, rules: R.Rules, players: int):
     return make_agent(spec, rules, 0, players=players)
 
 
 def build_agent(spec: str, rules: R.Rules, players: int, seed: int):
-    """The agent of ``spec`` for a seat at a table of ``players``: the deterministic ones shared between games,
-    ``random`` seeded per seat.
+    """The agent of ``spec`` for a seat at a table of ``players``: ``random`` seeded per seat, the deterministic
+    ones shared between games and seats (one per spec without its ``#LABEL``: a label only names a copy, and the
+    table names its seats itself).
 
     Raises:
         ValueError: an agent that cannot play these rules at this table.
     """
     if parse_spec(spec)[0] == "random":
         return make_agent(spec, rules, seed, players=players)
-    return _shared_agent(spec, rules, players)
+    return _shared_agent(unlabelled(spec), rules, players)
 
 
 @dataclass
@@ -178,8 +186,9 @@ class WebGame:
                 if why is not None:
                     raise WebError(why)
                 return value
-        except CommandError as error:
-            raise WebError(str(error)) from None
+        except CommandError as error:  # in the browser's words: no terminal command in them
+            suggest = "" if error.suggest is None else f" ({SUGGESTIONS[error.suggest]})"
+            raise WebError(error.reason + suggest) from None
         raise WebError(f'unknown move {kind!r}: expected "keep", "score" or "action"')
 
     def _keep(self, value) -> int:
@@ -399,10 +408,12 @@ def _names(names, seats: int) -> list[str] | None:
 
 
 def check_spec(spec: str, allowed_agents: tuple[str, ...] = ()) -> None:
-    """Refuses an agent spec a visitor may not seat (see :func:`new_game`).
+    """Refuses an agent spec a visitor may not seat (see :func:`new_game`): every kind that reads a file (all but
+    :data:`yacht_agents.FILELESS_KINDS`, so a kind added later is refused until it is listed there) sits only as
+    the server allowed it (``allowed_agents``, with any ``#LABEL``), or as a shipped model (``ppo:NAME``).
 
     Raises:
-        WebError: an unknown spec, or a ``ppo:`` file that is neither shipped nor allowed by the server.
+        WebError: an unknown spec, or one that reads a file the server did not allow.
     """
     from yacht_agents import AGENT_SPECS
 
@@ -412,15 +423,22 @@ def check_spec(spec: str, allowed_agents: tuple[str, ...] = ()) -> None:
         kind, argument = parse_spec(spec)
     except ValueError as error:
         raise WebError(f"unknown agent {_shown(spec)}; expected human or one of {', '.join(AGENT_SPECS)}") from error
-    if kind == "ppo" and spec not in allowed_agents:
+    if kind in FILELESS_KINDS or spec in allowed_agents or unlabelled(spec) in allowed_agents:
+        return
+    if kind == "ppo":
         from yacht_agents.ppo import shipped_models
 
         shipped = sorted(shipped_models())
-        if argument not in shipped:
-            raise WebError(
-                f"agent {_shown(spec)}: the table seats the shipped models ({', '.join(f'ppo:{s}' for s in shipped)}) "
-                "and those the server was started with (yacht-web --agent SPEC)"
-            )
+        if argument in shipped:
+            return
+        raise WebError(
+            f"agent {_shown(spec)}: the table seats the shipped models ({', '.join(f'ppo:{s}' for s in shipped)}) "
+            "and those the server was started with (yacht-web --agent SPEC)"
+        )
+    raise WebError(
+        f"agent {_shown(spec)} reads a file: the table seats it only if the server was started with it "
+        f"(yacht-web --agent {kind}:PATH)"
+    )
 
 
 def _shown(value) -> str:

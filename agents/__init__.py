@@ -37,6 +37,10 @@ from yacht_env import rules as R
 AGENT_SPECS = ("random", "greedy", "optimal", "win", "win:P", "duel", "duel:optimal", "ppo:PATH", "jax:PATH")
 #: The kinds of spec, as :func:`parse_spec` names them.
 AGENT_KINDS = ("random", "greedy", "optimal", "win", "duel", "ppo", "jax")
+#: The kinds whose agent reads no file a spec names (``duel`` reads the solver's own cache). Every other kind,
+#: present or future, reads one (``ppo:PATH``, ``jax:PATH``): a server seats those only where its operator allowed
+#: them (``yacht-web --agent``), never where a visitor names them.
+FILELESS_KINDS = ("random", "greedy", "optimal", "win", "duel")
 
 
 #: A copy's label at the end of a spec (``optimal#2``).
@@ -51,7 +55,7 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     Raises:
         ValueError: not a spec of :data:`AGENT_SPECS`.
     """
-    base = _without_label(spec)
+    base = unlabelled(spec)
     if base is not spec:
         try:
             return _parse_unlabelled(base)
@@ -62,7 +66,7 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     return _parse_unlabelled(spec)
 
 
-def _without_label(spec: str) -> str:
+def unlabelled(spec: str) -> str:
     """``spec`` without its ``#LABEL`` (``"optimal#2"`` -> ``"optimal"``); ``spec`` itself if it has none."""
     label = _LABEL.search(spec) if isinstance(spec, str) else None
     return spec[: label.start()] if label and label.start() > 0 else spec
@@ -108,7 +112,7 @@ def make_agent(
     """
     rules = R.get_rules(rules)
     kind, argument = parse_spec(spec)
-    base = _without_label(spec)
+    base = unlabelled(spec)
     if base is not spec:  # a copy: the agent of the spec before its label, named by the whole spec
         agent = make_agent(base, rules, seed, players)
         agent.name = spec
@@ -152,4 +156,4 @@ def make_agent(
     return agent
 
 
-__all__ = ["AGENT_KINDS", "AGENT_SPECS", "Agent", "make_agent", "parse_spec"]
+__all__ = ["AGENT_KINDS", "AGENT_SPECS", "FILELESS_KINDS", "Agent", "make_agent", "parse_spec", "unlabelled"]

@@ -418,3 +418,19 @@ def test_paired_differences_need_three_agents_of_the_head_to_head_at_two_players
     assert "paired" not in three.to_dict()  # one table of three: no common opponent met apart
     with pytest.raises(ValueError, match="three different agents"):
         three.paired_difference("random", "greedy", "win")
+
+
+def test_a_rates_interval_stays_inside_its_range():
+    """A win rate near 0 had a normal-approximation interval below it ("0.01% [-0.01, 0.04]"): rates, shares and
+    their differences are clipped to their ranges, in the JSON and the text; a regret's interval stops at 0."""
+    from yacht_lab.head_to_head_report import format_report
+    from yacht_lab.report import mean_ci
+
+    result = head_to_head([make_agent("random", seed=1), make_agent("greedy")], 2, 20, seed=2)
+    report = result.to_dict()
+    pair = report["head_to_head"]["random vs greedy"]
+    assert pair["win_rate_a"] == 0.0125 and pair["win_rate_a_ci95"] == [0.0, 0.037]
+    assert report["agents"]["random"]["win_share_ci95"] == [0.0, 0.037]
+    assert report["agents"]["greedy"]["win_share_ci95"] == [0.963, 1.0]
+    assert "1.25% [0.00, 3.70]" in format_report(result)
+    assert mean_ci(np.array([0.0, 0.0, 0.0, 0.1]), low=0.0) == pytest.approx((0.025, 0.0, 0.0739991), abs=1e-7)

@@ -507,8 +507,8 @@ def test_the_table_checks_its_seats():
         TableGame(
             [None, make_agent("optimal", "classic")], ["a", "b"], "standard", 0, PlainScreen(io.StringIO()), input
         )
-    with pytest.raises(ValueError, match="a table seats 1..5 players, got 6"):
-        TableGame([None] * 6, list("abcdef"), "standard", 0, PlainScreen(io.StringIO()), input)
+    with pytest.raises(ValueError, match="a table seats 1..6 players, got 7"):
+        TableGame([None] * 7, list("abcdefg"), "standard", 0, PlainScreen(io.StringIO()), input)
 
 
 def test_the_rich_screen_shows_the_same_table():
@@ -589,7 +589,7 @@ def test_ctrl_c_leaves_cleanly():
     ("args", "message"),
     [
         (["--players"], "argument --players: expected at least one argument"),
-        (["--players", *["optimal"] * 6], "argument --players: a table seats 1..5 players, got 6"),
+        (["--players", *["optimal"] * 7], "argument --players: a table seats 1..6 players, got 7"),
         (
             ["--players", "human", "alphago"],
             "argument --players: unknown seat 'alphago'; "
@@ -623,9 +623,9 @@ def test_bad_arguments_are_one_line(args, message, capsys):
 
 
 def test_bad_arguments_through_the_script():
-    done = run_script("--players", *["human"] * 6)
+    done = run_script("--players", *["human"] * 7)
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == "play.py: error: argument --players: a table seats 1..5 players, got 6\n"
+    assert done.stderr == "play.py: error: argument --players: a table seats 1..6 players, got 7\n"
 
 
 def test_agents_get_the_observation_they_ask_for(monkeypatch):

@@ -8,6 +8,7 @@ Slow (``.ci/run`` runs them in its browser step); skipped without Playwright, Ch
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -24,6 +25,7 @@ if CHROMIUM is None:
     pytest.skip("no chromium on PATH (apt-get install chromium)", allow_module_level=True)
 
 from yacht_agents import make_agent  # noqa: E402
+from yacht_env import rules as R  # noqa: E402
 from yacht_env.solver import solve  # noqa: E402
 from yacht_lab.evaluation import evaluate  # noqa: E402
 from yacht_lab.web.app import create_app  # noqa: E402
@@ -54,18 +56,25 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)  # for wait_for_function
+def open_page(browser, url, width=1280, height=900, delay=0):
+    """A page of the table in a context of its own (``delay``: ms between the agents' moves in the log); yields it
+    and checks, once closed, that no JavaScript error was thrown on the way.
+    """
+    context = browser.new_context(viewport={"width": width, "height": height}, bypass_csp=True)  # wait_for_function
     page = context.new_page()
     page.set_default_timeout(TIMEOUT)
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(server[1] + "/?delay=0")
+    page.goto(f"{url}/?delay={delay}")
     page.wait_for_selector("body[data-ready='1']")
     yield page
     context.close()
-    assert errors == []  # no JavaScript error on the way
+    assert errors == []
+
+
+@pytest.fixture
+def page(browser, server):
+    yield from open_page(browser, server[1])
 
 
 def latest_game(app):
@@ -121,7 +130,7 @@ def test_a_whole_solo_game_played_by_clicks(page, server):
     assert len(analysis) == 1 + 24  # the header, then a keep and a pick per round
     given = sum(d.cost for d in game.decisions)
     assert f"{given:.2f} points given away" in page.text_content("#analysis h3")
-    assert page.text_content("#record").startswith("1 game, 0 wins of 0 at a table, mean loss ")
+    assert page.text_content("#record").startswith("1 game, mean loss ")  # no "0 wins of 0 at a table"
     stored = json.loads(page.evaluate("localStorage.getItem('yacht-rl.record.v1')"))
     assert stored["games"] == 1 and stored["decisions"] == 24
 
@@ -176,6 +185,7 @@ def test_a_two_player_game_against_an_agent(page, server):
 def test_a_record_of_evaluate_py_is_opened_and_stepped_through(page, server, record_path):
     page.click("#tab-replays")
     page.set_input_files("#upload", str(record_path))
+    page.wait_for_function("document.querySelectorAll('#replay-list option').length === 3")  # the upload listed
     page.wait_for_selector("#replay-agents")
     rows = page.query_selector_all("#replay-agents tr")
     assert [r.query_selector_all("td")[0].text_content() for r in rows[1:]] == ["greedy", "optimal"]
@@ -236,3 +246,101 @@ def test_bad_requests_are_answered_on_the_page(page):
     page.unroute("**/api/replays")
     page.wait_for_selector("#replay-list option", state="attached")
     assert page.text_content("#error-text").startswith("not a record of evaluate.py --record: line 1:")
+
+
+def held_requests(page, pattern):
+    """Holds the requests to ``pattern`` until the test lets them go (``route.continue_()``): the list they go in."""
+    held = []
+    page.route(pattern, lambda route: held.append(route))
+    return held
+
+
+def wait_held(page, held):
+    for _ in range(TIMEOUT // 10):  # route handlers run while the test waits on the page
+        if held:
+            return held[0]
+        page.wait_for_timeout(10)
+    raise AssertionError("no request was held")
+
+
+def test_the_agents_moves_show_the_new_state_at_once_and_take_the_next_click(browser, server):
+    """The agents' moves are written into the log 5 s apart; the table shows where they led as soon as the answer
+    comes (new dice, round 2, the box just scored filled), and the person's next click is taken at once. While a
+    move is on its way the controls cannot be pressed, so no click is dropped unseen."""
+    app, url = server
+    for page in open_page(browser, url, delay=5000):
+        start(page, seats=("human", "optimal"), seed="3", coach="off")
+        wait_turn(page)
+        held = held_requests(page, "**/moves")
+        page.click("#sheet button.score[data-box='0']")
+        route = wait_held(page, held)
+        controls = page.query_selector_all("#roll, #ask-coach, #dice .die, #sheet button.score")
+        assert len(controls) == 2 + 5 + 12 and all(c.is_disabled() for c in controls)  # on its way
+        with page.expect_response("**/moves"):
+            route.continue_()
+        page.unroute("**/moves")
+        game = latest_game(app)
+        page.wait_for_function("document.querySelector('#status').textContent.includes('round 2 of 12')", timeout=2000)
+        assert page.text_content("#status").endswith("round 2 of 12, You to play, 2 re-rolls left")
+        on_turn = game.table.on_turn
+        assert [int(d.text_content()) for d in page.query_selector_all("#dice .die")] == R.ROLLS[on_turn.roll].tolist()
+        assert page.query_selector("#sheet button.score[data-box='0']") is None  # the box just scored is filled
+        assert page.text_content("#sheet tr[data-box='0'] td:nth-child(2)") == str(game.table.players[0].sheet[0])
+        assert len(page.query_selector_all("#log li")) < len(game.moves)  # the agent's moves still being written
+        step = game.step
+        page.click("#dice .die[data-index='0']", timeout=2000)
+        with page.expect_response("**/moves") as answer:
+            page.click("#roll", timeout=2000)
+        assert answer.value.status == 200
+        page.wait_for_function("document.querySelector('#roll').textContent === 'Re-roll (1 left)'", timeout=2000)
+        assert game.step == step + 1 and page.is_enabled("#roll")
+
+
+def fits(page, width):
+    """Nothing on the page is wider than the screen (no sideways scrolling)."""
+    return page.evaluate("Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)") <= width
+
+
+def test_a_390_px_phone_gets_the_whole_page_and_the_game_ends_clean(browser, server):
+    """On a phone 390 px wide nothing overflows sideways: the setup, a table with the coach's numbers, the end of
+    the game with its analysis, a replay with its plots. At the end no greyed control is left, the result is in good
+    English and the browser's record counts the table game."""
+    app, url = server
+    for page in open_page(browser, url, width=390, height=844):
+        assert fits(page, 390)
+        start(page, seats=("human", "optimal"), seed="3", coach="always")
+        page.wait_for_selector("#coach-table")
+        assert fits(page, 390)
+        while not wait_turn(page):
+            with page.expect_response("**/moves"):
+                page.click("#sheet button.score >> nth=0")
+        assert fits(page, 390)
+        assert all(page.is_hidden(control) for control in ("#roll", "#ask-coach", "#help"))
+        totals = [int(t) for t in latest_game(app).table.totals()]
+        assert totals[1] > totals[0]
+        assert page.text_content("#result") == f"final: You {totals[0]}, optimal {totals[1]}; optimal wins"
+        assert page.text_content("#record").startswith("1 game, 0 won of 1 at a table, mean loss ")
+        page.click("#tab-replays")
+        page.click("#replay-games tr[data-index] >> nth=0")
+        page.wait_for_selector("#replay-game:not([hidden])")
+        assert fits(page, 390)
+
+
+def test_the_servers_record_opens_and_its_plots_have_axes_and_readable_labels(page):
+    """``yacht-web --replay`` opens its record in the replays view with nothing chosen; the plots of a game have a
+    named y axis with ticks, and the category names under the bars never run into each other."""
+    page.click("#tab-replays")
+    page.wait_for_selector("#replay-agents", timeout=5000)
+    assert page.text_content("#replay-summary p").startswith("games.jsonl: standard rules, 8 games per agent")
+    page.click("#replay-games tr[data-index] >> nth=0")
+    page.wait_for_selector("#replay-game:not([hidden])")
+    for plot, labels in (("#plot-category", 12), ("#plot-turn", 12)):
+        assert page.text_content(f"{plot} text.axis-name") == "regret"
+        ticks = [t.text_content() for t in page.query_selector_all(f"{plot} text.tick")]
+        assert len(ticks) == 3 and ticks[0] == "0.00"
+        boxes = [t.bounding_box() for t in page.query_selector_all(f"{plot} text.label")]
+        assert len(boxes) == labels
+        for a, b in itertools.pairwise(boxes):
+            assert a["x"] + a["width"] <= b["x"] + 0.5  # each label ends before the next begins
+    names = [t.text_content() for t in page.query_selector_all("#plot-category text.label")]
+    assert names[6] == "Full House" and names[-1] == "Yacht"  # whole names, not cut to "Full."

@@ -129,8 +129,22 @@ def match_category(text: str, categories: Sequence[str] = R.CATEGORIES) -> int:
 # --------------------------------------------------------------------------------------------------
 # Commands
 # --------------------------------------------------------------------------------------------------
+#: How the terminal says the moves a message may suggest (``CommandError.suggest``).
+SUGGESTIONS = {"score": "s <category>"}
+
+
 class CommandError(ValueError):
-    """A command that cannot be played; the message is one line that says why."""
+    """A command that cannot be played; the message is one line that says why.
+
+    Args:
+        reason: Why, in words that hold at any face of the table.
+        suggest: The move to make instead (``"score"``), which the terminal puts as its command after the reason
+            (:data:`SUGGESTIONS`) and another face in its own words; ``None``: none.
+    """
+
+    def __init__(self, reason: str, suggest: str | None = None) -> None:
+        self.reason, self.suggest = reason, suggest
+        super().__init__(reason if suggest is None else f"{reason} ({SUGGESTIONS[suggest]})")
 
 
 @dataclass(frozen=True)
@@ -304,7 +318,7 @@ def resolve(command: Command, roll: int, rolls_left: int, open_mask: int, sheet:
     if command.kind != "keep":
         raise ValueError(f"not a move: {command!r}")
     if rolls_left == 0:
-        raise CommandError("no re-rolls left this turn: score the dice (s <category>)")
+        raise CommandError("no re-rolls left this turn: score the dice", suggest="score")
     if command.positions is not None:
         mask = sum(1 << (p - 1) for p in command.positions)
     else:
@@ -318,7 +332,7 @@ def resolve(command: Command, roll: int, rolls_left: int, open_mask: int, sheet:
             used.add(free[0])
             mask |= 1 << free[0]
     if mask == R.KEEP_ALL:
-        raise CommandError("keeping all five dice re-rolls nothing: score instead (s <category>)")
+        raise CommandError("keeping all five dice re-rolls nothing: score instead", suggest="score")
     return int(np.flatnonzero(R.KEEP[roll] == R.KEEP[roll, mask])[0])  # the canonical mask of that multiset
 
 

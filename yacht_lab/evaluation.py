@@ -99,7 +99,7 @@ class AgentResult:
         (the mean Yahtzee bonus points of a game) after it.
         """
         mean, lo, hi = mean_ci(self.scores)
-        regret, regret_lo, regret_hi = mean_ci(self.regret)
+        regret, regret_lo, regret_hi = mean_ci(self.regret, low=0.0)  # no decision gives away less than nothing
         categories = self.rules.categories
         five = self.rules.five_of_a_kind_category
         bonuses = {}

@@ -151,14 +151,16 @@ class Tally:
         self.total += int(values.sum())
         self.total_sq += int(np.dot(values, values))  # |values| <= 10**8 per deal: no int64 overflow
 
-    def mean_ci(self, scale: float) -> tuple[float, list[float]]:
-        """The mean of ``value / scale`` per deal and its 95% normal-approximation CI over deals."""
+    def mean_ci(self, scale: float, low: float = -math.inf, high: float = math.inf) -> tuple[float, list[float]]:
+        """The mean of ``value / scale`` per deal and its 95% normal-approximation CI over deals, clipped to the
+        quantity's range ``[low, high]`` (a win rate's is [0, 1]: the normal approximation alone can leave it).
+        """
         n = self.n
         mean = self.total / (n * scale)
         # Sample variance of the per-deal values: (n * sum_sq - sum^2) / (n (n - 1)), exact in integers.
         spread = n * self.total_sq - self.total**2 if n > 1 else 0
         half = Z_95 * math.sqrt(spread / (n * n * (n - 1))) / scale if n > 1 else 0.0
-        return mean, [mean - half, mean + half]
+        return mean, [max(mean - half, low), min(mean + half, high)]
 
 
 @dataclass
@@ -176,7 +178,7 @@ class PairResult:
 
     def summary(self, games_per_deal: int) -> dict[str, object]:
         """The pair's result as JSON-ready data."""
-        win_rate, win_ci = self.outcome.mean_ci(2 * games_per_deal)
+        win_rate, win_ci = self.outcome.mean_ci(2 * games_per_deal, 0.0, 1.0)
         margin, margin_ci = self.margin.mean_ci(games_per_deal)
         return _rounded(
             {
@@ -235,7 +237,7 @@ class HeadToHead:
         """One agent's result as JSON-ready data."""
         per_deal = self.games[name] // self.deals
         score, score_ci = self.scores[name].mean_ci(per_deal)
-        share, share_ci = self.shares[name].mean_ci(per_deal * self.share_unit)
+        share, share_ci = self.shares[name].mean_ci(per_deal * self.share_unit, 0.0, 1.0)
         return _rounded(
             {
                 "games": self.games[name],
@@ -271,7 +273,7 @@ class HeadToHead:
 
         tally = Tally()
         tally.add(outcomes(a) - outcomes(b))
-        return tally.mean_ci(full)
+        return tally.mean_ci(full, -1.0, 1.0)
 
     def paired_differences(self) -> dict[str, dict[str, dict[str, object]]]:
         """At two players with three agents or more: :meth:`paired_difference` of every pair of agents (in the
@@ -291,7 +293,7 @@ class HeadToHead:
 
     def to_dict(self) -> dict[str, object]:
         """The JSON report: deterministic for given agents, deals, seed and rules (no timings in it)."""
-        first, first_ci = self.first_seat.mean_ci(self.tables_per_deal * self.share_unit)
+        first, first_ci = self.first_seat.mean_ci(self.tables_per_deal * self.share_unit, 0.0, 1.0)
         paired = self.paired_differences()
         return {
             "rules": self.rules.name,

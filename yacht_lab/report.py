@@ -19,12 +19,14 @@ Z_95 = 1.959963984540054  # two-sided 95% quantile of the normal distribution
 PLOT_FORMATS = ("png", "pdf", "svg")
 
 
-def mean_ci(values: np.ndarray) -> tuple[float, float, float]:
-    """``(mean, lo, hi)``: the mean and its normal-approximation 95% confidence interval."""
+def mean_ci(values: np.ndarray, low: float = -math.inf, high: float = math.inf) -> tuple[float, float, float]:
+    """``(mean, lo, hi)``: the mean and its normal-approximation 95% confidence interval, clipped to the values'
+    range ``[low, high]`` (a regret's is [0, inf): the normal approximation alone can leave it).
+    """
     values = np.asarray(values, dtype=np.float64)
     mean = float(values.mean())
     half = Z_95 * sample_std(values) / math.sqrt(len(values))
-    return mean, mean - half, mean + half
+    return mean, max(mean - half, low), min(mean + half, high)
 
 
 def sample_std(values: np.ndarray) -> float:

@@ -8,7 +8,7 @@ Usage:
     printf 's 1\ns 2\n...' | yacht-play --players human optimal --seed 3 --delay 0   # scripted
 
 (``python -m yacht_lab play`` and the repository's ``python play.py`` are the same program.)
-Seats (1..5): ``human`` or an agent spec (``random``, ``greedy``, ``optimal``, ``win`` (sized to the table),
+Seats (1..6): ``human`` or an agent spec (``random``, ``greedy``, ``optimal``, ``win`` (sized to the table),
 ``ppo:NAME`` (a shipped model: ``standard``, ``classic``) or ``ppo:PATH``); an agent that cannot play the rules
 chosen (a Yacht model on Yahtzee's sheet, the greedy rule off Yacht's sheet) is refused with one line. ``--rules``
 takes every preset: Yacht's (``standard``, ``classic``, ``knizia``) and the family's (``yahtzee``,
@@ -150,12 +150,11 @@ def _main(argv: list[str] | None, prog: str) -> int:
     args = parse_args(argv, prog)
     import secrets
 
-    import numpy as np
-
     from yacht_agents import make_agent
     from yacht_env.render import game_title
     from yacht_env.rules import get_rules
-    from yacht_lab.table import HUMAN, Quit, TableGame, default_names
+    from yacht_lab.table import HUMAN, Quit, TableGame
+    from yacht_lab.table_game import default_names, seat_seed
 
     seed = secrets.randbelow(2**32) if args.seed is None else args.seed
     names = args.names or default_names(args.players)
@@ -167,7 +166,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
             else make_agent(
                 spec,
                 args.rules,
-                int(np.random.SeedSequence([seed, p]).generate_state(1)[0]),
+                seat_seed(seed, p),
                 players=len(args.players) if spec == "win" else None,  # the win agent sized to this table
             )
             for p, spec in enumerate(args.players)

@@ -1,12 +1,15 @@
 """The browser table's games: one :class:`WebGame` per game, held by id in a bounded :class:`GameStore`.
 
-A game is a one-table :class:`~yacht_env.game.TableState` (the rules' one transition), the agents of its seats and
-the exact solver as :class:`~yacht_lab.table.Coach`; it answers with plain data (:meth:`WebGame.state`,
-:meth:`WebGame.coach_view`, :meth:`WebGame.analysis`) that the page only draws. Nothing here knows HTTP: the app
-(:mod:`yacht_lab.web.app`) turns a :class:`WebError` into its status and message.
+A :class:`WebGame` is the browser's face of a :class:`~yacht_lab.table_game.GameAtTable` (the seats, the dice, the
+observations, legality and decisions, the sheet as data: the same game as the terminal's) with the exact solver as
+:class:`~yacht_lab.coach.Coach`: it reads a visitor's move, lets the agents play, and answers with plain data
+(:meth:`WebGame.state`, :meth:`WebGame.coach_view`, :meth:`WebGame.analysis`) that the page only draws. Nothing here
+knows HTTP: the app (:mod:`yacht_lab.web.app`) turns a :class:`WebError` into its status and message.
 
 Seat ``p`` of a game of seed ``s`` rolls ``game_streams(s, range(P))[p]`` and agent ``p`` is built with the seed
-``SeedSequence([s, p])`` (as ``yacht-play``), so a seeded game replays identically.
+:func:`~yacht_lab.table_game.seat_seed` (as ``yacht-play``), so a seeded game replays identically. An agent that
+plays alike at every seat is built once per spec and table and shared by the games (a ``#LABEL`` only names a
+copy), in a cache of at most :data:`MAX_SHARED_AGENTS`.
 """
 
 from __future__ import annotations
@@ -20,15 +23,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from yacht_agents import make_agent, parse_spec
+from yacht_agents import FILELESS_KINDS, make_agent, parse_spec, unlabelled
 from yacht_env import rules as R
-from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
-from yacht_env.game import TableState, game_streams, parse_dice_stream
-from yacht_env.render import bonus_rows, game_title, score_now
-from yacht_lab.commands import Command, CommandError, describe, dice_text, display_name, resolve
-from yacht_lab.table import HUMAN, Coach, Decision, default_names
+from yacht_env.game import TableState
+from yacht_env.render import game_title
+from yacht_lab.coach import Coach
+from yacht_lab.commands import Command, CommandError, describe, dice_text, resolve
+from yacht_lab.table_game import HUMAN, MAX_SEATS, GameAtTable, default_names, seat_seed
 
-MAX_SEATS = 6
 MAX_SEED = 2**63 - 1
 COACH_MODES = ("off", "request", "always")
 #: The store's bounds: games in all, games per visitor, and how long an untouched game is kept.
@@ -36,6 +38,11 @@ MAX_GAMES = 1000
 MAX_GAMES_PER_VISITOR = 8
 IDLE_SECONDS = 3600.0
 MAX_NAME = 24
+#: The agents shared between games (one per spec without its label, rules and table size; the win agent's
+#: tables take some 85 MB): the least recently used go first.
+MAX_SHARED_AGENTS = 8
+#: What the browser says in place of the terminal's commands where a message suggests a move.
+SUGGESTIONS = {"score": "click an open box of the sheet"}
 
 
 class WebError(ValueError):
@@ -52,31 +59,22 @@ def shared_coach(rules: R.Rules, players: int) -> Coach:
     return Coach(rules, players=players)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=MAX_SHARED_AGENTS)
 def _shared_agent(spec: str, rules: R.Rules, players: int):
     return make_agent(spec, rules, 0, players=players)
 
 
-@functools.lru_cache(maxsize=64)
-def _encoders(rules: R.Rules, players: int) -> tuple[ObservationEncoder, MultiplayerEncoder]:
-    """The observation encoders of a table (read-only, some 0.9 MB of tables: shared, not built per game)."""
-    return ObservationEncoder(rules), MultiplayerEncoder(rules, players)
-
-
 def build_agent(spec: str, rules: R.Rules, players: int, seed: int):
-    """The agent of ``spec`` for a seat at a table of ``players``: the deterministic ones shared between games,
-    ``random`` seeded per seat.
+    """The agent of ``spec`` for a seat at a table of ``players``: ``random`` seeded per seat, the deterministic
+    ones shared between games and seats (one per spec without its ``#LABEL``: a label only names a copy, and the
+    table names its seats itself).
 
     Raises:
         ValueError: an agent that cannot play these rules at this table.
     """
     if parse_spec(spec)[0] == "random":
         return make_agent(spec, rules, seed, players=players)
-    return _shared_agent(spec, rules, players)
-
-
-def _words(action: int, roll: int, rules: R.Rules, state) -> str:
-    return describe(action, roll, rules, *state)
+    return _shared_agent(unlabelled(spec), rules, players)
 
 
 @dataclass
@@ -105,15 +103,15 @@ class Move:
 
 @dataclass
 class WebGame:
-    """One game at one table.
+    """One game at one table, in the browser.
 
     Args:
         rules: The rules played.
-        seats: ``"human"`` or an agent spec per seat (1..:data:`MAX_SEATS`).
+        seats: ``"human"`` or an agent spec per seat (1..:data:`~yacht_lab.table_game.MAX_SEATS`).
         seed: The dice seed.
         coach: ``"off"`` (only the analysis after the game), ``"request"`` (the coach's numbers when asked) or
             ``"always"`` (with every state of a person's decision).
-        names: The seats' names (default: :func:`~yacht_lab.table.default_names`).
+        names: The seats' names (default: :func:`~yacht_lab.table_game.default_names`).
     """
 
     rules: R.Rules
@@ -124,23 +122,33 @@ class WebGame:
     id: str = field(default_factory=lambda: secrets.token_urlsafe(12))
     step: int = 0
     moves: list[Move] = field(default_factory=list)
-    decisions: list[Decision] = field(default_factory=list)
-    over: bool = False
 
     def __post_init__(self) -> None:
         p = len(self.seats)
         self.names = list(self.names) if self.names else default_names(self.seats)
-        self.agents = [
-            None if spec == HUMAN else build_agent(spec, self.rules, p, _seat_seed(self.seed, s))
+        agents = [
+            None if spec == HUMAN else build_agent(spec, self.rules, p, seat_seed(self.seed, s))
             for s, spec in enumerate(self.seats)
         ]
-        self.table = TableState(self.rules, p)
-        streams = game_streams(self.seed, range(p), self.rules)
-        self.table.start(parse_dice_stream({"dice_stream": streams}, self.rules, leading=(p,)))
+        self.game = GameAtTable(agents, self.names, self.rules, self.seed)
         self.solver_coach = shared_coach(self.rules, p)
-        self.solo, self.view = _encoders(self.rules, p)
         self.lock = threading.Lock()
         self.play_agents()
+
+    @property
+    def table(self) -> TableState:
+        """The game's :class:`~yacht_env.game.TableState`."""
+        return self.game.table
+
+    @property
+    def decisions(self):
+        """The game's :class:`~yacht_lab.table_game.Decision` records, in the order of play."""
+        return self.game.decisions
+
+    @property
+    def over(self) -> bool:
+        """The game has ended."""
+        return self.game.over
 
     # -- playing --------------------------------------------------------------------------------------
     def act(self, step, move: dict) -> None:
@@ -174,13 +182,13 @@ class WebGame:
             if kind == "action":
                 if type(value) is not int or not 0 <= value < rules.num_actions:
                     raise WebError(f"action: an index 0..{rules.num_actions - 1}")
-                if not self.table.mask[value]:
-                    raise WebError(
-                        R.describe_illegal(value, game.roll, game.rolls_left, rules.categories, game.open_mask)
-                    )
+                why = self.game.why_illegal(value)
+                if why is not None:
+                    raise WebError(why)
                 return value
-        except CommandError as error:
-            raise WebError(str(error)) from None
+        except CommandError as error:  # in the browser's words: no terminal command in them
+            suggest = "" if error.suggest is None else f" ({SUGGESTIONS[error.suggest]})"
+            raise WebError(error.reason + suggest) from None
         raise WebError(f'unknown move {kind!r}: expected "keep", "score" or "action"')
 
     def _keep(self, value) -> int:
@@ -196,37 +204,22 @@ class WebGame:
 
     def play_agents(self) -> None:
         """The agents on turn play until a person's decision or the end of the game."""
-        while not self.over and self.agents[self.table.current] is not None:
-            seat, game = self.table.current, self.table.on_turn
-            agent = self.agents[seat]
-            if getattr(agent, "table_players", None) is None:
-                observation = self.solo.flat(game.roll, game.rolls_left, game.open_mask, game.upper, game.armed)
-            else:
-                observation = self.view.observe(self.table, seat)
-            action = int(agent.act(observation, self.table.mask.copy()))
-            if not 0 <= action < self.rules.num_actions or not self.table.mask[action]:
-                raise RuntimeError(f"agent {agent.name!r} chose illegal action {action}")
-            self._play(action, person=False)
+        while not self.over and not self.game.person_on_turn:
+            self._play(self.game.agent_action(), person=False)
 
     def _play(self, action: int, person: bool) -> None:
-        seat, game = self.table.current, self.table.on_turn
-        state = (game.open_mask, game.upper, game.armed)
-        roll, rolls_left, turn = game.roll, game.rolls_left, game.turn
-        best, cost = None, 0.0
-        if person:  # the analysis after the game values every decision of a person
-            advice = self.solver_coach.advise(roll, rolls_left, game.open_mask, game.total, game.upper, game.armed)
-            best, cost = advice.best, advice.cost(action)
-        dice = [int(d) for d in R.ROLLS[roll]]
-        words = _words(action, roll, self.rules, state)
-        _, over = self.table.play(action)
+        # The analysis after the game values every decision of a person.
+        advice = self.solver_coach.advise_at(self.table) if person else None
+        decision = self.game.play(action, advice)
+        game = self.table.players[decision.seat]
+        words = decision.describe(action, self.rules)
         if action < R.PICK_OFFSET:
             words += f" → {dice_text(R.ROLLS[game.roll])}"
         else:
             words += f" (total {game.total})"
-        self.decisions.append(Decision(seat, turn, roll, rolls_left, action, best, cost, *state))
-        self.moves.append(Move(seat, turn, dice, action, words, person))
+        dice = [int(d) for d in R.ROLLS[decision.roll]]
+        self.moves.append(Move(decision.seat, decision.turn, dice, action, words, person))
         self.step += 1
-        self.over = bool(over)
 
     # -- showing --------------------------------------------------------------------------------------
     def state(self) -> dict:
@@ -234,21 +227,7 @@ class WebGame:
         mode; the result and the analysis once the game is over.
         """
         table, rules = self.table, self.rules
-        seat = None if self.over else int(table.current)
-        game = None if self.over else table.on_turn
-        sheet, bonuses = [], []
-        now = score_now(rules, game.roll, game.open_mask, game.upper, game.armed) if game is not None else None
-        for k, name in enumerate(rules.categories):
-            cells = [None if player.sheet[k] < 0 else int(player.sheet[k]) for player in table.players]
-            row = {"box": k, "label": display_name(name), "cells": cells, "now": None, "blocked": False}
-            if now is not None and game.open_mask >> k & 1:  # an open box of the player on turn
-                row["now"], row["blocked"] = (now[k], False) if now[k] >= 0 else (None, True)
-            sheet.append(row)
-        for p, player in enumerate(table.players):
-            for j, (label, value) in enumerate(bonus_rows(rules, player.sheet, player.total, player.upper)):
-                if p == 0:
-                    bonuses.append({"label": display_name(label.replace(" ", "_")), "cells": []})
-                bonuses[j]["cells"].append(value)
+        sheet = self.game.sheet()
         out = {
             "id": self.id,
             "step": self.step,
@@ -257,17 +236,21 @@ class WebGame:
             "seed": self.seed,
             "seats": self.seats,
             "names": self.names,
-            "people": [agent is None for agent in self.agents],
+            "people": [agent is None for agent in self.game.agents],
             "coach_mode": self.coach,
             "turns": rules.num_turns,
-            "sheet": sheet,
-            "bonus_rows": bonuses,
-            "totals": [int(t) for t in table.totals()],
+            "sheet": [
+                {"box": row.box, "label": row.label, "cells": row.cells, "now": row.now, "blocked": row.blocked}
+                for row in sheet.rows
+            ],
+            "bonus_rows": [{"label": label, "cells": cells} for label, cells in sheet.bonus_rows],
+            "totals": sheet.totals,
             "moves": [move.to_dict(self.names) for move in self.moves],
             "over": self.over,
-            "current": seat,
+            "current": sheet.on_turn,
         }
-        if game is not None:
+        if not self.over:
+            game = table.on_turn
             out |= {
                 "turn": int(game.turn),
                 "dice": [int(d) for d in R.ROLLS[game.roll]],
@@ -295,42 +278,37 @@ class WebGame:
         return coach_options(self.solver_coach, self.table, self.rules)
 
     def result(self) -> dict:
-        """The final totals and the winners."""
-        totals = [int(t) for t in self.table.totals()]
-        best = max(totals)
-        winners = [p for p, t in enumerate(totals) if t == best]
-        return {"totals": totals, "winners": winners}
+        """The final totals, the winners, and who won in words (``"outcome"``: ``You win``; ``None`` alone)."""
+        outcome = self.game.outcome() if len(self.seats) > 1 else None
+        return {"totals": self.game.totals(), "winners": self.game.winners(), "outcome": outcome}
 
     def analysis(self) -> dict:
         """The review after the game, per person: each decision's choice and the solver's best, the points given
         away, the mean loss per decision, the count of best moves.
         """
-        seats = []
-        for seat, agent in enumerate(self.agents):
+        seats, given_away = [], self.game.given_away()
+        for seat, agent in enumerate(self.game.agents):
             if agent is not None:
                 continue
-            rows = []
-            for d in self.decisions:
-                if d.seat != seat:
-                    continue
-                rows.append(
-                    {
-                        "turn": d.turn,
-                        "dice": [int(x) for x in R.ROLLS[d.roll]],
-                        "rolls_left": d.rolls_left,
-                        "choice": d.describe(d.action, self.rules),
-                        "best": d.describe(d.best, self.rules),
-                        "loss": d.cost,
-                    }
-                )
-            lost = float(sum(row["loss"] for row in rows))
+            rows = [
+                {
+                    "turn": d.turn,
+                    "dice": [int(x) for x in R.ROLLS[d.roll]],
+                    "rolls_left": d.rolls_left,
+                    "choice": d.describe(d.action, self.rules),
+                    "best": d.describe(d.best, self.rules),
+                    "loss": d.cost,
+                }
+                for d in self.decisions
+                if d.seat == seat
+            ]
             seats.append(
                 {
                     "seat": seat,
                     "name": self.names[seat],
                     "decisions": rows,
-                    "given_away": lost,
-                    "mean_loss": lost / len(rows) if rows else 0.0,
+                    "given_away": given_away[seat],
+                    "mean_loss": given_away[seat] / len(rows) if rows else 0.0,
                     "best_moves": sum(row["loss"] == 0.0 for row in rows),
                 }
             )
@@ -341,27 +319,15 @@ def coach_options(coach: Coach, table: TableState, rules: R.Rules) -> dict:
     """The coach's view of the decision on turn at ``table`` (see :meth:`WebGame.coach_view`): ``best`` is the option
     of the highest expected final score, ``best_to_win`` (at a table) the one of the highest win chance.
     """
-    seat, game = table.current, table.on_turn
-    advice = coach.advise(game.roll, game.rolls_left, game.open_mask, game.total, game.upper, game.armed)
-    chances = None
-    if table.num_players > 1:
-        others = [(seat + j) % table.num_players for j in range(1, table.num_players)]
-        chances = coach.win_chances(
-            game.roll,
-            game.rolls_left,
-            game.open_mask,
-            game.total,
-            [table.players[o].open_mask for o in others],
-            [table.players[o].total for o in others],
-        )
-    state = (game.open_mask, game.upper, game.armed)
-    legal = np.flatnonzero(table.mask)
+    game = table.on_turn
+    advice = coach.advise_at(table)
+    chances = coach.chances_at(table)
     best_q = float(advice.q[advice.best])
     options = []
-    for a in legal.tolist():
+    for a in np.flatnonzero(table.mask).tolist():
         option = {
             "action": a,
-            "words": _words(a, game.roll, rules, state),
+            "words": describe(a, game.roll, rules, game.open_mask, game.upper, game.armed),
             "expected_final": advice.total + float(advice.q[a]),
             "loss": advice.cost(a),
             "best": a == advice.best,
@@ -385,10 +351,6 @@ def coach_options(coach: Coach, table: TableState, rules: R.Rules) -> dict:
         "odds": coach.odds_source if chances is not None else None,
         "options": options,
     }
-
-
-def _seat_seed(seed: int, seat: int) -> int:
-    return int(np.random.SeedSequence([seed, seat]).generate_state(1)[0])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -446,10 +408,12 @@ def _names(names, seats: int) -> list[str] | None:
 
 
 def check_spec(spec: str, allowed_agents: tuple[str, ...] = ()) -> None:
-    """Refuses an agent spec a visitor may not seat (see :func:`new_game`).
+    """Refuses an agent spec a visitor may not seat (see :func:`new_game`): every kind that reads a file (all but
+    :data:`yacht_agents.FILELESS_KINDS`, so a kind added later is refused until it is listed there) sits only as
+    the server allowed it (``allowed_agents``, with any ``#LABEL``), or as a shipped model (``ppo:NAME``).
 
     Raises:
-        WebError: an unknown spec, or a ``ppo:`` file that is neither shipped nor allowed by the server.
+        WebError: an unknown spec, or one that reads a file the server did not allow.
     """
     from yacht_agents import AGENT_SPECS
 
@@ -459,15 +423,22 @@ def check_spec(spec: str, allowed_agents: tuple[str, ...] = ()) -> None:
         kind, argument = parse_spec(spec)
     except ValueError as error:
         raise WebError(f"unknown agent {_shown(spec)}; expected human or one of {', '.join(AGENT_SPECS)}") from error
-    if kind == "ppo" and spec not in allowed_agents:
+    if kind in FILELESS_KINDS or spec in allowed_agents or unlabelled(spec) in allowed_agents:
+        return
+    if kind == "ppo":
         from yacht_agents.ppo import shipped_models
 
         shipped = sorted(shipped_models())
-        if argument not in shipped:
-            raise WebError(
-                f"agent {_shown(spec)}: the table seats the shipped models ({', '.join(f'ppo:{s}' for s in shipped)}) "
-                "and those the server was started with (yacht-web --agent SPEC)"
-            )
+        if argument in shipped:
+            return
+        raise WebError(
+            f"agent {_shown(spec)}: the table seats the shipped models ({', '.join(f'ppo:{s}' for s in shipped)}) "
+            "and those the server was started with (yacht-web --agent SPEC)"
+        )
+    raise WebError(
+        f"agent {_shown(spec)} reads a file: the table seats it only if the server was started with it "
+        f"(yacht-web --agent {kind}:PATH)"
+    )
 
 
 def _shown(value) -> str:

@@ -51,9 +51,13 @@ function clearError() {
   $("error-text").textContent = "";
 }
 
+// One request at a time: the controls are disabled while one is on its way (a click there is not dropped unseen:
+// the button cannot be pressed), and enabled again as soon as the answer is drawn.
 async function guarded(action) {
   if (busy) return;
   busy = true;
+  document.body.classList.add("busy");
+  if (game) renderControls();
   clearError();
   try {
     await action();
@@ -61,6 +65,7 @@ async function guarded(action) {
     showError(error);
   } finally {
     busy = false;
+    document.body.classList.remove("busy");
     if (game) renderControls();
   }
 }
@@ -130,12 +135,12 @@ async function startGame(setup) {
   lastSetup = { ...setup, seed: state.seed };
   kept = [false, false, false, false, false];
   game = null;
-  $("log").replaceChildren();
+  clearLog();
   $("coach").hidden = true;
   $("table").hidden = false;
   $("setup").hidden = true;
-  await showNewMoves(state, 0);
   render(state);
+  logMoves(state);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -184,6 +189,7 @@ function render(state) {
     });
   }
   $("roll").textContent = state.over ? "Re-roll" : `Re-roll (${state.rolls_left} left)`;
+  for (const id of ["roll", "ask-coach", "help"]) $(id).hidden = state.over; // nothing left to press
   renderSheet(state);
   if (state.coach) renderCoach(state.coach);
   else if (state.over || !personOnTurn()) $("coach").hidden = true;
@@ -268,43 +274,55 @@ function renderCoach(view) {
     }
     table.append(tr);
   }
-  box.append(table);
+  box.append(el("div", { class: "scroll" }, table));
 }
 
 function hintDice(keep) {
   [...$("dice").children].forEach((die, i) => die.classList.toggle("hinted", Boolean(keep && keep[i])));
 }
 
-async function showNewMoves(state, from) {
-  const log = $("log");
-  const fresh = state.moves.slice(from);
-  for (const m of fresh) {
-    const item = el("li", { class: m.person ? "person" : "agent" }, `${m.name}: ${m.text}`);
-    log.append(item);
-    log.scrollTop = log.scrollHeight;
-    if (!m.person && MOVE_DELAY > 0) await sleep(MOVE_DELAY);
-  }
+// The log of moves: the table is drawn at once with each answer, and the agents' moves that led to it are then
+// written into the log one by one (MOVE_DELAY apart), in order, while the person may already act.
+let logged = 0; // the moves of this game written into the log or queued for it
+let logQueue = Promise.resolve();
+let logGame = 0; // a new game stops the writing of the last one's
+
+function clearLog() {
+  logGame += 1;
+  logged = 0;
+  logQueue = Promise.resolve();
+  $("log").replaceChildren();
+}
+
+function logMoves(state) {
+  const fresh = state.moves.slice(logged);
+  logged = state.moves.length;
+  const mine = logGame;
+  logQueue = logQueue.then(async () => {
+    for (const m of fresh) {
+      if (mine !== logGame) return;
+      const log = $("log");
+      log.append(el("li", { class: m.person ? "person" : "agent" }, `${m.name}: ${m.text}`));
+      log.scrollTop = log.scrollHeight;
+      if (!m.person && MOVE_DELAY > 0) await sleep(MOVE_DELAY);
+    }
+  });
 }
 
 async function move(what) {
   await guarded(async () => {
-    const before = game.moves.length;
     const state = await api("POST", `/api/games/${game.id}/moves`, { step: game.step, move: what });
     kept = [false, false, false, false, false];
     $("coach").hidden = true;
-    await showNewMoves(state, before);
     render(state);
+    logMoves(state);
   });
 }
 
 function renderOver(state) {
-  const { totals, winners } = state.result;
+  const { totals } = state.result;
   const scores = state.names.map((name, p) => `${name} ${totals[p]}`).join(", ");
-  let text = `final: ${scores}`;
-  if (state.names.length > 1) {
-    text += winners.length === 1 ? `; ${state.names[winners[0]]} wins` : `; a tie`;
-  }
-  $("result").textContent = text;
+  $("result").textContent = state.result.outcome ? `final: ${scores}; ${state.result.outcome}` : `final: ${scores}`;
   const box = $("analysis");
   box.replaceChildren();
   for (const seat of state.analysis.seats) {
@@ -343,7 +361,7 @@ function renderOver(state) {
         ),
       );
     }
-    box.append(table);
+    box.append(el("div", { class: "scroll" }, table));
   }
   keepRecord(state);
 }
@@ -388,9 +406,11 @@ function showRecord() {
     return;
   }
   const mean = r.decisions ? r.loss / r.decisions : 0;
+  const played = [`${r.games} game${r.games === 1 ? "" : "s"}`];
+  if (r.tables) played.push(`${r.wins} won of ${r.tables} at a table`); // solo games have no winner to count
   $("record").textContent =
-    `${r.games} game${r.games === 1 ? "" : "s"}, ${r.wins} win${r.wins === 1 ? "" : "s"} of ${r.tables} at a table, ` +
-    `mean loss ${fmt(mean, 3)} per decision, streak of best moves ${r.streak} (best ${r.best_streak})`;
+    `${played.join(", ")}, mean loss ${fmt(mean, 3)} per decision, ` +
+    `streak of best moves ${r.streak} (best ${r.best_streak})`;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -414,8 +434,23 @@ async function loadReplayList(select) {
   if (select) list.value = select;
 }
 
+let opening = 0; // the latest record asked for is the one drawn
+let uploading = 0; // uploads on their way
+
+// The replays view opens the first record listed (the server's own, yacht-web --replay) when nothing is open yet
+// and the visitor is not already opening or uploading one.
+async function openFirstReplay() {
+  const first = $("replay-list").options[1];
+  if (replay || opening || uploading || !first) return;
+  $("replay-list").value = first.value;
+  await openReplay(first.value);
+}
+
 async function openReplay(id) {
-  replay = await api("GET", `/api/replays/${id}`);
+  const mine = ++opening;
+  const summary = await api("GET", `/api/replays/${id}`);
+  if (mine !== opening) return;
+  replay = summary;
   renderReplaySummary();
   gamesOffset = 0;
   $("replay-game").hidden = true;
@@ -440,7 +475,7 @@ function renderReplaySummary() {
         el("td", {}, fmt(a.mean_regret, 3)), el("td", {}, a.decisions)),
     );
   }
-  box.append(table);
+  box.append(el("div", { class: "scroll" }, table));
   const agent = $("replay-agent");
   agent.replaceChildren(el("option", { value: "" }, "all"));
   for (const a of replay.agents) agent.append(el("option", { value: a.agent }, a.agent));
@@ -490,8 +525,8 @@ function renderGame() {
   const g = replayGame;
   $("replay-game").hidden = false;
   $("replay-game-title").textContent = `${g.agent}, game ${g.game}: score ${g.score}, regret ${fmt(g.regret, 3)}`;
-  $("plot-category").replaceChildren(barPlot(g.categories, g.category_regret));
-  $("plot-turn").replaceChildren(barPlot(g.turn_regret.map((_, t) => `${t + 1}`), g.turn_regret));
+  $("plot-category").replaceChildren(barPlot(g.categories, g.category_regret, "regret"));
+  $("plot-turn").replaceChildren(barPlot(g.turn_regret.map((_, t) => `${t + 1}`), g.turn_regret, "regret"));
   const order = stepOrder();
   const table = $("decisions");
   table.replaceChildren(
@@ -544,45 +579,66 @@ function renderStep() {
   );
 }
 
-function barPlot(labels, values) {
+// A bar chart (SVG) of one value per label: a y axis with its ticks and name, the labels under the bars (turned
+// upright when they are words, so that they never run together), each bar's value in its tooltip.
+function barPlot(labels, values, axisName) {
   const ns = "http://www.w3.org/2000/svg";
-  const width = Math.max(240, labels.length * 26);
-  const height = 140;
-  const top = Math.max(...values, 1e-9);
-  const svg = document.createElementNS(ns, "svg");
-  svg.setAttribute("width", width);
-  svg.setAttribute("height", height);
-  svg.setAttribute("role", "img");
-  const slot = width / labels.length;
+  const svgEl = (tag, attrs, text) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  };
+  const upright = labels.some((label) => label.length > 2);
+  const slot = 22;
+  const left = 44; // the y axis's tick labels and name
+  const plotHeight = 100;
+  const top = 8;
+  const bottom = upright ? 10 + 6 * Math.max(...labels.map((label) => label.length)) : 18; // ~6 px a character
+  const width = left + labels.length * slot + 4;
+  const height = top + plotHeight + bottom;
+  const most = Math.max(...values, 0);
+  const scale = most > 0 ? most : 1;
+  const svg = svgEl("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", class: "bars" });
+  const baseline = top + plotHeight;
+  svg.append(svgEl("line", { class: "axis", x1: left, y1: top, x2: left, y2: baseline }));
+  svg.append(svgEl("line", { class: "axis", x1: left, y1: baseline, x2: width - 4, y2: baseline }));
+  for (const tick of [0, scale / 2, scale]) {
+    const y = baseline - (tick / scale) * plotHeight;
+    svg.append(svgEl("line", { class: "axis", x1: left - 4, y1: y, x2: left, y2: y }));
+    svg.append(svgEl("text", { class: "tick", x: left - 6, y: y + 3, "text-anchor": "end" }, fmt(tick, 2)));
+  }
+  const middle = top + plotHeight / 2;
+  svg.append(
+    svgEl("text", { class: "axis-name", x: 10, y: middle, "text-anchor": "middle", transform: `rotate(-90 10 ${middle})` }, axisName),
+  );
   labels.forEach((label, i) => {
-    const h = (values[i] / top) * (height - 40);
-    const bar = document.createElementNS(ns, "rect");
-    bar.setAttribute("class", "bar");
-    bar.setAttribute("x", i * slot + 3);
-    bar.setAttribute("y", height - 28 - h);
-    bar.setAttribute("width", slot - 6);
-    bar.setAttribute("height", h);
-    const title = document.createElementNS(ns, "title");
-    title.textContent = `${label}: ${fmt(values[i], 3)}`;
-    bar.append(title);
+    const x = left + i * slot;
+    const h = (Math.max(values[i], 0) / scale) * plotHeight;
+    const bar = svgEl("rect", { class: "bar", x: x + 3, y: baseline - h, width: slot - 6, height: h });
+    bar.append(svgEl("title", {}, `${label}: ${fmt(values[i], 3)}`));
     svg.append(bar);
-    const text = document.createElementNS(ns, "text");
-    text.setAttribute("x", i * slot + slot / 2);
-    text.setAttribute("y", height - 14);
-    text.setAttribute("text-anchor", "middle");
-    text.textContent = label.length > 5 ? label.slice(0, 4) + "." : label;
-    svg.append(text);
+    const center = x + slot / 2;
+    const attrs = upright
+      ? { class: "label", x: center + 3, y: baseline + 6, "text-anchor": "end", transform: `rotate(-90 ${center + 3} ${baseline + 6})` }
+      : { class: "label", x: center, y: baseline + 13, "text-anchor": "middle" };
+    svg.append(svgEl("text", attrs, label));
   });
   return svg;
 }
 
 async function upload(file) {
-  const summary = await api("POST", "/api/replays", file, {
-    "Content-Type": "application/x-ndjson",
-    "X-File-Name": file.name.replace(/[^\x20-\x7e]/g, "_"),
-  });
-  await loadReplayList(summary.id);
-  await openReplay(summary.id);
+  uploading += 1;
+  try {
+    const summary = await api("POST", "/api/replays", file, {
+      "Content-Type": "application/x-ndjson",
+      "X-File-Name": file.name.replace(/[^\x20-\x7e]/g, "_"),
+    });
+    await loadReplayList(summary.id);
+    await openReplay(summary.id);
+  } finally {
+    uploading -= 1;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -596,7 +652,9 @@ function showView(name) {
   // Not guarded: a listing must not hold the lock that an upload made meanwhile would find taken (and be dropped).
   if (name === "replays") {
     clearError();
-    loadReplayList($("replay-list").value).catch(showError);
+    loadReplayList($("replay-list").value)
+      .then(openFirstReplay)
+      .catch(showError);
   }
 }
 

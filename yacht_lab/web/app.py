@@ -26,12 +26,12 @@ the page may only load its own files (``Content-Security-Policy``). A request th
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
 from importlib import resources
 
-import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -43,7 +43,7 @@ from starlette.staticfiles import StaticFiles
 
 from yacht_env import rules as R
 from yacht_env.render import game_title
-from yacht_lab.record import parse_json, read_record, read_record_file, record_lines
+from yacht_lab.record import Record, parse_json, read_record, read_record_file, record_lines
 from yacht_lab.web.games import COACH_MODES, MAX_SEATS, GameStore, WebError, new_game
 from yacht_lab.web.replays import MAX_UPLOAD_BYTES, MAX_UPLOADS_IN_FLIGHT, UPLOAD_SECONDS, ReplayStore
 from yacht_lab.web.visitors import VisitorGameStore, VisitorIds
@@ -206,21 +206,22 @@ class Api:
             )
         self.uploads += 1
         try:
-            try:
-                with anyio.fail_after(self.upload_seconds):
-                    data = await _body(request, self.max_upload_bytes, RECORD_TYPES)
-            except TimeoutError:
-                seconds = self.upload_seconds
-                raise WebError(f"the upload took over {seconds:g} s to arrive: it was stopped", 408) from None
-            try:
-                record = await run_in_threadpool(lambda: read_record(record_lines(data)))
-            except ValueError as error:
-                raise WebError(f"not a record of evaluate.py --record: {error}") from None
+            record = await self._read_upload(request)
         finally:
             self.uploads -= 1
         name = request.headers.get("x-file-name", "upload.jsonl")
         replay = self.replays.add_upload(visitor, record, "".join(c for c in name if c.isprintable()))
         return await run_in_threadpool(replay.summary)
+
+    async def _read_upload(self, request: Request) -> Record:
+        try:
+            data = await asyncio.wait_for(_body(request, self.max_upload_bytes, RECORD_TYPES), self.upload_seconds)
+        except asyncio.TimeoutError:  # TimeoutError from Python 3.11
+            raise WebError(f"the upload took over {self.upload_seconds:g} s to arrive: it was stopped", 408) from None
+        try:
+            return await run_in_threadpool(lambda: read_record(record_lines(data)))
+        except ValueError as error:
+            raise WebError(f"not a record of evaluate.py --record: {error}") from None
 
     def _replay(self, request: Request, visitor: str):
         return self.replays.get(visitor, request.path_params["replay"])

@@ -5,7 +5,8 @@ server did not issue, and a flood of new visitors; and, under an address-space c
 ending in one clear error while the server goes on answering.
 
 The API tests use Starlette's TestClient and a server on localhost (the web extra, and the ``web-test`` extra's
-httpx2); the capped ones run ``yacht-web`` in a subprocess with ``RLIMIT_AS`` (Linux).
+httpx2); the capped ones run ``yacht-web`` in a subprocess with ``RLIMIT_AS`` (Linux). Those and the 300 slow
+connections are ``slow`` (``python -m pytest -m slow``; ``.ci/run`` runs them).
 """
 
 from __future__ import annotations
@@ -343,6 +344,7 @@ def test_uploads_past_the_limit_in_flight_are_a_503_with_its_message(record_byte
             assert _answer(third)[0] == 201
 
 
+@pytest.mark.slow
 def test_slow_request_heads_are_closed_and_others_are_answered_meanwhile():
     with _serve(_app(), header_seconds=3.0) as url:
         port = int(url.rsplit(":", 1)[1])
@@ -411,6 +413,7 @@ def _yacht_web(args: list[str], cwd: Path, **kwargs) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bomb", ["/dev/zero", "fifo", "a 300 MB line", "a folder"])
 def test_a_replay_bomb_under_a_memory_cap_is_one_line_and_exit_2(bomb, tmp_path):
     path = {"/dev/zero": Path("/dev/zero"), "fifo": tmp_path / "fifo", "a folder": tmp_path}.get(bomb)
@@ -437,15 +440,16 @@ def _post_in_two_halves(port: int, body: bytes, halfway: threading.Barrier) -> i
     """
     with socket.create_connection(("127.0.0.1", port), timeout=120) as sock:
         sock.sendall(_head(port, len(body)))
-        answered = select.select([sock], [], [], 0.5)[0]
+        answered = select.select([sock], [], [], 2.0)[0]  # a 503 comes as soon as the head is read
         if not answered:
             sock.sendall(body[: len(body) // 2])
-        halfway.wait()
+        halfway.wait(120)
         if not answered:
             sock.sendall(body[len(body) // 2 :])
         return _answer(sock)[0]
 
 
+@pytest.mark.slow
 def test_an_upload_bomb_under_a_memory_cap_is_refused_and_others_are_answered(tmp_path, record_bytes):
     """Eight uploads of 64 MiB at once, under a 640 MiB address space: two are read (and refused: not a record),
     six are a 503 at once; nothing runs out of memory, and the server answers the next visitor."""

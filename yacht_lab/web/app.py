@@ -200,6 +200,7 @@ class Api:
         ``upload_seconds``).
         """
         if self.uploads >= self.max_uploads:
+            await self._drop_body(request)
             limit = self.max_uploads
             raise WebError(
                 f"the server is reading as many uploads as it takes at once ({limit}): try again in a moment", 503
@@ -212,6 +213,23 @@ class Api:
         name = request.headers.get("x-file-name", "upload.jsonl")
         replay = self.replays.add_upload(visitor, record, "".join(c for c in name if c.isprintable()))
         return await run_in_threadpool(replay.summary)
+
+    async def _drop_body(self, request: Request) -> None:
+        """Reads the body (at most ``max_upload_bytes``, for at most ``upload_seconds``) and keeps none of it, so that
+        the answer reaches a client still sending: a connection closed with data unread is reset, answer and all.
+        """
+
+        async def drop() -> None:
+            size = 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > self.max_upload_bytes:
+                    return
+
+        try:
+            await asyncio.wait_for(drop(), self.upload_seconds)
+        except asyncio.TimeoutError:
+            pass
 
     async def _read_upload(self, request: Request) -> Record:
         try:

@@ -23,14 +23,16 @@ data only, checking every field, and gives the columns as arrays (:class:`Record
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
+import stat
+import sys
 from array import array
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 
@@ -41,7 +43,8 @@ FORMAT_VERSION = 1
 #: At most this many games per agent are recorded (a game is some 30 lines of about 150 bytes: 10,000 games of an
 #: agent make about 45 MB).
 MAX_RECORD_GAMES = 100_000
-#: The longest line :func:`read_record` reads (a decision line is about 150 bytes, the header under 1 KB).
+#: The longest line :func:`read_record` reads, its line ending not counted (a decision line is about 150 bytes, the
+#: header under 1 KB).
 MAX_LINE_BYTES = 4096
 #: At most this many agents in a record.
 MAX_AGENTS = 32
@@ -267,15 +270,55 @@ def _shown(value) -> str:
 
 
 def _object(line: bytes, number: int) -> dict:
-    if len(line) > MAX_LINE_BYTES:
-        raise ValueError(f"line {number}: longer than {MAX_LINE_BYTES} bytes")
     try:
-        value = json.loads(line)
+        value = parse_json(line)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:  # RecursionError: nested too deep
         raise ValueError(f"line {number}: not a JSON object ({error.__class__.__name__})") from None
+    except ValueError as error:  # what parse_json refuses in valid JSON
+        raise ValueError(f"line {number}: {error}") from None
     if not isinstance(value, dict):
         raise ValueError(f"line {number}: not a JSON object")
     return value
+
+
+def parse_json(data: bytes):
+    r"""``data`` (UTF-8) parsed as JSON, as data only.
+
+    Raises:
+        ValueError: not JSON (:class:`UnicodeDecodeError`, :class:`json.JSONDecodeError`, or :class:`RecursionError`
+            for JSON nested too deep), or JSON that Python reads but cannot serve back: an integer of more digits
+            than Python converts (``sys.get_int_max_str_digits()``, 4,300), a string with a lone surrogate (an
+            escape of one half of a pair, ``\ud800``, which is not text: it cannot be written as UTF-8).
+    """
+    text = data.decode("utf-8")
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        if isinstance(error, json.JSONDecodeError):
+            raise
+        # int() past the digits limit
+        digits = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+        raise ValueError(f"an integer of more than {digits:,} digits") from None
+    if "\\u" in text and _has_lone_surrogate(value):  # only an escape makes one: UTF-8 cannot hold it
+        raise ValueError("a string with a lone surrogate (not text)")
+    return value
+
+
+def _has_lone_surrogate(value) -> bool:
+    stack = [value]  # a loop, not recursion: the value may be nested as deep as json.loads goes
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _header(value: dict) -> tuple[dict, R.Rules]:
@@ -382,6 +425,8 @@ class _Reader:
         regret = _float(value["regret"], "regret")
         if regret != self.sum:
             raise _Problem(f"regret must be the sum of the game's decision regrets ({self.sum!r}), got {regret!r}")
+        if self.turn != self.rules.num_turns:  # a game ends with its last turn's pick: every turn ends in a box
+            raise _Problem(f"game {key[1]} ends after {self.turn} of its {self.rules.num_turns} turns")
         self.games.append((*key, score, self.start, self.count, regret))
         self.seen.add(key)
         self.current = None
@@ -391,7 +436,7 @@ class _Reader:
             raise ValueError("the record ends inside a game (no game line after its last decision)")
         if not self.games:
             raise ValueError("the record holds no game")
-        rows = np.frombuffer(self.rows, dtype=np.int64).reshape(-1, 11).copy()
+        rows = np.frombuffer(self.rows, dtype=np.int64).reshape(-1, 11)  # over the arrays' memory: no second copy
         games = np.array([g[:5] for g in self.games], dtype=np.int64)
         columns = dict(zip(_DECISION_KEYS[1:], rows.T, strict=False))
         return Record(
@@ -408,7 +453,7 @@ class _Reader:
             total=rows[:, 8],
             action=rows[:, 9],
             best=rows[:, 10],
-            regret=np.frombuffer(self.regrets, dtype=np.float64).copy(),
+            regret=np.frombuffer(self.regrets, dtype=np.float64),
             game_agent=games[:, 0],
             game_number=games[:, 1],
             game_score=games[:, 2],
@@ -419,16 +464,21 @@ class _Reader:
 
 
 def read_record(lines: Iterable[bytes]) -> Record:
-    """Reads a record (its lines as bytes, e.g. a binary file) as data: JSON only, every field checked.
+    """Reads a record (its lines as bytes, e.g. :func:`record_lines` of a binary file) as data: JSON only, every field
+    checked.
 
     Raises:
         ValueError: one line that names the line and what is wrong with it.
     """
     reader, number = None, 0
     for number, line in enumerate(lines, start=1):
-        if len(line) <= MAX_LINE_BYTES and not line.strip():
+        text = line[:-1] if line.endswith(b"\n") else line  # the line ending is not counted
+        text = text[:-1] if text.endswith(b"\r") else text
+        if len(text) > MAX_LINE_BYTES:
+            raise ValueError(f"line {number}: longer than {MAX_LINE_BYTES} bytes")
+        if not text.strip():
             continue
-        value = _object(line, number)
+        value = _object(text, number)
         try:
             if reader is None:
                 reader = _Reader(*_header(value))
@@ -441,22 +491,38 @@ def read_record(lines: Iterable[bytes]) -> Record:
     return reader.finish()
 
 
-def read_record_file(path: str | os.PathLike, max_bytes: int) -> Record:
-    """:func:`read_record` of a file of at most ``max_bytes``.
+def record_lines(file: BinaryIO, max_bytes: int | None = None) -> Iterator[bytes]:
+    """The lines of a binary file, read one at a time, each at most :data:`MAX_LINE_BYTES` and its line ending: a
+    longer line is not read whole (:func:`read_record` refuses its first piece).
 
     Raises:
-        ValueError: a missing or unreadable file, a bigger one, or a bad record.
+        ValueError: more than ``max_bytes`` in all (a file that grew after its size was checked).
+    """
+    read = 0
+    while line := file.readline(MAX_LINE_BYTES + 2):
+        read += len(line)
+        if max_bytes is not None and read > max_bytes:
+            raise ValueError(f"over the limit of {max_bytes:,} bytes")
+        yield line
+
+
+def read_record_file(path: str | os.PathLike, max_bytes: int) -> Record:
+    """:func:`read_record` of a regular file of at most ``max_bytes``: its kind and size are checked before anything
+    is read (a device such as ``/dev/zero`` or a FIFO is refused at once), and its lines are bounded while reading.
+
+    Raises:
+        ValueError: a missing or unreadable file, not a regular file, a bigger one, or a bad record.
     """
     try:
-        size = os.path.getsize(path)
-        if size > max_bytes:
-            raise ValueError(f"'{path}' is {size:,} bytes, over the limit of {max_bytes:,} bytes")
-        with open(path, "rb") as file:
-            return read_record(file)
+        with ExitStack() as stack:
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO would wait for a writer
+            stack.callback(os.close, descriptor)
+            status = os.fstat(descriptor)
+            if not stat.S_ISREG(status.st_mode):
+                raise ValueError(f"'{path}' is not a regular file")
+            if status.st_size > max_bytes:
+                raise ValueError(f"'{path}' is {status.st_size:,} bytes, over the limit of {max_bytes:,} bytes")
+            file = stack.enter_context(open(descriptor, "rb", closefd=False))
+            return read_record(record_lines(file, max_bytes))
     except OSError as error:
         raise ValueError(f"cannot read '{path}': {error.strerror or error}") from None
-
-
-def split_lines(data: bytes) -> Iterator[bytes]:
-    """The lines of ``data`` (an uploaded record), one at a time (no second copy of the whole)."""
-    return iter(io.BytesIO(data))

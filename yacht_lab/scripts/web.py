@@ -12,7 +12,8 @@ serves its own page, which needs nothing from the internet. A seat takes ``human
 (``random``, ``greedy``, ``optimal``, ``win``, ``win:P``, ``duel``, ``duel:optimal`` where the two-player solution is
 built) and the shipped models (``ppo:standard``, ...); a visitor cannot name a file on the server: a model file
 sits at the table only when the server is started with ``--agent ppo:PATH``. Bad arguments (a record that cannot be
-read, a port in use) print one ``yacht-web: error: ...`` line and exit with status 2; Ctrl-C stops the server.
+read, or not a regular file, a port in use) print one ``yacht-web: error: ...`` line and exit with status 2; Ctrl-C
+stops the server.
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ def _main(argv: list[str] | None, prog: str) -> int:
         listener = socket.create_server((args.host, args.port))  # the port is checked here: one line if it is taken
     except (ValueError, OSError) as error:
         print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    except MemoryError:  # a record or model too big for the memory this process may have
+        print(f"{prog}: error: out of memory loading the --replay records and --agent models", file=sys.stderr)
         return 2
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"{prog}: serving the table on http://{shown}:{listener.getsockname()[1]}/ (Ctrl-C stops it)", flush=True)

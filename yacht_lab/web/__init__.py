@@ -3,8 +3,9 @@ step through the games an agent played (``evaluate.py --record``).
 
 The server is a thin face over the game at one table (:mod:`yacht_lab.table_game`, the terminal's too), the agents,
 the :class:`~yacht_lab.coach.Coach` and the records:
-:mod:`yacht_lab.web.games` holds the games, :mod:`yacht_lab.web.replays` the replays, :mod:`yacht_lab.web.app` is
-the Starlette app and its API, and ``static/`` the page (HTML, CSS and a little JavaScript that only draws what the
-server sends and sends the person's clicks back: no rule lives there). It needs the ``web`` extra
-(``pip install 'yacht-rl[web]'``: Starlette and uvicorn); importing this package does not.
+:mod:`yacht_lab.web.games` holds the games, :mod:`yacht_lab.web.replays` the replays, :mod:`yacht_lab.web.visitors`
+who a visitor is, :mod:`yacht_lab.web.app` is the Starlette app and its API, :mod:`yacht_lab.web.server` serves it
+with uvicorn, and ``static/`` the page (HTML, CSS and a little JavaScript that only draws what the server sends and
+sends the person's clicks back: no rule lives there). It needs the ``web`` extra (``pip install 'yacht-rl[web]'``:
+Starlette and uvicorn); importing this package does not.
 """

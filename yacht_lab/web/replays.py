@@ -22,6 +22,10 @@ from yacht_lab.record import Record
 from yacht_lab.web.games import WebError
 
 MAX_UPLOAD_BYTES = 128 * 2**20
+#: Uploads read at once (each holds its body, up to ``MAX_UPLOAD_BYTES``, and its arrays while it is read), and how
+#: long one may take to arrive.
+MAX_UPLOADS_IN_FLIGHT = 2
+UPLOAD_SECONDS = 120.0
 MAX_REPLAYS_PER_VISITOR = 2
 MAX_REPLAYS = 8
 MAX_PAGE = 200

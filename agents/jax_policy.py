@@ -47,6 +47,10 @@ class NetworkSpec(NamedTuple):
     chase_inputs: bool = True
     keep_head: bool = True
     bonus_odds: bool = True
+    players: int = 1
+    """1: the network sees one game as ``Yacht-v0`` shows it; ``P > 1``: the view of a ``P``-seat table
+    (:class:`yacht_env.encoding.MultiplayerEncoder`, its own game's flat observation first). Files without it are
+    solo."""
 
 
 class Odds(NamedTuple):
@@ -129,8 +133,38 @@ def init_params(key, spec: NetworkSpec, odds_size: int) -> dict[str, Any]:
     return params
 
 
+def table_params(params: dict[str, Any], spec: NetworkSpec, players: int, obs_size: int):
+    """A solo network's parameters widened to a ``players``-seat table view of ``obs_size`` values: ``(params, spec)``
+    of a table network that plays exactly as the solo one (its first layers read the table view's extra values with
+    zero weights; the odds are read from the mover's own game, the view's first part), with a zero value head (its
+    scale was the solo reward's).
+
+    Raises:
+        ValueError: ``spec`` is not a solo network, or ``players`` is not 2..10.
+    """
+    if spec.players != 1 or not 2 <= players <= 10 or not spec.net_arch:
+        raise ValueError(
+            f"table_params widens a solo network with hidden layers to 2..10 players, got {spec.players} -> {players}"
+        )
+    extra = obs_size - spec.obs_size
+
+    def widen(layer):
+        w = jnp.asarray(layer["w"])
+        zeros = jnp.zeros((extra, w.shape[1]), w.dtype)
+        return {"w": jnp.concatenate([w[: spec.obs_size], zeros, w[spec.obs_size :]]), "b": jnp.asarray(layer["b"])}
+
+    params = jax.tree.map(jnp.asarray, params)
+    params = {**params, **{net: [widen(params[net][0]), *params[net][1:]] for net in ("pi", "vf")}}
+    params["value"] = jax.tree.map(jnp.zeros_like, params["value"])
+    return params, spec._replace(obs_size=obs_size, players=players)
+
+
 def apply(params: dict[str, Any], spec: NetworkSpec, odds: Odds, where: dict[str, Any], obs, mask):
-    """``(masked logits (B, A), values (B,))`` of flat observations and bool masks; illegal logits are -1e9."""
+    """``(masked logits (B, A), values (B,))`` of flat observations and bool masks; illegal logits are -1e9.
+
+    A table network's observations are its table's views: the odds are read from their first part, the mover's own
+    game as ``Yacht-v0`` shows it (:func:`yacht_env.encoding.flat_layout`'s places).
+    """
     chase, keep = odds_features(odds, where, obs)
     x = jnp.concatenate([obs, chase], axis=1) if spec.chase_inputs else obs
 
@@ -233,7 +267,8 @@ class JaxAgent(Agent):
             raise ValueError(
                 f"the JAX policy {str(path)!r} plays the {self.spec.rules!r} rules, not {self.rules.name!r}"
             )
-        if self.spec.obs_size != self.encoder.size or self.spec.num_actions != self.rules.num_actions:
+        self.table_players = self.spec.players if self.spec.players > 1 else None
+        if self.spec.obs_size != self.observation_size or self.spec.num_actions != self.rules.num_actions:
             raise ValueError(f"the JAX policy {str(path)!r} does not fit the {self.rules.name!r} observation")
         self.params = jax.tree.map(jnp.asarray, params)
         odds, where = odds_tables(self.rules, self.spec.bonus_odds)

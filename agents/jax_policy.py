@@ -340,6 +340,12 @@ def _fitted(arrays: dict[str, np.ndarray], spec: NetworkSpec) -> dict[str, Any]:
 class JaxAgent(Agent):
     """A JAX-trained policy (``jax:PATH``): the most likely legal action of its network (deterministic).
 
+    A network trained at a table of ``P`` (``NetworkSpec.players``) has ``table_players = P``: it acts on that
+    table's view from its seat (:class:`~yacht_env.encoding.MultiplayerEncoder`), wherever agents are seated
+    (``evaluate.py``'s head to head, the versus envs, the PettingZoo env's observations, ``play.py``, the browser
+    table), at tables of ``P`` only. A network whose legal logits overflowed (all ``-inf``, or NaN) still plays a
+    legal action.
+
     Raises:
         ValueError: an unreadable file, or a policy trained for other rules than ``rules``.
     """

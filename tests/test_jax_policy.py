@@ -4,6 +4,7 @@ traceback, or make the agent play an illegal action. Skipped without jax.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -222,3 +223,102 @@ def test_an_empty_batch_gives_no_actions(policy):
     agent = make_agent(f"jax:{policy}")
     actions = agent.act(np.zeros((0, 64), np.float32), np.zeros((0, 44), bool))
     assert actions.shape == (0,) and actions.dtype == np.intp
+
+
+# --------------------------------------------------------------------------------------------------
+# A network trained at a table (NetworkSpec.players): it plays at every table surface
+# --------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def table_policy(tmp_path_factory) -> Path:
+    """A randomly initialised two-player network for ``standard`` (it reads the two-seat table view), saved as the
+    JAX trainer saves one."""
+    from yacht_env.encoding import MultiplayerEncoder
+
+    spec = SPEC._replace(obs_size=MultiplayerEncoder("standard", 2).size, players=2)
+    odds, _ = odds_tables(R.get_rules("standard"), spec.bonus_odds)
+    params = init_params(jax.random.key(1), spec, odds.chase.shape[-1])
+    params["action"] = jax.tree.map(lambda x: x + 1.0, params["action"])  # logits far from 0: a policy of its own
+    return save_params(tmp_path_factory.mktemp("jax2") / "table.npz", params, spec)
+
+
+def test_a_table_network_sees_its_table_and_sits_at_tables_of_its_size(table_policy):
+    agent = make_agent(f"jax:{table_policy}", players=2)
+    assert agent.table_players == 2 and agent.observation_size == 79 == agent.spec.obs_size
+    for players in (3, 4):
+        with pytest.raises(ValueError, match=r"plays at a table of 2 players; this one has \d"):
+            make_agent(f"jax:{table_policy}", players=players)
+
+
+def test_a_table_network_plays_in_evaluate_py_head_to_head(table_policy, tmp_path):
+    spec = f"jax:{table_policy}"
+    out = tmp_path / "h2h.json"
+    done = run_script(
+        "evaluate.py", "--players", "2", "--agents", spec, "greedy", "--games", "20", "--json", str(out), timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert report["head_to_head"][f"{spec} vs greedy"]["games"] == 80
+    done = run_script("evaluate.py", "--players", "3", "--agents", spec, "greedy", "random", "--games", "2")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "acts at a table of 2 players, not 3" in done.stderr
+
+
+def test_a_table_network_is_an_opponent_in_the_versus_envs(table_policy):
+    import gymnasium as gym
+
+    from yacht_env.versus import YachtVersusVectorEnv
+
+    env = gym.make("YachtVersus-v0", opponents=[f"jax:{table_policy}"], reward="win")
+    observation, info = env.reset(seed=0)
+    done = False
+    while not done:
+        observation, reward, terminated, truncated, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+        done = terminated or truncated
+    assert terminated and reward in (-1.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match="opponent 0 acts at a table of 2 players; this table has 3"):
+        YachtVersusVectorEnv(2, opponents=[make_agent(f"jax:{table_policy}"), "greedy"])
+
+
+def test_a_table_network_plays_every_seat_of_the_pettingzoo_env(table_policy):
+    from yacht_env.multiplayer import env as table_env
+
+    agent = make_agent(f"jax:{table_policy}")
+    table = table_env(num_players=2)
+    table.reset(seed=0)
+    last = {}
+    for name in table.agent_iter():
+        observation, _, termination, truncation, last[name] = table.last()
+        action = None
+        if not (termination or truncation):  # the table's own view of this seat: what the network reads
+            action = agent.act(observation["observation"], observation["action_mask"].astype(bool))
+        table.step(action)
+    assert termination and set(last) == set(table.possible_agents)
+    assert all(info["illegal_actions"] == 0 for info in last.values()) and sum(last["player_0"]["winners"]) >= 1
+
+
+def test_a_table_network_sits_at_play_py_and_the_browser_table(table_policy):
+    spec = f"jax:{table_policy}"
+    done = run_script("play.py", "--players", spec, "greedy", "--seed", "1", "--delay", "0", timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "wins" in done.stdout.splitlines()[-1] or "tie" in done.stdout.splitlines()[-1], done.stdout[-500:]
+    done = run_script("play.py", "--players", spec, "greedy", "optimal", "--delay", "0")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "table of 2 players, not 3" in done.stderr
+
+    httpx = pytest.importorskip("httpx")
+    from yacht_lab.web.app import create_app
+
+    async def one_move() -> tuple[dict, dict]:
+        transport = httpx.ASGITransport(app=create_app(allowed_agents=(spec,), allowed_hosts=["testserver"]))
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            made = await client.post("/api/games", json={"rules": "standard", "seats": ["human", spec], "seed": 3})
+            assert made.status_code == 201, made.text
+            state = made.json()
+            moved = await client.post(
+                f"/api/games/{state['id']}/moves", json={"step": state["step"], "move": {"score": 0}}
+            )
+            assert moved.status_code == 200, moved.text
+            return state, moved.json()
+
+    _, state = asyncio.run(one_move())
+    names = [move["name"] for move in state["moves"]]
+    assert len(names) > 1 and names[1:] == [spec] * (len(names) - 1)  # the person's pick, then the network's turn

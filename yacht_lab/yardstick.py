@@ -224,10 +224,10 @@ class Yardstick:
     def format(self) -> str:
         """The report as a table, one agent a row."""
         lines = [
-            f"Two-player yardstick, {self.rules.name}: {self.deals:,} deals, each played in both seats on the same "
-            f"dice (seed {self.seed}); 95% intervals over deals",
-            f"against duel, 50% is perfect play; the share of the edge over optimal: 0% = optimal, 100% = the best "
-            f"response's {100 * self.best_response:.3f}%",
+            f"{self.rules.name}: {self.deals:,} deals, each in both seats on the same dice (seed {self.seed}); 95% "
+            "intervals over deals",
+            f"against duel 50% is perfect play; the share of the edge over optimal: 0% is optimal, 100% the best "
+            f"response ({100 * self.best_response:.3f}%)",
             f"{'agent':<28} {'against duel':>24} {'against optimal':>24} {'share of the edge':>20}",
         ]
         for name, against in self.games.items():

@@ -268,11 +268,11 @@ def _read_spec(path: Path) -> NetworkSpec:
     if path_kind(path) != "file":
         raise Refused(f"it has no {path.name} beside it (the network's spec)")
     with open(path, "rb") as file:
-        text = file.read(MAX_SPEC_BYTES + 1)
-    if len(text) > MAX_SPEC_BYTES:
+        content = file.read(MAX_SPEC_BYTES + 1)
+    if len(content) > MAX_SPEC_BYTES:
         raise Refused(f"its {path.name} is larger than a spec may be ({MAX_SPEC_BYTES} bytes)")
     try:
-        meta = json.loads(text)
+        meta = json.loads(content)
     except (ValueError, RecursionError):
         raise Refused(f"its {path.name} is not JSON") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -282,40 +282,29 @@ def _read_spec(path: Path) -> NetworkSpec:
     missing = [key for key in NetworkSpec._fields if key not in fields and key not in NetworkSpec._field_defaults]
     if unknown or missing:
         raise Refused(f"its {path.name} has unknown fields {unknown} or lacks {missing}")
-    bounds = {
-        "obs_size": MAX_OBSERVATION_SIZE,
-        "num_actions": MAX_ACTIONS,
-        "players": MAX_PLAYERS,
-    }
     for key, value in fields.items():
-        if key == "rules":
-            ok = isinstance(value, str) and value in R.PRESETS
-        elif key == "net_arch":
-            ok = (
-                isinstance(value, list) and len(value) <= MAX_LAYERS and all(_int_in(w, MAX_LAYER_WIDTH) for w in value)
-            )
-        elif key in bounds:
-            ok = _int_in(value, bounds[key])
-        else:
-            ok = isinstance(value, bool)
-        if not ok:
-            raise Refused(
-                f"its {path.name}'s {key} {json.dumps(value)[:80]} is not {_SPEC_FIELDS.get(key, 'true or false')}"
-            )
+        check, expected = _SPEC_FIELDS.get(key, (lambda v: isinstance(v, bool), "true or false"))
+        if not check(value):
+            raise Refused(f"its {path.name}'s {key} {json.dumps(value)[:80]} is not {expected}")
     return NetworkSpec(**{**fields, "net_arch": tuple(fields["net_arch"])})
-
-
-_SPEC_FIELDS = {
-    "rules": f"a preset ({', '.join(R.PRESETS)})",
-    "net_arch": f"a list of at most {MAX_LAYERS} layer widths of 1..{MAX_LAYER_WIDTH}",
-    "obs_size": f"an int in 1..{MAX_OBSERVATION_SIZE}",
-    "num_actions": f"an int in 1..{MAX_ACTIONS}",
-    "players": f"an int in 1..{MAX_PLAYERS}",
-}
 
 
 def _int_in(value: Any, high: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= high
+
+
+#: What each field of a spec's JSON must be: ``(check, what it is)``; the fields not named are true or false. The
+#: sizes are bounded as a PPO model file's are.
+_SPEC_FIELDS: dict[str, tuple[Any, str]] = {
+    "rules": (lambda v: isinstance(v, str) and v in R.PRESETS, f"a preset ({', '.join(R.PRESETS)})"),
+    "obs_size": (lambda v: _int_in(v, MAX_OBSERVATION_SIZE), f"an int in 1..{MAX_OBSERVATION_SIZE}"),
+    "num_actions": (lambda v: _int_in(v, MAX_ACTIONS), f"an int in 1..{MAX_ACTIONS}"),
+    "net_arch": (
+        lambda v: isinstance(v, list) and len(v) <= MAX_LAYERS and all(_int_in(w, MAX_LAYER_WIDTH) for w in v),
+        f"a list of at most {MAX_LAYERS} layer widths of 1..{MAX_LAYER_WIDTH}",
+    ),
+    "players": (lambda v: _int_in(v, MAX_PLAYERS), f"an int in 1..{MAX_PLAYERS}"),
+}
 
 
 def _fitted(arrays: dict[str, np.ndarray], spec: NetworkSpec) -> dict[str, Any]:

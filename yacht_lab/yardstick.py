@@ -177,10 +177,11 @@ def best_response_value(rules: str | R.Rules, cache_dir: str | os.PathLike | Non
     finished solution's manifest (its levels are not loaded), or ``None`` where it is not built.
     """
     manifest = _manifest(R.get_rules(rules), "optimal", cache_dir)
-    if manifest is None:
+    try:  # the responder's first-seat value, and the solver's first-seat value against it (DuelSolution's order)
+        first, second = float(manifest["values"]["A"]), 1.0 - float(manifest["values"]["B"])
+    except (KeyError, TypeError, ValueError):  # none built, or a damaged manifest
         return None
-    values = manifest["values"]  # the responder's first-seat value, and the solver's first-seat value against it
-    return (float(values["A"]) + 1.0 - float(values["B"])) / 2
+    return (first + second) / 2
 
 
 # --------------------------------------------------------------------------------------------------

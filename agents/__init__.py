@@ -16,7 +16,8 @@ with other packages, openai-agents among them). The experiment lab that seats th
 * ``"ppo:PATH"``: a saved sb3-contrib ``MaskablePPO`` model (needs the ``train`` extra); ``PATH`` may also name a
   shipped model, ``ppo:standard`` or ``ppo:classic`` (:func:`yacht_agents.ppo.resolve_model`),
 * ``"jax:PATH"``: a policy trained by the JAX trainer (:mod:`yacht_agents.jax_policy`; needs the ``jax`` extra):
-  its parameters' ``.npz`` file, or its run folder.
+  its parameters' ``.npz`` file, or its run folder. A solo policy sits at any table; one trained at a table of
+  ``P`` (its ``table_players``) sees that table's view, at tables of ``P`` only.
 
 Any spec may end with ``#LABEL`` (letters, digits, ``_`` or ``-``, up to 32): the same agent under another name,
 so that copies of one agent can sit at a table together (``evaluate.py --players 3 --agents ppo:standard optimal
@@ -103,8 +104,8 @@ def make_agent(
         seed: Seed of the ``random`` agent's generator (the other agents are deterministic).
         players: The table the agent sits at: the size of ``"win"`` (default 2; ``"win:P"`` names it in the spec,
             which is how ``evaluate.py --players P --agents win:P ...`` seats it: the table view is chosen before any
-            observation, so the agent cannot infer it); a ``"ppo:PATH"`` model trained at a table must have been
-            trained at one of this size (a solo model sits at any table).
+            observation, so the agent cannot infer it); a ``"ppo:PATH"`` or ``"jax:PATH"`` model trained at a table
+            must have been trained at one of this size (a solo model sits at any table).
 
     Raises:
         ValueError: unknown spec or rules, a PPO model (or JAX policy) that is missing, unreadable or of other spaces
@@ -147,10 +148,12 @@ def make_agent(
             from yacht_agents.jax_policy import JaxAgent
         except ImportError as error:
             raise ValueError(f"agent {spec!r} needs the jax extra (pip install 'yacht-rl[jax]'): {error}") from None
-        return JaxAgent(argument, rules, name=spec)  # a solo policy: it sits at any table (its own game's view)
-    from yacht_agents.ppo import PPOAgent
+        agent = JaxAgent(argument, rules, name=spec)
+    else:
+        from yacht_agents.ppo import PPOAgent
 
-    agent = PPOAgent(argument, rules, name=spec)
+        agent = PPOAgent(argument, rules, name=spec)
+    # A solo model sits at any table (its own game's view); one trained at a table, at a table of its size only.
     if players is not None and agent.table_players not in (None, players):
         raise ValueError(f"{spec!r} plays at a table of {agent.table_players} players; this one has {players}")
     return agent

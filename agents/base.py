@@ -47,7 +47,8 @@ class Agent:
                 (``rules.num_actions``, 44 for Yacht); every state needs at least one legal action.
 
         Returns:
-            ``(N,)`` int actions (``np.intp``), or an ``int`` for a single state.
+            ``(N,)`` int actions (``np.intp``), or an ``int`` for a single state; an empty batch (``N = 0``) gives an
+            empty array, whatever the agent.
 
         Raises:
             ValueError: shapes that do not match, a value outside ``[0, 1]`` (NaN included: every observation of
@@ -73,6 +74,8 @@ class Agent:
             )
         if not masks.any(axis=1).all():
             raise ValueError("every state needs at least one legal action; got an all-False action mask")
+        if len(obs) == 0:  # a batch of no states (no game on turn) is a batch: no actions, as numpy would answer
+            return np.empty(0, dtype=np.intp)
         actions = np.asarray(self._act(obs, masks), dtype=np.intp)
         return int(actions[0]) if single else actions
 

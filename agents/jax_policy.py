@@ -23,7 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_arrays
 from yacht_agents.base import Agent
+from yacht_agents.ppo import MAX_ACTIONS, MAX_LAYER_WIDTH, MAX_LAYERS, MAX_MODEL_BYTES, MAX_OBSERVATION_SIZE
 from yacht_env import rules as R
 from yacht_env.encoding import (
     KEEP_FEATURE_SCALE,
@@ -47,6 +49,10 @@ class NetworkSpec(NamedTuple):
     chase_inputs: bool = True
     keep_head: bool = True
     bonus_odds: bool = True
+    players: int = 1
+    """1: the network sees one game as ``Yacht-v0`` shows it; ``P > 1``: the view of a ``P``-seat table
+    (:class:`yacht_env.encoding.MultiplayerEncoder`, its own game's flat observation first). Files without it are
+    solo."""
 
 
 class Odds(NamedTuple):
@@ -129,8 +135,38 @@ def init_params(key, spec: NetworkSpec, odds_size: int) -> dict[str, Any]:
     return params
 
 
+def table_params(params: dict[str, Any], spec: NetworkSpec, players: int, obs_size: int):
+    """A solo network's parameters widened to a ``players``-seat table view of ``obs_size`` values: ``(params, spec)``
+    of a table network that plays exactly as the solo one (its first layers read the table view's extra values with
+    zero weights; the odds are read from the mover's own game, the view's first part), with a zero value head (its
+    scale was the solo reward's).
+
+    Raises:
+        ValueError: ``spec`` is not a solo network, or ``players`` is not 2..10.
+    """
+    if spec.players != 1 or not 2 <= players <= 10 or not spec.net_arch:
+        raise ValueError(
+            f"table_params widens a solo network with hidden layers to 2..10 players, got {spec.players} -> {players}"
+        )
+    extra = obs_size - spec.obs_size
+
+    def widen(layer):
+        w = jnp.asarray(layer["w"])
+        zeros = jnp.zeros((extra, w.shape[1]), w.dtype)
+        return {"w": jnp.concatenate([w[: spec.obs_size], zeros, w[spec.obs_size :]]), "b": jnp.asarray(layer["b"])}
+
+    params = jax.tree.map(jnp.asarray, params)
+    params = {**params, **{net: [widen(params[net][0]), *params[net][1:]] for net in ("pi", "vf")}}
+    params["value"] = jax.tree.map(jnp.zeros_like, params["value"])
+    return params, spec._replace(obs_size=obs_size, players=players)
+
+
 def apply(params: dict[str, Any], spec: NetworkSpec, odds: Odds, where: dict[str, Any], obs, mask):
-    """``(masked logits (B, A), values (B,))`` of flat observations and bool masks; illegal logits are -1e9."""
+    """``(masked logits (B, A), values (B,))`` of flat observations and bool masks; illegal logits are -1e9.
+
+    A table network's observations are its table's views: the odds are read from their first part, the mover's own
+    game as ``Yacht-v0`` shows it (:func:`yacht_env.encoding.flat_layout`'s places).
+    """
     chase, keep = odds_features(odds, where, obs)
     x = jnp.concatenate([obs, chase], axis=1) if spec.chase_inputs else obs
 
@@ -172,55 +208,132 @@ def save_params(path: str | Path, params: dict[str, Any], spec: NetworkSpec) -> 
     return path
 
 
+#: The most a policy's ``.npz`` may expand to (its members' declared sizes together) and the most members it may
+#: have, checked before anything is read (:func:`yacht_agents.archive.open_zip`): a model zip's bound
+#: (``MAX_MODEL_BYTES``); the recipe's 256x256 network takes 0.8 MB in 14 arrays.
+MAX_PARAMS_BYTES = MAX_MODEL_BYTES
+MAX_PARAMS_MEMBERS = 4 * MAX_LAYERS + 8
+#: The most the ``.json`` may take (a spec takes about 250 bytes).
+MAX_SPEC_BYTES = 2**16
+#: The most seats a table network may see (``NetworkSpec.players``).
+MAX_PLAYERS = 10
+
+
 def resolve_params(path: str | Path) -> Path:
     """The ``.npz`` file a ``jax:PATH`` spec names: the file itself, or a run folder's ``model.npz``.
 
     Raises:
-        ValueError: no such file or folder, or a folder without ``model.npz``.
+        ValueError: no such file or folder, a folder without ``model.npz``, or a path that cannot be looked up (too
+            long, say).
     """
+    text = str(path)
+    try:
+        kind = path_kind(path)
+        if kind == "directory":
+            path = Path(path) / "model.npz"
+            kind = path_kind(path)
+    except Refused as error:
+        raise ValueError(f"no JAX policy at {text!r}: {error}") from None
     path = Path(path)
-    if path.is_dir():
-        path = path / "model.npz"
-    if not path.is_file() or path.suffix != ".npz":
+    if kind != "file" or path.suffix != ".npz":
         raise ValueError(f"no JAX policy at {str(path)!r}: expected a .npz file (with its .json) or a run folder")
     return path
 
 
 def load_params(path: str | Path) -> tuple[dict[str, Any], NetworkSpec]:
-    """The parameters and spec saved at ``path`` (:func:`resolve_params`), checked against each other.
+    """The parameters and spec saved at ``path`` (:func:`resolve_params`), checked against each other before the
+    network is built: the spec's every field (types and bounds), the arrays' sizes before they are read
+    (:data:`MAX_PARAMS_BYTES`), their names and shapes (those of :func:`init_params` for the spec), finite float values.
 
     Raises:
-        ValueError: a missing or unreadable file, another format, or arrays that do not fit the spec.
+        ValueError: ``cannot read the JAX policy '<path>': <why>``: a missing, damaged or oversized file, another
+            format, or arrays that do not fit the spec.
     """
     path = resolve_params(path)
     try:
-        meta = json.loads(path.with_suffix(".json").read_text())
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise ValueError(f"not a {FORMAT!r} file")
-        spec = NetworkSpec(**{k: v for k, v in meta.items() if k != "format"})
-        spec = spec._replace(net_arch=tuple(int(w) for w in spec.net_arch))
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: np.asarray(data[name]) for name in data.files}
-    except (OSError, ValueError, TypeError, KeyError) as error:
-        detail = " ".join(str(error).split()) or type(error).__name__
-        raise ValueError(f"cannot read the JAX policy {str(path)!r}: {detail}") from None
-    params: dict[str, Any] = {"pi": [], "vf": []}
-    for name, array in arrays.items():
-        parts = name.split(".")
-        if len(parts) == 3:
-            layers = params.setdefault(parts[0], [])
-            while len(layers) <= int(parts[1]):
-                layers.append({})
-            layers[int(parts[1])][parts[2]] = array
-        else:
-            params.setdefault(parts[0], {})[parts[1]] = array
-    if len(params["pi"]) != len(spec.net_arch) or params["action"]["w"].shape[1] != spec.num_actions:
-        raise ValueError(f"cannot read the JAX policy {str(path)!r}: its arrays do not fit its spec")
+        spec = _read_spec(path.with_suffix(".json"))
+        with open_zip(path, what="a JAX policy", max_bytes=MAX_PARAMS_BYTES, max_members=MAX_PARAMS_MEMBERS) as archive:
+            arrays = read_arrays(archive, kinds="f")
+        params = _fitted(arrays, spec)
+    except Refused as error:
+        raise ValueError(f"cannot read the JAX policy {str(path)!r}: {error}") from None
+    except READ_ERRORS as error:
+        detail = " ".join(str(error).split())[:200] or type(error).__name__
+        raise ValueError(f"cannot read the JAX policy {str(path)!r}: not a readable .npz ({detail})") from None
     return params, spec
+
+
+def _read_spec(path: Path) -> NetworkSpec:
+    """The ``.json`` beside a policy's arrays as a :class:`NetworkSpec`, every field checked (:class:`Refused`)."""
+    if path_kind(path) != "file":
+        raise Refused(f"it has no {path.name} beside it (the network's spec)")
+    with open(path, "rb") as file:
+        content = file.read(MAX_SPEC_BYTES + 1)
+    if len(content) > MAX_SPEC_BYTES:
+        raise Refused(f"its {path.name} is larger than a spec may be ({MAX_SPEC_BYTES} bytes)")
+    try:
+        meta = json.loads(content)
+    except (ValueError, RecursionError):
+        raise Refused(f"its {path.name} is not JSON") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise Refused(f"its {path.name} is not a {FORMAT!r} file")
+    fields = {key: value for key, value in meta.items() if key != "format"}
+    unknown = sorted(set(fields) - set(NetworkSpec._fields))
+    missing = [key for key in NetworkSpec._fields if key not in fields and key not in NetworkSpec._field_defaults]
+    if unknown or missing:
+        raise Refused(f"its {path.name} has unknown fields {unknown} or lacks {missing}")
+    for key, value in fields.items():
+        check, expected = _SPEC_FIELDS.get(key, (lambda v: isinstance(v, bool), "true or false"))
+        if not check(value):
+            raise Refused(f"its {path.name}'s {key} {json.dumps(value)[:80]} is not {expected}")
+    return NetworkSpec(**{**fields, "net_arch": tuple(fields["net_arch"])})
+
+
+def _int_in(value: Any, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= high
+
+
+#: What each field of a spec's JSON must be: ``(check, what it is)``; the fields not named are true or false. The
+#: sizes are bounded as a PPO model file's are.
+_SPEC_FIELDS: dict[str, tuple[Any, str]] = {
+    "rules": (lambda v: isinstance(v, str) and v in R.PRESETS, f"a preset ({', '.join(R.PRESETS)})"),
+    "obs_size": (lambda v: _int_in(v, MAX_OBSERVATION_SIZE), f"an int in 1..{MAX_OBSERVATION_SIZE}"),
+    "num_actions": (lambda v: _int_in(v, MAX_ACTIONS), f"an int in 1..{MAX_ACTIONS}"),
+    "net_arch": (
+        lambda v: isinstance(v, list) and len(v) <= MAX_LAYERS and all(_int_in(w, MAX_LAYER_WIDTH) for w in v),
+        f"a list of at most {MAX_LAYERS} layer widths of 1..{MAX_LAYER_WIDTH}",
+    ),
+    "players": (lambda v: _int_in(v, MAX_PLAYERS), f"an int in 1..{MAX_PLAYERS}"),
+}
+
+
+def _fitted(arrays: dict[str, np.ndarray], spec: NetworkSpec) -> dict[str, Any]:
+    """``arrays`` (named as :func:`save_params` names them) as the parameters of ``spec``'s network: exactly the
+    names and shapes :func:`init_params` gives it, finite float32 values (:class:`Refused` names the first misfit).
+    """
+    odds, _ = odds_tables(R.PRESETS[spec.rules], spec.bonus_odds)
+    shapes = jax.eval_shape(lambda: init_params(jax.random.key(0), spec, odds.chase.shape[-1]))
+    paths, tree = jax.tree_util.tree_flatten_with_path(shapes)
+    expected = {".".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in at): leaf.shape for at, leaf in paths}
+    if set(arrays) != set(expected):
+        extra, lacking = sorted(set(arrays) - set(expected))[:5], sorted(set(expected) - set(arrays))[:5]
+        raise Refused(f"its arrays do not fit its spec's network (unexpected {extra}, missing {lacking})")
+    for name, shape in expected.items():
+        if arrays[name].shape != shape:
+            raise Refused(f"its {name!r} has shape {arrays[name].shape}; the spec's network needs {shape}")
+        if not np.isfinite(arrays[name]).all():
+            raise Refused(f"its {name!r} holds values that are not finite")
+    return jax.tree_util.tree_unflatten(tree, [arrays[name].astype(np.float32) for name in expected])
 
 
 class JaxAgent(Agent):
     """A JAX-trained policy (``jax:PATH``): the most likely legal action of its network (deterministic).
+
+    A network trained at a table of ``P`` (``NetworkSpec.players``) has ``table_players = P``: it acts on that
+    table's view from its seat (:class:`~yacht_env.encoding.MultiplayerEncoder`), wherever agents are seated
+    (``evaluate.py``'s head to head, the versus envs, the PettingZoo env's observations, ``play.py``, the browser
+    table), at tables of ``P`` only. A network whose legal logits overflowed (all ``-inf``, or NaN) still plays a
+    legal action.
 
     Raises:
         ValueError: an unreadable file, or a policy trained for other rules than ``rules``.
@@ -233,7 +346,8 @@ class JaxAgent(Agent):
             raise ValueError(
                 f"the JAX policy {str(path)!r} plays the {self.spec.rules!r} rules, not {self.rules.name!r}"
             )
-        if self.spec.obs_size != self.encoder.size or self.spec.num_actions != self.rules.num_actions:
+        self.table_players = self.spec.players if self.spec.players > 1 else None
+        if self.spec.obs_size != self.observation_size or self.spec.num_actions != self.rules.num_actions:
             raise ValueError(f"the JAX policy {str(path)!r} does not fit the {self.rules.name!r} observation")
         self.params = jax.tree.map(jnp.asarray, params)
         odds, where = odds_tables(self.rules, self.spec.bonus_odds)
@@ -241,5 +355,8 @@ class JaxAgent(Agent):
         self._logits = jax.jit(lambda p, obs, mask: apply(p, spec, odds, where, obs, mask)[0])
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        logits = self._logits(self.params, observations, action_masks)
-        return np.asarray(logits.argmax(axis=1))
+        logits = np.asarray(self._logits(self.params, observations, action_masks))
+        # A network that overflowed (every legal logit -inf, or NaN) still plays a legal action: +-inf become the
+        # largest finite values and NaN the lowest, and only legal actions are ranked.
+        finite = np.nan_to_num(logits, nan=np.finfo(logits.dtype).min)
+        return np.where(action_masks, finite, -np.inf).argmax(axis=1)

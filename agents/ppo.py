@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_member
 from yacht_agents.base import Agent
 from yacht_env import rules as R
 from yacht_env.util import is_bare_name
@@ -61,23 +62,25 @@ def resolve_model(model: str | os.PathLike) -> Path:
         ValueError: an unknown name (the message lists the shipped ones), or no file at the path.
     """
     text = os.fspath(model)
-    if is_bare_name(model, (".zip",)):
-        shipped = shipped_models()
-        if text in shipped:
-            return shipped[text]
-        if not Path(text).is_file():
-            names = ", ".join(sorted(shipped)) or "none (they are missing from this installation)"
-            raise ValueError(
-                f"cannot load PPO model '{text}': no shipped model of that name (shipped: {names}) "
-                f"and no such file; give a shipped name or a path to a .zip"
-            )
-    path = Path(model)
-    if not path.is_file():
-        reason = "it is a directory" if path.is_dir() else "file not found"
-        if path.exists() and not path.is_dir():  # /dev/null, a FIFO, a socket: there, but not a file
-            reason = "it is not a regular file (a device, FIFO or socket)"
+    try:
+        if is_bare_name(model, (".zip",)):
+            shipped = shipped_models()
+            if text in shipped:
+                return shipped[text]
+            if path_kind(text) != "file":
+                names = ", ".join(sorted(shipped)) or "none (they are missing from this installation)"
+                raise Refused(
+                    f"no shipped model of that name (shipped: {names}) and no such file; give a shipped name or a "
+                    "path to a .zip"
+                )
+        kind = path_kind(model)
+    except Refused as error:
+        raise ValueError(f"cannot load PPO model '{text}': {error}") from None
+    if kind != "file":
+        reasons = {"directory": "it is a directory", None: "file not found"}  # else /dev/null, a FIFO, a socket
+        reason = reasons.get(kind, "it is not a regular file (a device, FIFO or socket)")
         raise ValueError(f"cannot load PPO model '{text}': {reason}")
-    return path
+    return Path(model)
 
 
 def saved_policy_module(path: str | os.PathLike) -> str | None:
@@ -86,7 +89,7 @@ def saved_policy_module(path: str | os.PathLike) -> str | None:
     """
     try:
         with _open_archive(path) as archive:
-            data = json.loads(_read_member(archive, "data"))
+            data = json.loads(read_member(archive, "data"))
         module = data["policy_class"]["__module__"]
     except (OSError, KeyError, TypeError, ValueError, RecursionError, zipfile.BadZipFile):
         return None
@@ -122,48 +125,14 @@ ACTIVATIONS = {f"<class 'torch.nn.modules.activation.{name}'>": name for name in
 _ODDS_KWARGS = ("rules", "chase_inputs", "keep_head", "bonus_odds")
 
 
-class _Refused(ValueError):
-    """Why a model file is not loaded (the reason alone: the caller names the file)."""
-
-
 def _open_archive(path: str | os.PathLike) -> zipfile.ZipFile:
     """The model's zip, once its central directory says it expands to at most :data:`MAX_MODEL_BYTES` in at most
-    :data:`MAX_MODEL_MEMBERS` members, its ``data`` to at most :data:`MAX_MODEL_DATA_BYTES` (nothing is
-    decompressed to find out).
+    :data:`MAX_MODEL_MEMBERS` members, its ``data`` to at most :data:`MAX_MODEL_DATA_BYTES` (:func:`open_zip`).
     """
-    archive = zipfile.ZipFile(path)
-    try:
-        members = archive.infolist()
-        total = sum(member.file_size for member in members)
-        if len(members) > MAX_MODEL_MEMBERS:
-            raise _Refused(f"it has {len(members)} members (a model has at most {MAX_MODEL_MEMBERS})")
-        if total > MAX_MODEL_BYTES:
-            raise _Refused(
-                f"it expands to {total} bytes, more than a model may ({MAX_MODEL_BYTES} bytes, MAX_MODEL_BYTES)"
-            )
-        data = sum(member.file_size for member in members if member.filename == "data")
-        if data > MAX_MODEL_DATA_BYTES:
-            raise _Refused(
-                f"its 'data' takes {data} bytes, more than a model's settings may "
-                f"({MAX_MODEL_DATA_BYTES} bytes, MAX_MODEL_DATA_BYTES)"
-            )
-    except BaseException:
-        archive.close()
-        raise
-    return archive
-
-
-def _read_member(archive: zipfile.ZipFile, name: str) -> bytes:
-    """A member's bytes, never more than its declared size (which :func:`_open_archive` bounded)."""
-    try:
-        info = archive.getinfo(name)
-    except KeyError:
-        raise _Refused(f"it has no {name!r} (not an SB3 model file)") from None
-    with archive.open(info) as member:
-        content = member.read(info.file_size + 1)
-    if len(content) != info.file_size:
-        raise _Refused(f"its {name!r} is not the size the zip declares")
-    return content
+    settings = {"data": (MAX_MODEL_DATA_BYTES, "a model's settings")}
+    return open_zip(
+        path, what="a model", max_bytes=MAX_MODEL_BYTES, max_members=MAX_MODEL_MEMBERS, member_bytes=settings
+    )
 
 
 def _literal(value: Any, what: str, limit: int = 10_000) -> Any:
@@ -171,11 +140,11 @@ def _literal(value: Any, what: str, limit: int = 10_000) -> Any:
     if not isinstance(value, str):
         return value
     if len(value) > limit:
-        raise _Refused(f"its {what} is too long")
+        raise Refused(f"its {what} is too long")
     try:
         return ast.literal_eval(value)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise _Refused(f"its {what} {value[:80]!r} is not a literal") from None
+        raise Refused(f"its {what} {value[:80]!r} is not a literal") from None
 
 
 def _is_int(value: Any, low: int, high: int) -> bool:
@@ -188,11 +157,11 @@ def _class_reference(entry: Any) -> tuple[str, str]:
     """
     serialized = entry.get(":serialized:") if isinstance(entry, dict) else None
     if not isinstance(serialized, str) or len(serialized) > 1000:
-        raise _Refused("its policy_class is not a class reference")
+        raise Refused("its policy_class is not a class reference")
     try:
         ops = list(pickletools.genops(base64.b64decode(serialized, validate=True)))
     except Exception:  # noqa: BLE001 - any malformed pickle: not a class reference
-        raise _Refused("its policy_class is not a class reference") from None
+        raise Refused("its policy_class is not a class reference") from None
     names = [op.name for op, _, _ in ops]
     strings = [arg for op, arg, _ in ops if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE")]
     allowed = {"PROTO", "FRAME", "MEMOIZE", "SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "STACK_GLOBAL", "STOP"}
@@ -201,7 +170,7 @@ def _class_reference(entry: Any) -> tuple[str, str]:
     if set(names) <= {"PROTO", "FRAME", "MEMOIZE", "GLOBAL", "BINPUT", "PUT", "STOP"} and names.count("GLOBAL") == 1:
         module, _, name = next(arg for op, arg, _ in ops if op.name == "GLOBAL").partition(" ")
         return module, name
-    raise _Refused("its policy_class is not a bare class reference (the pickle does more than name a class)")
+    raise Refused("its policy_class is not a bare class reference (the pickle does more than name a class)")
 
 
 def _net_arch(value: Any) -> dict[str, list[int]]:
@@ -209,11 +178,11 @@ def _net_arch(value: Any) -> dict[str, list[int]]:
     if isinstance(arch, list):
         arch = {"pi": arch, "vf": arch}
     if not isinstance(arch, dict) or set(arch) != {"pi", "vf"}:
-        raise _Refused(f"its net_arch {arch!r} is not a list of layer widths or {{'pi': [...], 'vf': [...]}}")
+        raise Refused(f"its net_arch {arch!r} is not a list of layer widths or {{'pi': [...], 'vf': [...]}}")
     for layers in arch.values():
         ok = isinstance(layers, list) and 1 <= len(layers) <= MAX_LAYERS
         if not ok or not all(_is_int(width, 1, MAX_LAYER_WIDTH) for width in layers):
-            raise _Refused(f"its net_arch {arch!r} is not {MAX_LAYERS} layers at most of 1..{MAX_LAYER_WIDTH} units")
+            raise Refused(f"its net_arch {arch!r} is not {MAX_LAYERS} layers at most of 1..{MAX_LAYER_WIDTH} units")
     return {"pi": list(arch["pi"]), "vf": list(arch["vf"])}
 
 
@@ -261,19 +230,19 @@ class SavedModel:
 
 
 def _read_saved_model(archive: zipfile.ZipFile) -> SavedModel:
-    """What a model file's ``data`` says, each part checked (:class:`_Refused` names the first that does not pass)."""
+    """What a model file's ``data`` says, each part checked (:class:`Refused` names the first that does not pass)."""
     try:
-        data = json.loads(_read_member(archive, "data"))
+        data = json.loads(read_member(archive, "data"))
     except (ValueError, RecursionError):
-        raise _Refused("its 'data' is not JSON (not an SB3 model file)") from None
+        raise Refused("its 'data' is not JSON (not an SB3 model file)") from None
     if not isinstance(data, dict) or "policy_class" not in data:
-        raise _Refused("its 'data' names no policy_class (not an SB3 model file)")
+        raise Refused("its 'data' names no policy_class (not an SB3 model file)")
     policy = _read_policy_class(data["policy_class"])
     net_arch, activation, odds = _read_policy_kwargs(data.get("policy_kwargs", {}), policy)
     shape, n = _read_spaces(data.get("observation_space"), data.get("action_space"))
     steps, seed = data.get("num_timesteps", 0), data.get("seed")
     if not _is_int(steps, 0, 2**62) or not (seed is None or _is_int(seed, -(2**63), 2**64)):
-        raise _Refused("its num_timesteps or seed is not an integer")
+        raise Refused("its num_timesteps or seed is not an integer")
 
     saved = SavedModel(policy, net_arch, activation, odds, shape[0], n, steps, seed)
     # What the network will take, before it is built (the file's size bound says what it may hold).
@@ -284,7 +253,7 @@ def _read_saved_model(archive: zipfile.ZipFile) -> SavedModel:
         for layers, outputs in ((arch["pi"], n + 64), (arch["vf"], 1))
     )
     if 4 * size > MAX_MODEL_BYTES:
-        raise _Refused(f"its network of about {size} parameters is larger than a model may be (MAX_MODEL_BYTES)")
+        raise Refused(f"its network of about {size} parameters is larger than a model may be (MAX_MODEL_BYTES)")
     return saved
 
 
@@ -293,7 +262,7 @@ def _read_policy_class(policy_class: Any) -> str:
     reference = _class_reference(policy_class)
     readable_module = policy_class.get("__module__")
     if reference not in POLICY_CLASSES or readable_module not in (None, reference[0]):
-        raise _Refused(
+        raise Refused(
             f"its policy class {'.'.join(reference)} is not one this loader builds "
             f"({', '.join(sorted({name for name in POLICY_CLASSES.values()}))}); "
             "a file you trust loads with load_model(path, trust=True)"
@@ -306,14 +275,14 @@ def _read_policy_kwargs(kwargs: Any, policy: str) -> tuple[Any, str | None, dict
     """A file's ``policy_kwargs``: its ``net_arch``, activation and odds options, each one this loader builds."""
     if isinstance(kwargs, dict) and ":type:" in kwargs:
         if kwargs[":type:"] != "<class 'dict'>":
-            raise _Refused("its policy_kwargs is not a dict")
+            raise Refused("its policy_kwargs is not a dict")
         kwargs = {key: value for key, value in kwargs.items() if key not in (":type:", ":serialized:")}
     if not isinstance(kwargs, dict):
-        raise _Refused("its policy_kwargs is not a dict")
+        raise Refused("its policy_kwargs is not a dict")
     allowed = {"net_arch", "activation_fn", *(_ODDS_KWARGS if policy == "OddsPolicy" else ())}
     unknown = sorted(set(kwargs) - allowed)
     if unknown:
-        raise _Refused(
+        raise Refused(
             f"its policy_kwargs has {', '.join(unknown)} (this loader takes only {', '.join(sorted(allowed))})"
         )
     net_arch = _net_arch(kwargs["net_arch"]) if "net_arch" in kwargs else None
@@ -321,7 +290,7 @@ def _read_policy_kwargs(kwargs: Any, policy: str) -> tuple[Any, str | None, dict
     if "activation_fn" in kwargs:
         activation = ACTIVATIONS.get(kwargs["activation_fn"]) if isinstance(kwargs["activation_fn"], str) else None
         if activation is None:
-            raise _Refused(
+            raise Refused(
                 f"its activation {str(kwargs['activation_fn'])[:80]!r} is not one this loader builds "
                 f"({', '.join(ACTIVATIONS.values())})"
             )
@@ -329,13 +298,13 @@ def _read_policy_kwargs(kwargs: Any, policy: str) -> tuple[Any, str | None, dict
     if policy == "OddsPolicy":
         rules = kwargs.get("rules", "standard")
         if not isinstance(rules, str) or rules not in R.PRESETS:
-            raise _Refused(f"its rules {str(rules)[:80]!r} are not a preset ({', '.join(R.PRESETS)})")
+            raise Refused(f"its rules {str(rules)[:80]!r} are not a preset ({', '.join(R.PRESETS)})")
         odds["rules"] = rules
         for key in ("chase_inputs", "keep_head", "bonus_odds"):
             # bonus_odds came later: a file without it was trained without the bonus odds
             value = _literal(kwargs.get(key, key != "bonus_odds"), f"policy_kwargs {key}")
             if not isinstance(value, bool):
-                raise _Refused(f"its {key} {value!r} is not True or False")
+                raise Refused(f"its {key} {value!r} is not True or False")
             odds[key] = value
     return net_arch, activation, odds
 
@@ -343,17 +312,17 @@ def _read_policy_kwargs(kwargs: Any, policy: str) -> tuple[Any, str | None, dict
 def _read_spaces(obs: Any, actions: Any) -> tuple[list, int]:
     """A file's observation space (a float32 ``Box`` of one size) and action space (``Discrete(n)``)."""
     if not isinstance(obs, dict) or obs.get(":type:") != "<class 'gymnasium.spaces.box.Box'>":
-        raise _Refused("its observation space is not a Box")
+        raise Refused("its observation space is not a Box")
     shape = _literal(obs.get("_shape"), "observation shape")
     if not (isinstance(shape, (list, tuple)) and len(shape) == 1 and _is_int(shape[0], 1, MAX_OBSERVATION_SIZE)):
-        raise _Refused(f"its observation shape {shape!r} is not one size of 1..{MAX_OBSERVATION_SIZE}")
+        raise Refused(f"its observation shape {shape!r} is not one size of 1..{MAX_OBSERVATION_SIZE}")
     if obs.get("dtype") != "float32":
-        raise _Refused(f"its observations are {str(obs.get('dtype'))[:40]!r}, not float32")
+        raise Refused(f"its observations are {str(obs.get('dtype'))[:40]!r}, not float32")
     if not isinstance(actions, dict) or actions.get(":type:") != "<class 'gymnasium.spaces.discrete.Discrete'>":
-        raise _Refused("its action space is not Discrete")
+        raise Refused("its action space is not Discrete")
     n, start = _literal(actions.get("n"), "action count"), _literal(actions.get("start", 0), "action start")
     if not _is_int(n, 1, MAX_ACTIONS) or start != 0:
-        raise _Refused(f"its action space is not Discrete(n) for n in 1..{MAX_ACTIONS}")
+        raise Refused(f"its action space is not Discrete(n) for n in 1..{MAX_ACTIONS}")
     return shape, n
 
 
@@ -361,14 +330,14 @@ def _state_dict(archive: zipfile.ZipFile, name: str, device: Any) -> dict:
     """A member saved with ``torch.save``, loaded with ``weights_only`` (tensors and plain containers only)."""
     import torch
 
-    content = _read_member(archive, name)
+    content = read_member(archive, name)
     try:
         state = torch.load(io.BytesIO(content), map_location=device, weights_only=True)
     except Exception as error:  # noqa: BLE001 - anything torch's restricted unpickler refuses, or corrupt data
         detail = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise _Refused(f"its {name!r} is not plain tensors ({detail[:200]})") from None
+        raise Refused(f"its {name!r} is not plain tensors ({detail[:200]})") from None
     if not isinstance(state, dict):
-        raise _Refused(f"its {name!r} is not a state dict")
+        raise Refused(f"its {name!r} is not a state dict")
     return state
 
 
@@ -389,9 +358,9 @@ def _safely(path: str | os.PathLike, read, label: str | None = None):
     try:
         with _open_archive(path) as archive:
             return read(archive)
-    except _Refused as error:
+    except Refused as error:
         raise ValueError(f"cannot load PPO model '{label}': {error}") from None
-    except (OSError, EOFError, zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError) as error:
+    except READ_ERRORS as error:
         detail = " ".join(str(error).split()) or type(error).__name__
         raise ValueError(f"cannot load PPO model '{label}': not a MaskablePPO model ({detail[:200]})") from None
 
@@ -423,7 +392,7 @@ def build_model(
         if env is not None:
             shape, n = env.observation_space.shape, getattr(env.action_space, "n", None)
             if tuple(shape or ()) != (saved.observation_size,) or n != saved.num_actions:
-                raise _Refused(
+                raise Refused(
                     f"it was trained on observation space {observation_space} and action space {action_space}, "
                     f"the env has {env.observation_space} and {env.action_space}"
                 )
@@ -447,7 +416,7 @@ def build_model(
                 model.policy.optimizer.load_state_dict(optimizer_state)
         except (RuntimeError, ValueError, KeyError, TypeError) as error:
             detail = " ".join(str(error).split())
-            raise _Refused(f"its parameters do not fit the network it names ({detail[:200]})") from None
+            raise Refused(f"its parameters do not fit the network it names ({detail[:200]})") from None
         model.num_timesteps = saved.num_timesteps
         return model
 

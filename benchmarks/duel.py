@@ -4,23 +4,25 @@
     python benchmarks/duel.py --rules standard --opponent optimal --deals 100000
     python benchmarks/duel.py --rules standard --evaluate --deals 100000
 
-Builds the solution if it is not on disk yet (``python -m yacht_env.duel build`` does the same with nothing else),
-then prints: the build's time on this machine (recorded in the solution's manifest), its peak memory (the build's
-process and its largest worker process, each counting the pages of the memory-mapped level files it touched; the sum
-of the process's and ``workers`` times the worker's bounds the whole) and the size of its files; the exact win rates
-of the solution's player against its opponent in each seat (the equilibrium: ``V*`` and ``1 - V*``); and ``--deals``
-deals of simulated games against the ``optimal`` agent, each deal played in both seats on the same two dice streams
-(``2 * deals`` games), with each seat's win rate (ties half), its 95% CI, whether the exact value lies in it (the
-best response; the equilibrium where its exact evaluation against the solver is built, ``python -m yacht_env.duel
-evaluate``, or with ``--evaluate``, which builds it), and the games per second. With ``--float32`` (a build that
-kept its float32 files) it also measures what the uint16 storage loses: the largest difference of a stored value,
-and the same deals played from the float32 values.
+Reads a built solution: a missing one is one line naming the command that builds it (``python -m yacht_env.duel
+build``) and exit status 2, unless ``--build`` asks for the build here (for ``standard`` 29 minutes on 2 cores and
+2.5 GB). Then it prints: the build's time on this machine (recorded in the solution's manifest), its peak memory
+(the build's process and its largest worker process, each counting the pages of the memory-mapped level files it
+touched; the sum of the process's and ``workers`` times the worker's bounds the whole) and the size of its files; the
+exact win rates of the solution's player against its opponent in each seat (the equilibrium: ``V*`` and ``1 - V*``);
+and ``--deals`` deals of simulated games against the ``optimal`` agent, each deal played in both seats on the same two
+dice streams (``2 * deals`` games: :func:`yacht_lab.yardstick.seat_games`, as ``benchmarks/two_players.py`` plays any
+agent), with each seat's win rate (ties half), its 95% CI, whether the exact value lies in it (the best response; the
+equilibrium where its exact evaluation against the solver is built, ``python -m yacht_env.duel evaluate``, or with
+``--evaluate``, which builds it), and the games per second. With ``--float32`` (a build that kept its float32 files)
+it also measures what the uint16 storage loses: the largest difference of a stored value, and the same deals played
+from the float32 values.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 import time
 
 import numpy as np
@@ -29,48 +31,22 @@ from yacht_agents.duel import DuelAgent
 from yacht_agents.optimal import OptimalAgent
 from yacht_env import duel
 from yacht_env import rules as R
-from yacht_env.game import game_streams
-from yacht_lab.head_to_head import play_tables
+from yacht_lab.cli import OneLineParser, number
+from yacht_lab.yardstick import check_built, seat_games
+
+PROG = "duel.py"
 
 
-def seat_games(agent, opponent, rules: R.Rules, deals: int, seed: int, batch: int = 4096) -> dict:
-    """``agent`` against ``opponent`` on ``deals`` deals, each in both seats on the same dice: per-seat results."""
-    wins = np.zeros((2, deals))
-    start = time.perf_counter()
-    for first in range(0, deals, batch):
-        count = min(batch, deals - first)
-        dice = game_streams(seed, range(2 * first, 2 * (first + count)), rules).reshape(count, 2, *rules.stream_shape)
-        for seat in (0, 1):
-            agent_at = np.tile([0, 1] if seat == 0 else [1, 0], (count, 1))
-            totals = play_tables([agent, opponent], dice, agent_at, rules)
-            mine, theirs = totals[:, seat], totals[:, 1 - seat]
-            wins[seat, first : first + count] = (mine > theirs) + 0.5 * (mine == theirs)
-    seconds = time.perf_counter() - start
-    mean, se = wins.mean(axis=1), wins.std(axis=1, ddof=1) / np.sqrt(deals)
-    both = wins.mean(axis=0)
-    return {
-        "seat_win_rates": mean.tolist(),
-        "seat_ci95": [[m - 1.96 * s, m + 1.96 * s] for m, s in zip(mean, se, strict=True)],
-        "mean_win_rate": float(both.mean()),
-        "mean_ci95": [
-            float(both.mean() - 1.96 * both.std(ddof=1) / np.sqrt(deals)),
-            float(both.mean() + 1.96 * both.std(ddof=1) / np.sqrt(deals)),
-        ],
-        "games": 2 * deals,
-        "games_per_second": 2 * deals / seconds,
-        "seconds": seconds,
-        "wins": wins,
-    }
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--rules", default="standard")
     parser.add_argument(
         "--opponent", default=None, choices=["optimal"], help="the best response to it (default: the equilibrium)"
     )
-    parser.add_argument("--deals", type=int, default=2000, help="deals against optimal, each played in both seats")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--deals", type=number(int, 0), default=2000, help="deals against optimal, each played in both seats"
+    )
+    parser.add_argument("--seed", type=number(int, 0), default=0)
     parser.add_argument("--cache-dir", default=None)
     parser.add_argument(
         "--float32", action="store_true", help="also play from the kept float32 files (the storage's loss)"
@@ -78,11 +54,20 @@ def main() -> None:
     parser.add_argument(
         "--evaluate", action="store_true", help="build the equilibrium's exact evaluation against optimal if missing"
     )
+    parser.add_argument(
+        "--build", action="store_true", help="build the solution if it is missing (for standard: 29 minutes, 2.5 GB)"
+    )
     parser.add_argument("--json", help="write the figures here")
-    args = parser.parse_args()
-    rules = R.get_rules(args.rules)
+    args = parser.parse_args(argv)
     start = time.perf_counter()
-    solution = duel.solve(rules, args.opponent, cache_dir=args.cache_dir, progress=True)
+    try:
+        rules = R.get_rules(args.rules)
+        if not args.build:
+            check_built(rules, args.opponent, args.cache_dir)
+        solution = duel.solve(rules, args.opponent, cache_dir=args.cache_dir, progress=True)
+    except ValueError as error:
+        print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
     manifest = duel.read_manifest(solution.folder)
     files = [p for p in solution.folder.iterdir() if p.is_file()]
     compact = sum(p.stat().st_size for p in files if p.name.endswith(".u16.npy"))
@@ -131,8 +116,8 @@ def main() -> None:
             )
     if args.deals:
         agent = DuelAgent(rules, args.opponent, name=name, cache_dir=args.cache_dir)
-        played = seat_games(agent, OptimalAgent(rules), rules, args.deals, args.seed)
-        wins = played.pop("wins")
+        games = seat_games(agent, OptimalAgent(rules), rules, args.deals, args.seed)
+        played = {**games.summary(), "games_per_second": games.games_per_second, "seconds": games.seconds}
         report["against_optimal"] = played
         for seat in (0, 1):
             low, high = played["seat_ci95"][seat]
@@ -155,17 +140,17 @@ def main() -> None:
             exact_agent = DuelAgent(rules, args.opponent, name=name, cache_dir=args.cache_dir)
             exact_agent.solution = exact
             other = seat_games(exact_agent, OptimalAgent(rules), rules, args.deals, args.seed)
-            paired = wins.mean(axis=0) - other.pop("wins").mean(axis=0)
+            paired = games.wins.mean(axis=0) - other.wins.mean(axis=0)
             report["storage"] = {
                 "largest_value_difference": largest,
-                "float32_mean_win_rate": other["mean_win_rate"],
+                "float32_mean_win_rate": other.win_rate()[0],
                 "uint16_minus_float32": float(paired.mean()),
                 "uint16_minus_float32_se": float(paired.std(ddof=1) / np.sqrt(args.deals)),
                 "deals_that_differ": int((paired != 0).sum()),
             }
             print(
                 f"uint16 storage: largest difference of a stored value {largest:.2e}; from float32 values "
-                f"{other['mean_win_rate']:.5f} on the same deals ({int((paired != 0).sum())} of {args.deals} deals end "
+                f"{other.win_rate()[0]:.5f} on the same deals ({int((paired != 0).sum())} of {args.deals} deals end "
                 f"otherwise; uint16 - float32 = {paired.mean():+.6f} "
                 f"+- {1.96 * paired.std(ddof=1) / np.sqrt(args.deals):.6f})"
             )
@@ -173,7 +158,8 @@ def main() -> None:
         with open(args.json, "w") as file:
             json.dump(report, file, indent=1)
             file.write("\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

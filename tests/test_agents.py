@@ -114,6 +114,15 @@ def test_act_rejects_a_state_without_legal_actions():
         make_agent("random", seed=0).act(obs, masks)
 
 
+@pytest.mark.parametrize("spec", ["random", "greedy", "optimal", "win", "ppo:standard"])
+def test_an_empty_batch_gives_no_actions(spec):
+    """A batch of no states (no game on turn) is answered as numpy answers an empty batch: with no actions (win and
+    PPO models once raised numpy's and torch's reshape errors)."""
+    agent = make_agent(spec, seed=0)
+    actions = agent.act(np.zeros((0, agent.observation_size), np.float32), np.zeros((0, 44), bool))
+    assert actions.shape == (0,) and actions.dtype == np.intp
+
+
 # --------------------------------------------------------------------------------------------------
 # random
 # --------------------------------------------------------------------------------------------------
@@ -252,6 +261,12 @@ def test_a_model_path_that_is_not_a_regular_file(tmp_path):
         message = f"^cannot load PPO model '{re.escape(path)}': it is not a regular file"
         with pytest.raises(ValueError, match=message):
             make_agent(f"ppo:{path}")
+
+
+@pytest.mark.parametrize("path", ["a" * 5000, "a/" * 3000 + "model.zip", "a" * 5000 + ".zip"])
+def test_a_path_too_long_to_look_up_is_a_value_error(path):
+    with pytest.raises(ValueError, match=r"^cannot load PPO model 'a.*': its path cannot be looked up \(File name"):
+        make_agent(f"ppo:{path}")
 
 
 def test_unknown_rules_is_a_value_error():

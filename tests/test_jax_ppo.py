@@ -132,3 +132,36 @@ def test_a_bad_jax_section_is_refused(tmp_path):
     done = run_script("train.py", "--config", str(config), "--output-dir", str(tmp_path / "runs"))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "jax.seeds" in done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_solo_network_widened_to_a_table_plays_exactly_as_before():
+    import jax
+    import jax.numpy as jnp
+
+    from yacht_agents.jax_policy import NetworkSpec, apply, init_params, odds_tables, table_params
+    from yacht_env.jax import YachtGame
+
+    game, solo_game = YachtGame("standard", 2), YachtGame("standard", 1)
+    spec = NetworkSpec("standard", solo_game.observation_size, 44, (32, 32))
+    odds, where = odds_tables(game.rules, spec.bonus_odds)
+    params = jax.tree.map(lambda x: x + 0.1, init_params(jax.random.key(3), spec, odds.chase.shape[-1]))
+    wide, wide_spec = table_params(params, spec, 2, game.observation_size)
+    assert wide_spec == spec._replace(obs_size=79, players=2) and wide["pi"][0]["w"].shape == (79 + 12, 32)
+    state, states = game.init(jax.random.key(0)), []
+    for key in jax.random.split(jax.random.key(1), 60):  # both seats, every part of a turn
+        states.append(state)
+        state = game.step(state, jnp.argmax(game.legal_action_mask(state)), key)[0]
+    states = jax.tree.map(lambda *x: jnp.stack(x), *states)
+    table_obs, masks = jax.vmap(game.observe)(states), jax.vmap(game.legal_action_mask)(states)
+    seat = states.current_player
+    solo_obs = jax.vmap(solo_game.observe_solo)(
+        *(x[jnp.arange(60), seat] for x in (states.roll, states.rolls_left, states.open_mask))
+    )
+    assert np.array_equal(table_obs[:, :64], solo_obs)
+    logits, values = apply(wide, wide_spec, odds, where, table_obs, masks)
+    solo_logits, _ = apply(params, spec, odds, where, solo_obs, masks)
+    # The same moves; the logits to float32 rounding (a wider matrix product sums in another order).
+    assert np.array_equal(logits.argmax(1), solo_logits.argmax(1)) and not np.any(values)
+    np.testing.assert_allclose(logits, solo_logits, rtol=1e-5)
+    with pytest.raises(ValueError, match="widens a solo network"):
+        table_params(wide, wide_spec, 2, 79)

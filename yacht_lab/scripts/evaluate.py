@@ -11,8 +11,9 @@ Usage:
     yacht-evaluate --players 2 --games 2000 --ratings           # and the agents' ratings with their intervals
 
 (``python -m yacht_lab evaluate`` and the repository's ``python evaluate.py`` are the same program.)
-Agent specs: ``random``, ``greedy``, ``optimal``, ``win``, ``win:P``, ``ppo:NAME`` (a shipped model:
-``standard``, ``classic``) or ``ppo:PATH`` (see :func:`yacht_agents.make_agent`). Without ``--agents``: random,
+Agent specs: ``random``, ``greedy``, ``optimal``, ``win``, ``win:P``, ``duel``, ``ppo:NAME`` (a shipped model:
+``standard``, ``classic``), ``ppo:PATH`` or ``jax:PATH`` (see :func:`yacht_agents.make_agent`; a model trained at
+a table plays in the head to head of its size). Without ``--agents``: random,
 greedy, optimal and, with the train extra installed, the shipped model of the rules (``ppo:standard``). Game ``g`` rolls
 the dice of ``game_streams(seed, [g])`` for every agent, so same arguments give the same JSON byte for byte.
 ``--plot`` writes the format its extension names: ``.png``, ``.pdf`` or ``.svg``. At most 10,000,000 games, and

@@ -14,7 +14,8 @@ chosen (a Yacht model on Yahtzee's sheet, the greedy rule off Yacht's sheet) is 
 takes every preset: Yacht's (``standard``, ``classic``, ``knizia``) and the family's (``yahtzee``,
 ``yahtzee_forced_joker``, ``yahtzee_no_joker``, ``yahtzee_no_bonus``, ``yatzy``, ``clubhouse``), whose sheets add
 the upper bonus row and, where the rules have one, the Yahtzee bonus row. Seat ``p`` rolls the dice of
-``game_streams(seed, range(P))[p]``, so with ``--seed`` the same inputs give the same transcript.
+``game_streams(seed, range(P))[p]``, so with ``--seed`` the same inputs give the same transcript. A ``jax:PATH``
+policy sits as a ``ppo:PATH`` model does; a model trained at a table sits at tables of its size.
 A person types ``keep 4 4 6`` (faces), ``k 245`` (positions under the dice), ``roll``, ``score full house`` /
 ``s fh`` / ``s 7`` (the number in the sheet), ``help``, ``quit``; anything else (superscript digits such as ``²``,
 a 5,000-digit number, bytes that are not text) is answered with one line and the game goes on. ``--hints``: the

@@ -165,6 +165,32 @@ def test_each_way_to_start_a_command_names_it_in_its_errors(name, tmp_path):
         assert done.stderr == f"{prog}: error: unrecognized arguments: --no-such-flag\n", prog
 
 
+def help_texts(parser) -> dict[str, str]:
+    """``--help`` of a parser and of each of its subcommands, by command line."""
+    texts = {"--help": parser.format_help()}
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        texts |= {f"{name} --help": sub.format_help() for name, sub in action.choices.items()}
+    return texts
+
+
+def test_no_help_text_shows_restructuredtext_markup(capsys):
+    # Each program's --help is plain text: its description is the module docstring's first paragraph, where Sphinx
+    # reads ``code``; the terminal would show the backticks.
+    import importlib
+
+    texts = {}
+    for name in COMMANDS:
+        with pytest.raises(SystemExit) as done:
+            importlib.import_module(f"yacht_lab.scripts.{name}").parse_args(["--help"])
+        assert done.value.code == 0
+        texts[f"yacht-{name} --help"] = capsys.readouterr().out
+    duel = importlib.import_module("yacht_env.duel.__main__")._parser()
+    texts |= {f"python -m yacht_env.duel {line}": text for line, text in help_texts(duel).items()}
+    assert len(texts) == len(COMMANDS) + 4 and all(len(text) > 200 for text in texts.values())
+    marked = {line: [row for row in text.splitlines() if "``" in row] for line, text in texts.items()}
+    assert {line: rows for line, rows in marked.items() if rows} == {}
+
+
 @pytest.mark.parametrize("args", [[], ["nope"], ["--train"]])
 def test_python_m_yacht_lab_without_a_command_is_one_line_exit_2(args):
     done = subprocess.run([sys.executable, "-m", "yacht_lab", *args], capture_output=True, text=True, timeout=60)

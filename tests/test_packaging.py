@@ -146,6 +146,35 @@ def test_the_console_commands_are_the_scripts_mains():
     assert scripts == {f"yacht-{name}": f"yacht_lab.scripts.{name}:main" for name in COMMANDS}
 
 
+# The lowest version of a dependency that the code needs, and why (docs/install.md): each was a floor the code did not
+# stand on. Checked in throwaway venvs at these versions (the jax extra: jax 0.6.2, optax 0.2.0, pgx 2.4.0, gymnax 1.0.0
+# pass the faces' checks and train a tiny run; the core: numpy 1.26.4, gymnasium 1.1.0, pettingzoo 1.24.3, rich 13.0.0).
+FLOORS = {
+    "gymnasium": ("1.1", "gymnasium.vector.AutoresetMode (yacht_env.versus) is new in 1.1"),
+    "gymnax": ("1.0", "YachtGymnax.step unpacks gymnax 1.0's six-value step; 0.0.9's has five"),
+    "stable-baselines3": ("2.6", "the first that accepts gymnasium 1.1 (2.4 and 2.5 require gymnasium < 1.1)"),
+    "sb3-contrib": ("2.6", "its stable-baselines3's"),
+    "pettingzoo": ("1.24.3", "1.24.0 to 1.24.2 fail 41 of test_multiplayer.py (agent_selection, MultiEpisodeEnv)"),
+}
+
+
+def test_the_lower_bounds_are_the_versions_the_code_needs():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    lines = project["dependencies"] + [line for extra in project["optional-dependencies"].values() for line in extra]
+    floors = {}
+    for requirement in map(Requirement, lines):
+        for spec in requirement.specifier:
+            if spec.operator == ">=":
+                floors.setdefault(requirement.name, set()).add(Version(spec.version))
+    for name, (needed, why) in FLOORS.items():
+        assert floors.get(name), f"{name}: no lower bound"
+        assert min(floors[name]) >= Version(needed), f"{name} >= {min(floors[name])}, but {why}"
+
+
 @pytest.mark.parametrize("name", COMMANDS)
 def test_each_way_to_start_a_command_names_it_in_its_errors(name, tmp_path):
     console = (

@@ -224,7 +224,7 @@ def test_the_jax_package_stands_on_the_rules_alone():
 def test_pgx_api_test_passes_but_for_its_list_of_pgx_games(monkeypatch):
     # pgx's own conformance test (pgx.api_test), run on YachtPgx: its batched half as it is; its single-game half
     # with the two lines no game outside pgx can pass widened (docs/jax.md says why): the id must be one of pgx's own
-    # (its EnvId literal), and pgx 2.6 draws a random action along axis 1 of one game's mask, which fails on pgx's
+    # (its EnvId literal), and pgx 2.4-2.6 draw a random action along axis 1 of one game's mask, which fails on pgx's
     # own games too (tic_tac_toe): here along the last axis, as its batched half does.
     import typing
 

@@ -324,3 +324,65 @@ def test_env_pages_are_generated_from_the_docstrings():
     assert sorted(pages) == sorted((DOCS / "envs").glob("*.md"))
     stale = [str(path.relative_to(REPO)) for path, text in pages.items() if path.read_text() != text]
     assert not stale, f"stale env pages {stale}: run python docs/_scripts/gen_env_pages.py"
+
+
+def hidden_lines(text: str) -> list[int]:
+    """The 1-based numbers of the lines that MyST reads and the built page does not show, outside code fences.
+
+    A line whose first non-space character is ``%`` (a MyST comment: it also ends the paragraph it sits in; stricter
+    than MyST for a ``%`` that starts an indented code block, which is better rephrased anyway), the text after a
+    ``+++`` block break (metadata) and a front matter block (a page that opens with ``---``). A ``(label)=`` target
+    or a ``%`` inside a line are what they seem; an HTML comment is hidden on purpose (a note to the authors, a
+    docs-test mark), as in any Markdown.
+    """
+    lines = text.splitlines()
+    hidden, fence = [], None
+    if lines and lines[0].strip() == "---":
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), len(lines) - 1)
+        hidden = list(range(1, end + 2))
+    for number, line in enumerate(lines, 1):
+        if number in hidden:
+            continue
+        stripped = line.strip()
+        if fence:  # inside a ``` or ~~~ fence: shown as written, up to a closing run of the same character
+            fence = None if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence) else fence
+            continue
+        if opening := re.match(r"`{3,}|~{3,}", stripped):
+            fence = opening.group()
+        elif stripped.startswith("%") or (stripped.startswith("+++") and stripped.strip("+ ")):
+            hidden.append(number)
+    return hidden
+
+
+MYST_SAMPLES = [  # (a page, the lines MyST does not show)
+    ("A sentence, then\n% of the games\nwon.\n", [2]),
+    ("- an item\n\n    % of a list\n", [3]),
+    ("---\ntitle: a front matter\n---\nshown\n", [1, 2, 3]),
+    ('shown\n\n+++ {"a": 1}\n\nshown too\n', [3]),
+    ("```text\n% in a fence\n```\n~~~\n% here too\n~~~\n", []),
+    ("50 % of the games\n(a-label)=\n# A title\n", []),
+]
+
+
+@pytest.mark.parametrize("path", markdown_files(), ids=lambda path: str(path.relative_to(REPO)))
+def test_every_line_of_the_docs_shows_on_the_built_page(path):
+    """No sentence of a page vanishes in the MyST build (a line starting with ``%`` is a MyST comment)."""
+    hidden = hidden_lines(path.read_text())
+    lines = path.read_text().splitlines()
+    assert not hidden, "MyST hides: " + "; ".join(f"line {n}: {lines[n - 1]!r}" for n in hidden)
+
+
+@pytest.mark.parametrize(("page", "hidden"), MYST_SAMPLES)
+def test_the_hidden_lines_are_the_lines_myst_hides(page, hidden):
+    assert hidden_lines(page) == hidden
+    mdit = pytest.importorskip("myst_parser.parsers.mdit")
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+
+    parser = mdit.create_md_parser(MdParserConfig(enable_extensions={"colon_fence", "deflist"}), RendererHTML)
+    html = parser.render(page)
+    shown = re.sub(r"<!--.*?-->|<[^>]*>", " ", html, flags=re.S)
+    for number, line in enumerate(page.splitlines(), 1):
+        words = re.findall(r"[a-z]{2,}", line)
+        if words and not re.match(r"\s*(```|~~~)", line):  # a fence's own lines are markup
+            assert all(w in shown for w in words) != (number in hidden), (number, line, html)

@@ -620,6 +620,39 @@ def test_parallel_env_plays_whole_games_one_mover_a_step(num_players):
     assert (table.unwrapped._table.sheets >= 0).all()
 
 
+def test_pufferlib_takes_the_parallel_env_not_the_aec_env():
+    # What PufferLib's PettingZoo emulation (pufferlib.emulation.PettingZooPufferEnv) does with the env it is given,
+    # call for call (docs/multiplayer.md): PufferLib itself does not install beside this project's gymnasium.
+    from yacht_env.multiplayer import parallel_env
+
+    aec = aec_env(num_players=2)
+    assert aec.reset(seed=0) is None  # PettingZoo's AEC API: so PufferLib's `obs, info = env.reset(seed=seed)` fails
+    with pytest.raises(TypeError, match="cannot unpack non-iterable NoneType"):
+        obs, info = aec.reset(seed=0)
+
+    table = parallel_env(num_players=3)
+    single = table.possible_agents[0]
+    observation_space, action_space = table.observation_space(single), table.action_space(single)
+    action_space.seed(0)
+    observations, infos = table.reset(seed=0)
+    assert all(observation_space.contains(ob) for ob in observations.values())  # PufferLib's check_space
+    rng, steps = np.random.default_rng(0), 0
+    while True:
+        # One action per possible agent (a policy's batch), the agent on turn's legal; PufferLib drops the actions of
+        # agents no longer in env.agents and steps with the rest.
+        batch = np.array([action_space.sample() for _ in table.possible_agents])
+        for i, agent in enumerate(table.possible_agents):
+            if agent in observations and observations[agent]["action_mask"].any():
+                batch[i] = uniform(rng, observations[agent]["action_mask"])
+        actions = {agent: batch[i] for i, agent in enumerate(table.possible_agents) if agent in table.agents}
+        observations, rewards, dones, truncateds, infos = table.step(actions)
+        steps += 1
+        if all(dones.values()) or all(truncateds.values()) or not table.agents:  # PufferLib's `done`
+            break
+    assert not table.agents and all(dones.values()) and not any(truncateds.values())
+    assert (table.unwrapped._table.sheets >= 0).all() and steps >= 3 * 12  # every box of every sheet filled
+
+
 @pytest.mark.parametrize("wrapper", ["TerminateIllegalWrapper", "CaptureStdoutWrapper", "BaseWrapper"])
 def test_the_aec_env_passes_api_test_under_pettingzoos_common_wrappers(wrapper, capsys):
     from pettingzoo.utils import wrappers

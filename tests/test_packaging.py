@@ -146,6 +146,35 @@ def test_the_console_commands_are_the_scripts_mains():
     assert scripts == {f"yacht-{name}": f"yacht_lab.scripts.{name}:main" for name in COMMANDS}
 
 
+# The lowest version of a dependency that the code needs, and why (docs/install.md): each was a floor the code did not
+# stand on. Checked in throwaway venvs at these versions (the jax extra: jax 0.6.2, optax 0.2.0, pgx 2.4.0, gymnax 1.0.0
+# pass the faces' checks and train a tiny run; the core: numpy 1.26.4, gymnasium 1.1.0, pettingzoo 1.24.3, rich 13.0.0).
+FLOORS = {
+    "gymnasium": ("1.1", "gymnasium.vector.AutoresetMode (yacht_env.versus) is new in 1.1"),
+    "gymnax": ("1.0", "YachtGymnax.step unpacks gymnax 1.0's six-value step; 0.0.9's has five"),
+    "stable-baselines3": ("2.6", "the first that accepts gymnasium 1.1 (2.4 and 2.5 require gymnasium < 1.1)"),
+    "sb3-contrib": ("2.6", "its stable-baselines3's"),
+    "pettingzoo": ("1.24.3", "1.24.0 to 1.24.2 fail 41 of test_multiplayer.py (agent_selection, MultiEpisodeEnv)"),
+}
+
+
+def test_the_lower_bounds_are_the_versions_the_code_needs():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    lines = project["dependencies"] + [line for extra in project["optional-dependencies"].values() for line in extra]
+    floors = {}
+    for requirement in map(Requirement, lines):
+        for spec in requirement.specifier:
+            if spec.operator == ">=":
+                floors.setdefault(requirement.name, set()).add(Version(spec.version))
+    for name, (needed, why) in FLOORS.items():
+        assert floors.get(name), f"{name}: no lower bound"
+        assert min(floors[name]) >= Version(needed), f"{name} >= {min(floors[name])}, but {why}"
+
+
 @pytest.mark.parametrize("name", COMMANDS)
 def test_each_way_to_start_a_command_names_it_in_its_errors(name, tmp_path):
     console = (
@@ -163,6 +192,32 @@ def test_each_way_to_start_a_command_names_it_in_its_errors(name, tmp_path):
         done = subprocess.run([*command, "--no-such-flag"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert (done.returncode, done.stdout) == (2, ""), prog
         assert done.stderr == f"{prog}: error: unrecognized arguments: --no-such-flag\n", prog
+
+
+def help_texts(parser) -> dict[str, str]:
+    """``--help`` of a parser and of each of its subcommands, by command line."""
+    texts = {"--help": parser.format_help()}
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        texts |= {f"{name} --help": sub.format_help() for name, sub in action.choices.items()}
+    return texts
+
+
+def test_no_help_text_shows_restructuredtext_markup(capsys):
+    # Each program's --help is plain text: its description is the module docstring's first paragraph, where Sphinx
+    # reads ``code``; the terminal would show the backticks.
+    import importlib
+
+    texts = {}
+    for name in COMMANDS:
+        with pytest.raises(SystemExit) as done:
+            importlib.import_module(f"yacht_lab.scripts.{name}").parse_args(["--help"])
+        assert done.value.code == 0
+        texts[f"yacht-{name} --help"] = capsys.readouterr().out
+    duel = importlib.import_module("yacht_env.duel.__main__")._parser()
+    texts |= {f"python -m yacht_env.duel {line}": text for line, text in help_texts(duel).items()}
+    assert len(texts) == len(COMMANDS) + 4 and all(len(text) > 200 for text in texts.values())
+    marked = {line: [row for row in text.splitlines() if "``" in row] for line, text in texts.items()}
+    assert {line: rows for line, rows in marked.items() if rows} == {}
 
 
 @pytest.mark.parametrize("args", [[], ["nope"], ["--train"]])

@@ -28,6 +28,7 @@ from yacht_env import rules as R
 
 __all__ = [
     "FONT_SCALE",
+    "PIP_LAYOUTS",
     "WIDTH",
     "bonus_rows",
     "die_box",
@@ -234,8 +235,8 @@ _DIE_FACE = np.array([255, 255, 255], dtype=np.uint8)
 _DIE_EDGE = np.array([30, 30, 30], dtype=np.uint8)
 _PIP = np.array([20, 20, 20], dtype=np.uint8)
 
-# Pip centres of each face on a 3x3 grid (row, col in 0..2), the usual layouts.
-_PIP_LAYOUTS: dict[int, tuple[tuple[int, int], ...]] = {
+# Pip centres of each face on a 3x3 grid (row, col in 0..2), the usual layouts (the SVG picture draws them too).
+PIP_LAYOUTS: dict[int, tuple[tuple[int, int], ...]] = {
     1: ((1, 1),),
     2: ((0, 2), (2, 0)),
     3: ((0, 2), (1, 1), (2, 0)),
@@ -313,7 +314,7 @@ def _die_tile(face: int) -> np.ndarray:
     tile[dist <= radius] = _DIE_EDGE
     tile[dist <= radius - edge] = _DIE_FACE
     pip_radius = size * 0.1
-    for row, col in _PIP_LAYOUTS.get(face, ()):
+    for row, col in PIP_LAYOUTS.get(face, ()):
         py, px = size * (1 + row) / 4, size * (1 + col) / 4
         tile[np.hypot(yy - py, xx - px) <= pip_radius] = _PIP
     tile.flags.writeable = False

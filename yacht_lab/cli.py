@@ -1,10 +1,15 @@
-"""What train.py and evaluate.py share on the command line: one-line errors and checked numbers."""
+"""What the command-line programs share: one-line errors, checked numbers, and descriptions in plain text."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import re
+
+
+def description(doc: str) -> str:
+    """A module docstring's first paragraph as ``--help`` shows it: plain text, without reST's double backticks."""
+    return doc.split("\n\n")[0].replace("``", "")
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -1,4 +1,4 @@
-"""The two-player solve's command: ``python -m yacht_env.duel build --rules standard [--opponent optimal]``.
+"""The two-player solve's command: python -m yacht_env.duel build --rules standard [--opponent optimal].
 
 ``build`` builds a solution (or finishes a stopped build) with a progress line and prints its values; ``info``
 prints a finished solution's values and files; ``evaluate`` values the equilibrium exactly against a solo policy

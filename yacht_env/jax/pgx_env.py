@@ -29,6 +29,11 @@ others), zero before.
 * Finished game: ``legal_action_mask`` is all True; a step on a terminated state changes nothing and every reward is
   0.
 
+## Picture
+``state.to_svg()`` (what a notebook shows, through pgx's ``_repr_html_``) and ``state.save_svg(path)``: the dice of the
+player on turn and every player's sheet, a batch of tables in a grid (:mod:`yacht_env.jax.svg`). pgx's visualizer
+(``pgx.save_svg``, ``pgx.save_svg_animation``) draws only pgx's own games.
+
 ## Arguments
 ``rules`` (a preset name or :class:`~yacht_env.rules.Rules`), ``num_players`` (1..10, default 2), ``reward``
 (``"score"`` or ``"win"``).
@@ -39,20 +44,26 @@ others), zero before.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Literal
+
 import jax
 import jax.numpy as jnp
 import pgx.core
-from pgx._src.struct import dataclass
+from pgx._src.struct import dataclass, field
 
 from yacht_env import rules as R
 from yacht_env.jax.core import GameState, YachtGame
+from yacht_env.jax.svg import table_svg
 
 REWARDS = ("score", "win")
 
 
 @dataclass
 class State(pgx.core.State):
-    """pgx's state of a Yacht table: pgx's six fields and the step count, then the core's table (``_game``)."""
+    """pgx's state of a Yacht table: pgx's six fields and the step count, the core's table (``_game``), and the
+    preset (``_rules``, static: not an array) its picture needs.
+    """
 
     current_player: jax.Array
     observation: jax.Array
@@ -62,11 +73,30 @@ class State(pgx.core.State):
     legal_action_mask: jax.Array
     _step_count: jax.Array
     _game: GameState
+    _rules: R.Rules = field(pytree_node=False)
 
     @property
     def env_id(self) -> str:
         """Pgx's environment id."""
         return "yacht"
+
+    def to_svg(self, *, color_theme: Literal["light", "dark"] | None = None, scale: float | None = None) -> str:
+        """The table as SVG (:func:`yacht_env.jax.svg.table_svg`; a batch in a grid): what a notebook shows.
+
+        pgx's visualizer draws only pgx's own games, so this state draws itself, as pgx's MinAtar states do. The
+        defaults are pgx's (``pgx.set_visualization_config``).
+        """
+        from pgx._src.visualizer import global_config
+
+        theme = global_config.color_theme if color_theme is None else color_theme
+        scale = global_config.scale if scale is None else scale
+        return table_svg(self._rules, self._game, color_theme=theme, scale=scale)
+
+    def save_svg(
+        self, filename: str | Path, *, color_theme: Literal["light", "dark"] | None = None, scale: float | None = None
+    ) -> None:
+        """Writes :meth:`to_svg` to ``filename``."""
+        Path(filename).write_text(self.to_svg(color_theme=color_theme, scale=scale), encoding="utf-8")
 
 
 class YachtPgx(pgx.core.Env):
@@ -100,6 +130,7 @@ class YachtPgx(pgx.core.Env):
             legal_action_mask=self.game.legal_action_mask(game),
             _step_count=jnp.int32(0),
             _game=game,
+            _rules=self.rules,
         )
 
     def _step(self, state: State, action: jax.Array, key: jax.Array | None) -> State:

@@ -63,12 +63,12 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     from yacht_agents import AGENT_SPECS
     from yacht_agents.ppo import shipped_models
     from yacht_env.rules import PRESETS
-    from yacht_lab.cli import OneLineParser, number
+    from yacht_lab.cli import OneLineParser, description, number
     from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MAX_GAMES
     from yacht_lab.head_to_head import MAX_PLAYERS
     from yacht_lab.report import PLOT_FORMATS
 
-    parser = OneLineParser(prog=program_name(COMMAND, prog), description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog=program_name(COMMAND, prog), description=description(__doc__))
     parser.add_argument(
         "--agents",
         nargs="+",

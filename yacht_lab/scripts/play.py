@@ -46,10 +46,10 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     """The parsed command line (one error line and exit status 2 on bad input)."""
     from yacht_agents import AGENT_SPECS, parse_spec
     from yacht_env.rules import PRESETS
-    from yacht_lab.cli import OneLineParser, number
+    from yacht_lab.cli import OneLineParser, description, number
     from yacht_lab.table import HUMAN, MAX_SEATS
 
-    parser = OneLineParser(prog=program_name(COMMAND, prog), description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog=program_name(COMMAND, prog), description=description(__doc__))
     parser.add_argument(
         "--players",
         nargs="+",

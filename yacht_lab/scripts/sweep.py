@@ -61,9 +61,9 @@ def resolve_sweep(config: str | None) -> Path:
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None):
     """The parsed command line (one error line and exit status 2 on bad input)."""
-    from yacht_lab.cli import OneLineParser, number
+    from yacht_lab.cli import OneLineParser, description, number
 
-    parser = OneLineParser(prog=program_name(COMMAND, prog), description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog=program_name(COMMAND, prog), description=description(__doc__))
     parser.add_argument(
         "--config", help="the sweep file: a path, or the shipped name sweep (the default: configs/sweep.yaml)"
     )

@@ -33,9 +33,9 @@ COMMAND = "yacht-train"
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
     """The parsed command line (one error line and exit status 2 on bad input)."""
     from yacht_env.rules import PRESETS
-    from yacht_lab.cli import OneLineParser, number
+    from yacht_lab.cli import OneLineParser, description, number
 
-    parser = OneLineParser(prog=program_name(COMMAND, prog), description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog=program_name(COMMAND, prog), description=description(__doc__))
     parser.add_argument(
         "--config",
         help="YAML hyperparameters: a path, or a shipped config's name such as yahtzee or versus "

@@ -32,9 +32,9 @@ DEFAULT_MAX_UPLOAD_MB = 128
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
     """The parsed command line (one error line and exit status 2 on bad input)."""
-    from yacht_lab.cli import OneLineParser, number
+    from yacht_lab.cli import OneLineParser, description, number
 
-    parser = OneLineParser(prog=program_name(COMMAND, prog), description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog=program_name(COMMAND, prog), description=description(__doc__))
     parser.add_argument("--host", default=DEFAULT_HOST, help="the address to bind (default: %(default)s)")
     parser.add_argument(
         "--port", type=number(int, 0, high=65535), default=DEFAULT_PORT, help="the port (default: %(default)s)"

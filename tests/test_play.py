@@ -611,7 +611,7 @@ def test_bad_arguments_are_one_line(args, message, capsys):
 
 
 def test_bad_arguments_through_the_script():
-    done = run_script("play.py", "--players", *["human"] * 6)
+    done = run_script("play.py", "--players", *["human"] * 6, input="")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "play.py: error: argument --players: a table seats 1..5 players, got 6\n"
 
@@ -684,7 +684,7 @@ def test_the_readme_transcript_is_real_output():
         "--hints",
         "--delay",
         "0",
-        stdin="k 234\nk 5 5 5 6\ns 7\nq\n",
+        input="k 234\nk 5 5 5 6\ns 7\nq\n",
     )
     output = iter(done.stdout.splitlines())
     assert all(any(line == out for out in output) for line in kept)  # in order
@@ -693,10 +693,10 @@ def test_the_readme_transcript_is_real_output():
 
 def test_the_win_agent_takes_a_seat_sized_to_the_table():
     """``win`` at a 3-seat table is the win agent for 3 players (the table's view); ``win:2`` there is refused."""
-    done = run_script("play.py", "--players", "greedy", "win", "optimal", "--seed", "4", "--delay", "0")
+    done = run_script("play.py", "--players", "greedy", "win", "optimal", "--seed", "4", "--delay", "0", input="")
     assert done.returncode == 0, done.stderr
     assert "win: round 12" in done.stdout and "win: scores" in done.stdout
-    wrong = run_script("play.py", "--players", "human", "win:2", "optimal", "--seed", "4", "--delay", "0")
+    wrong = run_script("play.py", "--players", "human", "win:2", "optimal", "--seed", "4", "--delay", "0", input="")
     assert wrong.returncode == 2
     assert wrong.stderr.strip().splitlines() == ["play.py: error: agent 'win:2' acts at a table of 2 players, not 3"]
 
@@ -947,7 +947,7 @@ def test_script_plays_yatzy():
     done = run_script(
         "play.py",
         "--rules", "yatzy", "--players", "human", "--seed", "5", "--delay", "0",
-        stdin="".join(f"s {k}\n" for k in range(1, 16)),
+        input="".join(f"s {k}\n" for k in range(1, 16)),
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (0, "")
     lines = done.stdout.splitlines()
@@ -1036,7 +1036,7 @@ def test_the_docs_yahtzee_sheet_is_real_output():
         "3",
         "--delay",
         "0",
-        stdin="s ls\ns 1\nq\n",
+        input="s ls\ns 1\nq\n",
     )
     lines = done.stdout.splitlines()
     at = lines.index(shown[0])

@@ -1,8 +1,10 @@
-"""The observation encoder shared by :class:`~yacht_env.YachtEnv` and the vector env.
+"""The observation encoders: :class:`ObservationEncoder` (one game: :class:`~yacht_env.YachtEnv` and the vector
+env) and :class:`MultiplayerEncoder` (a seat's view of a table: the PettingZoo and versus envs).
 
 Both envs build every observation with :meth:`ObservationEncoder.flat` or
 :meth:`ObservationEncoder.structured` on the rules core's state integers, scalar or batched, so their
-observations cannot drift apart.
+observations cannot drift apart. The values are gathered from :func:`yacht_env.rules.observation_tables`
+(pure numpy), the float32 tables the JAX core gathers from too.
 
 Flat layout for Yacht's 12 categories (``float32``, 64 values, every value in ``[0, 1]``); a preset with
 ``C`` categories has ``40 + 2 * C`` values in the same order (:func:`flat_layout`):
@@ -39,8 +41,9 @@ Structured (``observation_type="dict"``): ``{"dice": int8 (5,) sorted values 1..
 "rolls_left": int in 0..2, "open_categories": int8 (C,) 0/1}``, plus ``"upper"`` (int, the capped subtotal)
 and ``"armed"`` (int 0/1) where the preset has them.
 
-:meth:`ObservationEncoder.decode` reads a flat observation back into its state; it is part of the
-encoder's contract (``decode(flat(s)) == s``), so the layout's indices are known only to this module.
+:meth:`ObservationEncoder.decode` reads a flat observation back into its state, and
+:meth:`MultiplayerEncoder.decode` a table view into a :class:`TableView`; they are part of the encoders' contract
+(``decode(flat(s)) == s``), so no agent reads the layout's indices.
 """
 
 from __future__ import annotations
@@ -381,6 +384,9 @@ class MultiplayerEncoder:
     ``max_total`` is the preset's largest possible total (:attr:`~yacht_env.rules.Rules.max_total`: 297 for
     ``standard``, 1575 for ``yahtzee``). Turns left are the open fractions (own: the ``open_fraction`` part;
     an opponent's: its open bits).
+
+    The totals and the margin are the float32 nearest to their exact quotients, one table or a batch alike;
+    :meth:`decode` reads a view back into a :class:`TableView`.
 
     Attributes:
         size: The observation's length, ``S + (P - 1)(C + 1) + 2`` (79 for Yacht with 2 players).

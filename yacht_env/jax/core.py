@@ -71,7 +71,7 @@ class YachtGame:
     Attributes:
         rules, num_players, num_actions, num_categories: The game's sizes.
         observation_size: :meth:`observe`'s length: ``Yacht-v0``'s flat observation for one player
-            (:func:`yacht_env.encoding.flat_layout`), ``MultiplayerEncoder``'s table view for two or more.
+            (:func:`yacht_env.rules.flat_layout`), ``MultiplayerEncoder``'s table view for two or more.
         tables: The device arrays the functions read (:class:`~yacht_env.jax.tables.Tables`).
 
     Raises:

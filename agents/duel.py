@@ -59,18 +59,17 @@ class DuelAgent(Agent):
         super().__init__(name, rules)
         self.solution = duel.solve(rules, opponent, precision=precision, cache_dir=cache_dir, build_missing=False)
         self.view = MultiplayerEncoder(self.rules, 2)
-        self._bits = 1 << np.arange(self.rules.num_categories)
 
     def read(self, observations: np.ndarray) -> tuple[np.ndarray, ...]:
         """``(mover, other, lead, roll, rolls_left)`` ``(N,)`` of table observations ``(N, size)``."""
-        view, c = self.view, self.rules.num_categories
-        solo = view.solo.size
-        roll, rolls_left, open_mask = self.encoder.decode(observations[:, :solo])[:3]
-        other_part = observations[:, solo : solo + view.opponent_size]
-        other = (other_part[:, :c] > 0.5) @ self._bits
-        other_total = np.rint(other_part[:, c] * view.max_total).astype(np.int64)
-        total = np.rint(observations[:, solo + view.opponent_size] * view.max_total).astype(np.int64)
-        return open_mask, other, total - other_total, roll, rolls_left
+        view = self.view.decode(observations)
+        return (
+            view.open_mask,
+            view.opponent_open[:, 0],
+            view.total - view.opponent_total[:, 0],
+            view.roll,
+            view.rolls_left,
+        )
 
     def win_probabilities(self, observations: np.ndarray) -> np.ndarray:
         """``(N, num_actions)``: each action's exact chance to win (ties half), ``-inf`` where illegal."""

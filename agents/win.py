@@ -374,14 +374,8 @@ class WinAgent(Agent):
             ``(roll, rolls_left, open_mask, total, opponent_open, opponent_total)``: ``(N,)`` intp each for the
             agent's own game, ``(N, P - 1)`` intp for the opponents in seat order after it.
         """
-        view, c, p = self.view, self.rules.num_categories, self.table_players
-        solo = view.solo.size
-        roll, rolls_left, open_mask = self.encoder.decode(observations[:, :solo])[:3]
-        parts = observations[:, solo : solo + (p - 1) * view.opponent_size].reshape(len(observations), p - 1, -1)
-        opponent_open = (parts[..., :c] > 0.5) @ self._bits
-        opponent_total = np.rint(parts[..., c] * view.max_total).astype(np.intp)
-        total = np.rint(observations[:, solo + (p - 1) * view.opponent_size] * view.max_total).astype(np.intp)
-        return roll, rolls_left, open_mask, total, opponent_open, opponent_total
+        view = self.view.decode(observations)
+        return view.roll, view.rolls_left, view.open_mask, view.total, view.opponent_open, view.opponent_total
 
     def final_win_probability(self, opponent_open: np.ndarray, opponent_total: np.ndarray) -> np.ndarray:
         """``(N, width)``: the win probability (ties split) if the agent's final total is ``v = 0..width-1``.

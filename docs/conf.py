@@ -131,7 +131,7 @@ def reexports() -> dict[str, list[str]]:
 
 def resolve_reexports(app, env, node, contnode):
     """A Python reference left unresolved that names a re-exported object through its package
-    (``yacht_env.rules.Rules.max_total``, or ``Rules`` in a docstring of ``yacht_env.rules`` or of one of its
+    (``yacht_env.rules.Rules.num_actions``, or ``Rules`` in a docstring of ``yacht_env.rules`` or of one of its
     modules) resolves to where the object is documented."""
     if node.get("refdomain") != "py":
         return None

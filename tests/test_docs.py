@@ -47,8 +47,8 @@ from pathlib import Path
 
 import gymnasium
 import pytest
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 SKIP_MARK = re.compile(r"<!--\s*docs-test:\s*skip\b(.*?)-->")
 SLOW_MARK = re.compile(r"<!--\s*docs-test:\s*slow\s*-->")

@@ -10,10 +10,10 @@ import signal
 import stat
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO, run_script
 
 from yacht_agents import make_agent
 from yacht_env import rules as R
@@ -21,7 +21,6 @@ from yacht_env.solver import solve
 from yacht_lab.evaluation import MAX_GAMES, evaluate, format_report
 from yacht_lab.report import Z_95
 
-REPO = Path(__file__).resolve().parents[1]
 SUMMARY_KEYS = {
     "mean",
     "std",
@@ -38,17 +37,6 @@ SUMMARY_KEYS = {
 }
 TOP_KEYS = {"rules", "games", "seed", "optimal_expected_score", "agents", "paired_differences"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def run_script(*args: str, cwd: Path = REPO, umask: int = -1) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(REPO / "evaluate.py"), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        umask=umask,
-    )
 
 
 # Runs a script as ``python script.py ARGS`` would, but sends the process SIGINT while it imports MODULE.
@@ -200,7 +188,7 @@ def test_report_shows_every_statistic(library_run):
 def test_script_writes_the_report_json_and_plot(tmp_path):
     json_path, plot_path = tmp_path / "results.json", tmp_path / "scores.png"
     args = ["--agents", "random", "greedy", "optimal", "--games", "200", "--no-progress"]
-    done = run_script(*args, "--json", str(json_path), "--plot", str(plot_path))
+    done = run_script("evaluate.py", *args, "--json", str(json_path), "--plot", str(plot_path))
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert "paired differences" in done.stdout and f"wrote {json_path}" in done.stdout
@@ -229,7 +217,17 @@ def test_script_json_is_byte_identical_for_the_same_seed_and_differs_for_another
     for label, seed in (("a", "4"), ("b", "4"), ("c", "5")):
         path = tmp_path / f"{label}.json"
         done = run_script(
-            "--agents", "random", "greedy", "--games", "200", "--seed", seed, "--json", str(path), "--no-progress"
+            "evaluate.py",
+            "--agents",
+            "random",
+            "greedy",
+            "--games",
+            "200",
+            "--seed",
+            seed,
+            "--json",
+            str(path),
+            "--no-progress",
         )
         assert done.returncode == 0, done.stderr
         outputs[label] = path.read_bytes()
@@ -247,7 +245,7 @@ def test_script_runs_the_classic_rules_and_a_ppo_model(tmp_path):
     MaskablePPO("MlpPolicy", YachtSB3VecEnv(2), n_steps=32, batch_size=32, n_epochs=1, device="cpu").save(model)
     path = tmp_path / "classic.json"
     args = ["--rules", "classic", "--games", "100", "--json", str(path), "--no-progress"]
-    done = run_script("--agents", "greedy", f"ppo:{model}", *args)
+    done = run_script("evaluate.py", "--agents", "greedy", f"ppo:{model}", *args)
     assert done.returncode == 0, done.stderr
     report = json.loads(path.read_text())
     assert report["rules"] == "classic"
@@ -312,7 +310,7 @@ def test_bad_input_is_one_error_line_exit_2_and_no_output_file(tmp_path, case):
         if option not in args:
             args += [option, name if option == "--games" else str(tmp_path / name)]
     before = sorted(tmp_path.rglob("*"))
-    done = run_script(*args, "--no-progress")
+    done = run_script("evaluate.py", *args, "--no-progress")
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("evaluate.py: error: "), done.stderr
@@ -366,7 +364,9 @@ def test_bad_input_says_what_is_wrong(tmp_path, args, message):
         (tmp_path / "loop.json").symlink_to(tmp_path / "loop.json")
     (tmp_path / "read_only.json").write_text("{}")
     (tmp_path / "read_only.json").chmod(0o444)
-    done = run_script("--games", "5", "--no-progress", *(arg.replace("TMP", str(tmp_path)) for arg in args))
+    done = run_script(
+        "evaluate.py", "--games", "5", "--no-progress", *(arg.replace("TMP", str(tmp_path)) for arg in args)
+    )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"evaluate.py: error: {message.replace('TMP', str(tmp_path))}\n"
     assert (tmp_path / "read_only.json").read_text() == "{}"
@@ -377,7 +377,16 @@ def test_the_outputs_take_a_name_of_255_bytes(tmp_path):
     """The file system takes a 255-byte name: so do --json and --plot (their temporary names were longer)."""
     json_path, plot_path = tmp_path / ("j" * 250 + ".json"), tmp_path / ("p" * 251 + ".png")
     done = run_script(
-        "--agents", "greedy", "--games", "5", "--no-progress", "--json", str(json_path), "--plot", str(plot_path)
+        "evaluate.py",
+        "--agents",
+        "greedy",
+        "--games",
+        "5",
+        "--no-progress",
+        "--json",
+        str(json_path),
+        "--plot",
+        str(plot_path),
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(json_path.read_text())["agents"] and plot_path.read_bytes().startswith(PNG_MAGIC)
@@ -393,7 +402,7 @@ def test_the_plot_is_written_in_the_format_its_extension_names_through_a_symlink
     (tmp_path / "link.json").symlink_to("report.json")
     plot = tmp_path / f"scores.{fmt.upper()}"
     args = ["--agents", "greedy", "--games", "50", "--no-progress"]
-    done = run_script(*args, "--json", str(tmp_path / "link.json"), "--plot", str(plot), umask=0o022)
+    done = run_script("evaluate.py", *args, "--json", str(tmp_path / "link.json"), "--plot", str(plot), umask=0o022)
     assert done.returncode == 0, done.stderr
     assert os.readlink(tmp_path / "link.json") == "report.json"
     assert json.loads((tmp_path / "report.json").read_text())["games"] == 50
@@ -408,7 +417,9 @@ def test_the_plot_is_written_in_the_format_its_extension_names_through_a_symlink
 
 def test_new_output_files_get_the_usual_mode(tmp_path):
     args = ["--agents", "greedy", "--games", "50", "--no-progress"]
-    done = run_script(*args, "--json", str(tmp_path / "r.json"), "--plot", str(tmp_path / "s.png"), umask=0o022)
+    done = run_script(
+        "evaluate.py", *args, "--json", str(tmp_path / "r.json"), "--plot", str(tmp_path / "s.png"), umask=0o022
+    )
     assert done.returncode == 0, done.stderr
     assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()} == {"r.json": 0o644, "s.png": 0o644}
 
@@ -470,6 +481,8 @@ def test_every_list_of_the_presets_names_each(path):
 
 
 def test_script_plays_the_clubhouse_preset(tmp_path):
-    done = run_script("--rules", "clubhouse", "--agents", "greedy", "optimal", "--games", "100", cwd=tmp_path)
+    done = run_script(
+        "evaluate.py", "--rules", "clubhouse", "--agents", "greedy", "optimal", "--games", "100", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert "optimal - greedy" in done.stdout

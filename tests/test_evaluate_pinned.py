@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 PINNED = Path(__file__).resolve().parent / "data" / "evaluate_pinned"
 
 CASES = {

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from helpers import REPO
 
 from yacht_agents import make_agent
 from yacht_env import rules as R
@@ -29,7 +30,6 @@ from yacht_lab.evaluation import evaluate, format_report, render_json
 from yacht_lab.head_to_head import head_to_head
 from yacht_lab.report import Z_95
 
-REPO = Path(__file__).resolve().parents[1]
 FAMILY = ("yahtzee", "yahtzee_forced_joker", "yahtzee_no_joker", "yahtzee_no_bonus", "yatzy", "clubhouse")
 
 
@@ -87,7 +87,7 @@ def test_whole_games_with_legal_actions_and_the_envs_totals(spec, preset):
     rules = R.get_rules(preset)
     np.testing.assert_array_equal(rewards, totals)
     assert (sheets >= 0).all()  # every box filled
-    assert (totals >= sheets.sum(axis=1)).all() and (totals <= rules.max_total).all()
+    assert (totals >= sheets.sum(axis=1)).all() and (totals <= R.max_total(rules)).all()
 
 
 GREEDY_CASES = [

@@ -4,12 +4,10 @@ statistics over deals) and ``evaluate.py --players P`` end to end."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_script
 
 from yacht_agents import make_agent
 from yacht_agents.base import Agent
@@ -22,7 +20,6 @@ from yacht_lab.evaluation import evaluate
 from yacht_lab.head_to_head import head_to_head, play_tables, seating, table_streams
 from yacht_lab.head_to_head_report import render_json
 
-REPO = Path(__file__).resolve().parents[1]
 PAIR_KEYS = {
     "games",
     "wins_a",
@@ -228,10 +225,6 @@ def test_the_batch_size_is_bounded():
 # --------------------------------------------------------------------------------------------------
 # evaluate.py --players
 # --------------------------------------------------------------------------------------------------
-def run_script(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(REPO / "evaluate.py"), *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
 
 
 def test_script_writes_the_head_to_head_json_byte_for_byte(tmp_path):
@@ -239,7 +232,7 @@ def test_script_writes_the_head_to_head_json_byte_for_byte(tmp_path):
     for name in ("a.json", "b.json"):
         path = tmp_path / name
         args = ["--players", "2", "--agents", "greedy", "random", "--games", "50", "--json", str(path)]
-        done = run_script(*args, "--no-progress")
+        done = run_script("evaluate.py", *args, "--no-progress")
         assert done.returncode == 0, done.stderr
         assert "win rate of row against column" in done.stdout and f"wrote {path}" in done.stdout
         outputs.append(path.read_bytes())
@@ -255,7 +248,7 @@ def test_script_writes_the_head_to_head_json_byte_for_byte(tmp_path):
 def test_script_seats_copies_of_one_agent_by_their_labels(tmp_path):
     path = tmp_path / "copies.json"
     args = ["--players", "3", "--agents", "greedy", "optimal", "optimal#2", "--games", "30", "--json", str(path)]
-    done = run_script(*args, "--no-progress")
+    done = run_script("evaluate.py", *args, "--no-progress")
     assert done.returncode == 0, done.stderr
     agents = json.loads(path.read_bytes())["agents"]
     assert list(agents) == ["greedy", "optimal", "optimal#2"]
@@ -265,7 +258,9 @@ def test_script_seats_copies_of_one_agent_by_their_labels(tmp_path):
 
 def test_script_plots_the_two_player_matrix(tmp_path):
     path = tmp_path / "matrix.png"
-    done = run_script("--players", "2", "--agents", "greedy", "optimal", "--games", "20", "--plot", str(path))
+    done = run_script(
+        "evaluate.py", "--players", "2", "--agents", "greedy", "optimal", "--games", "20", "--plot", str(path)
+    )
     assert done.returncode == 0, done.stderr
     assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
@@ -286,7 +281,7 @@ def test_script_plots_the_two_player_matrix(tmp_path):
 )
 def test_script_bad_input_is_one_error_line_exit_2_and_no_file(tmp_path, args):
     args = [str(tmp_path / "m.png") if arg == "PLOT" else arg for arg in args]
-    done = run_script("--games", "5", *args, "--json", str(tmp_path / "out.json"), "--no-progress")
+    done = run_script("evaluate.py", "--games", "5", *args, "--json", str(tmp_path / "out.json"), "--no-progress")
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("evaluate.py: error: "), done.stderr

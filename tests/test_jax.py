@@ -110,6 +110,26 @@ def test_the_jax_core_plays_the_numpy_core_exactly_on_every_preset(preset, playe
     assert_same_games(R.PRESETS[preset], players, 48, seed=players)
 
 
+def test_the_table_views_totals_and_margin_are_one_division_each():
+    # At three seats, inside a scan: each total shown is the float32 nearest to total / max_total and the margin the
+    # float32 nearest to (own - best) / (2 max_total) + 1/2, in JAX as in numpy's encoder (one table or a batch).
+    rules = R.PRESETS["standard"]
+    streams, expected = numpy_games(rules, 3, 24, seed=5)
+    got = jax_games(YachtGame(rules, 3), streams, expected["actions"])
+    np.testing.assert_array_equal(got["obs"], expected["obs"])
+    top, solo, size = R.max_total(rules), ObservationEncoder(rules).size, MultiplayerEncoder(rules, 3).size
+    order = (expected["seat"][..., None] + np.arange(3)) % 3  # the viewer, then its opponents in seat order
+    totals = np.take_along_axis(expected["totals"], order, axis=-1)
+    fraction = (totals / top).astype(np.float32)
+    n = rules.num_categories
+    np.testing.assert_array_equal(got["obs"][..., [size - 2, solo + n, solo + 2 * n + 1]], fraction)
+    margin = ((totals[..., 0] - totals[..., 1:].max(axis=-1) + top) / (2 * top)).astype(np.float32)
+    np.testing.assert_array_equal(got["obs"][..., size - 1], margin)
+    # The games hold margins that float32 arithmetic on the two rounded totals would miss.
+    rounded = (fraction[..., 0] - fraction[..., 1:].max(axis=-1)) / np.float32(2) + np.float32(0.5)
+    assert (rounded != margin).mean() > 0.01
+
+
 def test_the_equality_test_can_fail():
     # A game of other rules than numpy's plays differently: the comparison sees it.
     streams, expected = numpy_games(R.PRESETS["standard"], 1, 8, seed=3)

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("jax")
 
 import jax  # noqa: E402
-from helpers import run_script  # noqa: E402
+from helpers import REPO, run_script  # noqa: E402
 
 from yacht_agents import make_agent  # noqa: E402
 from yacht_agents.jax_policy import (  # noqa: E402
@@ -32,7 +32,6 @@ from yacht_agents.jax_policy import (  # noqa: E402
 )
 from yacht_env import rules as R  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 SPEC = NetworkSpec("standard", 64, 44, (16, 16))
 
 

@@ -15,11 +15,11 @@ import hashlib
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from helpers import REPO
 from scipy import stats
 
 from yacht_agents import make_agent
@@ -27,10 +27,8 @@ from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import game_streams
 from yacht_env.sb3 import YachtSB3VecEnv
 from yacht_env.versus import YachtVersusVectorEnv, act_at_tables
-from yacht_lab.config import LeagueConfig, PPOConfig, TrainConfig, _from_dict, load_config, validate
+from yacht_lab.config import LeagueConfig, PPOConfig, TrainConfig, dataclass_from_dict, load_config, validate
 from yacht_lab.league import League, draw_probabilities, pfsp_weights, read_league_curve
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def uniform_legal(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
@@ -390,11 +388,11 @@ def test_league_config_errors_are_one_line(league, changes, message):
 
 def test_league_keys_read_from_yaml_and_a_config_without_one_is_saved_as_before(tmp_path):
     with pytest.raises(ValueError, match=r"unknown config key league.size"):
-        _from_dict(TrainConfig, {"league": {"size": 2}}, "")
+        dataclass_from_dict(TrainConfig, {"league": {"size": 2}}, "")
     with pytest.raises(ValueError, match="league must be a mapping"):
         validate(TrainConfig(league="yes"))
     assert "league" not in TrainConfig().to_dict()
-    assert _from_dict(TrainConfig, {"league": None}, "").league is None
+    assert dataclass_from_dict(TrainConfig, {"league": None}, "").league is None
     path = tmp_path / "league.yaml"
     path.write_text(yaml.safe_dump({"reward": "win", "league": {"fixed": ["greedy", "win"], "players": 2}}))
     config = load_config(path)

@@ -374,9 +374,9 @@ def test_observations_and_infos_are_built_fresh_every_step(num_players, rules):
 @pytest.mark.parametrize("rules", ["standard", "yahtzee"])
 @pytest.mark.parametrize("num_players", [1, 2, 3, 5])
 def test_the_table_view_of_one_table_is_the_batchs(num_players, rules):
-    """``MultiplayerEncoder.observe`` of one table (its own game, then ``table_part``) equals the batched observation
-    of the same table, for every seat at every step of random games (to a float32 rounding: one table computes the
-    totals and the margin in float64, a batch in float32); given ``pick_part``, exactly the same."""
+    """``MultiplayerEncoder.observe`` of one table (its own game, then ``table_part``, or given ``pick_part``) equals
+    the batched observation of the same table bit for bit, margin included, for every seat at every step of random
+    games; and :meth:`~yacht_env.encoding.MultiplayerEncoder.decode` reads every view back to the table's state."""
     from yacht_env.encoding import MultiplayerEncoder
     from yacht_env.game import TableState, draw_stream
 
@@ -395,12 +395,37 @@ def test_the_table_view_of_one_table_is_the_batchs(num_players, rules):
                 for p, game in enumerate(one.players):
                     for name in fields:
                         setattr(game, name, int(getattr(batch.players, name)[t * num_players + p]))
-                np.testing.assert_allclose(encoder.observe(one, seat), views[t], rtol=0, atol=1e-7)
+                np.testing.assert_array_equal(encoder.observe(one, seat), views[t])
                 kept = encoder.pick_part(one, seat)  # what the AEC env keeps between picks
                 assert np.array_equal(encoder.observe(one, seat, pick_part=kept), encoder.observe(one, seat))
+            assert_decodes(encoder, views, batch, seat)
         actions = np.where(batch.mask, rng.random(batch.mask.shape), -1.0).argmax(axis=1)
         _, over = batch.play(actions, playing)
         playing &= ~over
+
+
+def assert_decodes(encoder, views: np.ndarray, table, seat: int) -> None:
+    """``encoder.decode(views)`` (and of each view alone) is the state of ``seat`` and its opponents at ``table``."""
+    p = encoder.num_players
+    games = table.players
+    own = np.arange(table.num_tables) * p + seat
+    others = np.arange(table.num_tables)[:, None] * p + (seat + np.arange(1, p)) % p
+    expected = [games.roll[own], games.rolls_left[own], games.open_mask[own], games.upper[own], games.armed[own]]
+    expected += [games.total[own], games.open_mask[others], games.total[others]]
+    decoded = encoder.decode(views)
+    assert decoded._fields[-3:] == ("total", "opponent_open", "opponent_total")
+    for got, want in zip(decoded, expected, strict=True):
+        assert got.dtype == np.intp and np.array_equal(got, want)
+    alone = encoder.decode(views[0])
+    assert [type(x) for x in alone[:6]] == [int] * 6 and alone.opponent_open.shape == (p - 1,)
+    assert all(np.array_equal(got, want[0]) for got, want in zip(alone, expected, strict=True))
+
+
+def test_decode_refuses_a_view_of_another_size():
+    from yacht_env.encoding import MultiplayerEncoder
+
+    with pytest.raises(ValueError, match=r"expected table observations of shape \(\.\.\., 79\), got \(64,\)"):
+        MultiplayerEncoder("standard", 2).decode(np.zeros(64, dtype=np.float32))
 
 
 # --------------------------------------------------------------------------------------------------

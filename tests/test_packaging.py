@@ -15,11 +15,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from yacht_agents import make_agent
 from yacht_agents.ppo import LEGACY_POLICY_MODULES, resolve_model, saved_policy_module, shipped_models
 
-REPO = Path(__file__).resolve().parents[1]
 SHIPPED = {"standard": REPO / "models" / "ppo_standard.zip", "classic": REPO / "models" / "ppo_classic.zip"}
 COMMANDS = ("train", "evaluate", "play", "sweep", "web")
 

@@ -9,10 +9,10 @@ import io
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO, run_script
 
 import play
 from yacht_agents import make_agent
@@ -38,20 +38,8 @@ from yacht_lab.commands import (
 from yacht_lab.screen import PlainScreen, RichScreen
 from yacht_lab.table import Quit, TableGame, default_names
 
-REPO = Path(__file__).resolve().parents[1]
 STANDARD = R.get_rules("standard")
 SCORE = R.score_table(STANDARD)
-
-
-def run_script(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(REPO / "play.py"), *args],
-        cwd=REPO,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def solo_optimal_total(stream: np.ndarray, rules: R.Rules = STANDARD) -> int:
@@ -532,7 +520,7 @@ SCRIPT = "".join(f"s {k}\n" for k in range(1, 13))
 
 def test_script_plays_a_whole_game_from_stdin():
     streams = game_streams(5, range(2))
-    done = run_script("--players", "human", "optimal", "--seed", "5", "--delay", "0", stdin=SCRIPT)
+    done = run_script("play.py", "--players", "human", "optimal", "--seed", "5", "--delay", "0", input=SCRIPT)
     assert (done.returncode, done.stderr) == (0, "")
     you, opponent = first_rolls_in_order_total(streams[0]), solo_optimal_total(streams[1])
     lines = done.stdout.splitlines()
@@ -546,18 +534,18 @@ def test_script_plays_a_whole_game_from_stdin():
 def test_same_seed_same_inputs_same_transcript():
     args = ("--players", "human", "greedy", "random", "--seed", "9", "--delay", "0", "--hints")
     stdin = "k 9\nr\n" + SCRIPT
-    first, second = run_script(*args, stdin=stdin), run_script(*args, stdin=stdin)
+    first, second = run_script("play.py", *args, input=stdin), run_script("play.py", *args, input=stdin)
     assert first.returncode == second.returncode == 0
     assert first.stdout == second.stdout
     assert "review: expected points given away (the solver's values)" in first.stdout
     assert "? 9 is not a face of a die (1..6)" in first.stdout
-    other = run_script(*args[:-4], "10", "--delay", "0", "--hints", stdin=stdin)
+    other = run_script("play.py", *args[:-4], "10", "--delay", "0", "--hints", input=stdin)
     assert other.stdout != first.stdout
 
 
 @pytest.mark.parametrize(("stdin", "decisions"), [("q\n", 0), ("s 1\nquit\n", 1), ("", 0), ("s 1\n", 1)])
 def test_quit_and_eof_exit_cleanly(stdin, decisions):
-    done = run_script("--players", "human", "optimal", "--seed", "1", "--delay", "0", stdin=stdin)
+    done = run_script("play.py", "--players", "human", "optimal", "--seed", "1", "--delay", "0", input=stdin)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.endswith("\nbye\n")
     assert done.stdout.count("You: score ") == decisions
@@ -623,7 +611,7 @@ def test_bad_arguments_are_one_line(args, message, capsys):
 
 
 def test_bad_arguments_through_the_script():
-    done = run_script("--players", *["human"] * 7)
+    done = run_script("play.py", "--players", *["human"] * 7, input="")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "play.py: error: argument --players: a table seats 1..6 players, got 7\n"
 
@@ -687,7 +675,16 @@ def test_the_readme_transcript_is_real_output():
     kept = [line for line in shown if not line.startswith("   ... (")]
     assert "printf 'k 234\\nk 5 5 5 6\\ns 7\\nq\\n' | python play.py --players human optimal --seed 3" in section
     done = run_script(
-        "--players", "human", "optimal", "--seed", "3", "--hints", "--delay", "0", stdin="k 234\nk 5 5 5 6\ns 7\nq\n"
+        "play.py",
+        "--players",
+        "human",
+        "optimal",
+        "--seed",
+        "3",
+        "--hints",
+        "--delay",
+        "0",
+        input="k 234\nk 5 5 5 6\ns 7\nq\n",
     )
     output = iter(done.stdout.splitlines())
     assert all(any(line == out for out in output) for line in kept)  # in order
@@ -696,10 +693,10 @@ def test_the_readme_transcript_is_real_output():
 
 def test_the_win_agent_takes_a_seat_sized_to_the_table():
     """``win`` at a 3-seat table is the win agent for 3 players (the table's view); ``win:2`` there is refused."""
-    done = run_script("--players", "greedy", "win", "optimal", "--seed", "4", "--delay", "0")
+    done = run_script("play.py", "--players", "greedy", "win", "optimal", "--seed", "4", "--delay", "0", input="")
     assert done.returncode == 0, done.stderr
     assert "win: round 12" in done.stdout and "win: scores" in done.stdout
-    wrong = run_script("--players", "human", "win:2", "optimal", "--seed", "4", "--delay", "0")
+    wrong = run_script("play.py", "--players", "human", "win:2", "optimal", "--seed", "4", "--delay", "0", input="")
     assert wrong.returncode == 2
     assert wrong.stderr.strip().splitlines() == ["play.py: error: agent 'win:2' acts at a table of 2 players, not 3"]
 
@@ -948,8 +945,9 @@ def test_script_plays_yatzy():
     stream = game_streams(5, range(1), "yatzy")[0]
     rules = R.get_rules("yatzy")
     done = run_script(
+        "play.py",
         "--rules", "yatzy", "--players", "human", "--seed", "5", "--delay", "0",
-        stdin="".join(f"s {k}\n" for k in range(1, 16)),
+        input="".join(f"s {k}\n" for k in range(1, 16)),
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (0, "")
     lines = done.stdout.splitlines()
@@ -1028,7 +1026,17 @@ def test_the_docs_yahtzee_sheet_is_real_output():
         in section
     )
     done = run_script(
-        "--rules", "yahtzee", "--players", "human", "random", "--seed", "3", "--delay", "0", stdin="s ls\ns 1\nq\n"
+        "play.py",
+        "--rules",
+        "yahtzee",
+        "--players",
+        "human",
+        "random",
+        "--seed",
+        "3",
+        "--delay",
+        "0",
+        input="s ls\ns 1\nq\n",
     )
     lines = done.stdout.splitlines()
     at = lines.index(shown[0])

@@ -15,11 +15,11 @@ import math
 import subprocess
 import sys
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from helpers import REPO
 from sb3_contrib import MaskablePPO
 
 from yacht_agents.policy import KEEP_FEATURE_SCALE, OddsFeatures, OddsPolicy
@@ -38,7 +38,6 @@ from yacht_lab.model import make_model
 from yacht_lab.training import make_vec_env
 
 PRESETS = ["standard", "classic"]
-REPO = Path(__file__).resolve().parents[1]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,12 +8,10 @@ import importlib.util
 import itertools
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_script
 
 from yacht_agents import make_agent
 from yacht_agents.greedy import GreedyAgent
@@ -21,7 +19,6 @@ from yacht_lab.head_to_head import head_to_head, merge_lineups
 from yacht_lab.head_to_head_report import format_report, render_json
 from yacht_lab.ratings import CENTER, ELO, bradley_terry, fit, fit_ratings
 
-REPO = Path(__file__).resolve().parents[1]
 RATING_KEYS = {"rank", "rating", "rating_ci95", "games", "above_next", "above_next_ci95", "never_beat"}
 
 
@@ -182,14 +179,6 @@ def test_ray_is_not_started_behind_the_callers_back():
 # --------------------------------------------------------------------------------------------------
 # evaluate.py --ratings, --address
 # --------------------------------------------------------------------------------------------------
-def run_script(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(REPO / "evaluate.py"), *args, "--no-progress"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_script_prints_the_ratings_and_writes_them_to_the_json_byte_for_byte(tmp_path):
@@ -197,7 +186,18 @@ def test_script_prints_the_ratings_and_writes_them_to_the_json_byte_for_byte(tmp
     for name in ("a.json", "b.json"):
         path = str(tmp_path / name)
         done = run_script(
-            "--players", "2", "--agents", "greedy", "optimal", "--games", "30", "--ratings", "--json", path
+            "evaluate.py",
+            "--no-progress",
+            "--players",
+            "2",
+            "--agents",
+            "greedy",
+            "optimal",
+            "--games",
+            "30",
+            "--ratings",
+            "--json",
+            path,
         )
         assert done.returncode == 0, done.stderr
         outputs.append((tmp_path / name).read_bytes())
@@ -219,7 +219,18 @@ def test_script_prints_the_ratings_and_writes_them_to_the_json_byte_for_byte(tmp
 def test_script_bad_ratings_or_address_is_one_error_line_exit_2(tmp_path, args, message):
     if "--players" in args and importlib.util.find_spec("ray") is None:
         pytest.skip("needs Ray")
-    done = run_script("--agents", "greedy", "optimal", "--games", "5", *args, "--json", str(tmp_path / "out.json"))
+    done = run_script(
+        "evaluate.py",
+        "--no-progress",
+        "--agents",
+        "greedy",
+        "optimal",
+        "--games",
+        "5",
+        *args,
+        "--json",
+        str(tmp_path / "out.json"),
+    )
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("evaluate.py: error: ") and message in lines[0], done.stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO
 
 pytest.importorskip("sb3_contrib")
 
@@ -22,8 +23,6 @@ from yacht_agents.ppo import MAX_MODEL_BYTES, load_model, read_model  # noqa: E4
 from yacht_lab.config import TrainConfig  # noqa: E402
 from yacht_lab.evaluation import evaluate  # noqa: E402
 from yacht_lab.training import load_checkpoint  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 class Touch:

@@ -17,6 +17,7 @@ from functools import cache
 
 import numpy as np
 import pytest
+from helpers import REPO
 from reference import kept_dice, reference_score
 
 from yacht_env import YachtEnv, solver
@@ -401,9 +402,8 @@ def test_a_cache_dir_of_an_unknown_user_is_a_value_error(fresh_memo, monkeypatch
 def test_the_clis_say_a_cache_dir_of_an_unknown_user_in_one_line(tmp_path, argv):
     import subprocess
     import sys
-    from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / argv[0]
+    script = REPO / argv[0]
     env = {**os.environ, solver.CACHE_DIR_ENV: "~nosuchuser_yacht/x"}
     out = subprocess.run(
         [sys.executable, str(script), *argv[1:], *(["--output-dir", str(tmp_path)] if argv[0] == "train.py" else [])],

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO
 
 from yacht_agents import make_agent
 from yacht_env import rules as R
 from yacht_env.solver import solve
 from yacht_lab.evaluation import evaluate
 from yacht_lab.record import MAX_LINE_BYTES, read_record, read_record_file
-
-REPO = Path(__file__).resolve().parents[1]
 
 # --------------------------------------------------------------------------------------------------
 # evaluate.py --record

@@ -24,13 +24,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from yacht_agents import make_agent
 from yacht_env import rules as R
 from yacht_lab.evaluation import evaluate
 from yacht_lab.record import MAX_LINE_BYTES, read_record, read_record_file, record_lines
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _test_client():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import REPO
 
 from yacht_agents import AGENT_SPECS, make_agent
 from yacht_agents.base import Agent
@@ -383,9 +384,8 @@ def test_the_win_agreement_benchmark_measures_against_its_yardsticks(tmp_path):
     import json
     import subprocess
     import sys
-    from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "win_agreement.py"
+    script = REPO / "benchmarks" / "win_agreement.py"
     out = tmp_path / "agreement.json"
     command = [sys.executable, str(script), "--agents", "optimal", "win", "ppo:standard", "--games", "60"]
     done = subprocess.run([*command, "--json", str(out)], capture_output=True, text=True, timeout=600)
@@ -410,9 +410,8 @@ def test_the_win_agent_benchmark_plays_over_a_base_policy():
     import json
     import subprocess
     import sys
-    from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "win_agent.py"
+    script = REPO / "benchmarks" / "win_agent.py"
     command = [sys.executable, str(script), "--players", "2", "--deals", "100"]
     done = subprocess.run([*command, "--base", "greedy"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr

@@ -271,7 +271,7 @@ def _check_single(check: _Checker, rng: np.random.Generator, games: int) -> None
         check.equal(
             f"the {observation_type} observation space",
             typed.observation_space,
-            typed.unwrapped._encoder.space(observation_type),
+            check.encoder.space(observation_type),
         )
         _play_single(check, typed, rng, 0, observation_type=observation_type)
 

@@ -72,7 +72,7 @@ def unsupported(rules: str | R.Rules) -> str | None:
     factors = [f"{rules.num_open_masks:,} open masks"]
     factors += [f"{uppers} upper subtotals"] if uppers > 1 else []
     factors += [f"{armed} states of the Yahtzee box"] if armed > 1 else []
-    states, width = rules.num_open_masks * uppers * armed, rules.max_total + 1
+    states, width = rules.num_open_masks * uppers * armed, R.max_total(rules) + 1
     return (
         f"cover rules without bonuses (Yacht's presets: {R.NUM_OPEN_MASKS:,} turn-start states); {rules.name} has "
         f"{states:,} turn-start states with its bonuses ({' x '.join(factors)}), whose distributions of {width:,} "
@@ -269,7 +269,7 @@ class ScoreDistributions:
             legality, canonical keeps) get all-zero rows. For the solver's policy its means are ``q_values``.
         """
         rules = self.rules
-        roll, rolls_left, open_mask = S._check_states(rules, roll, rolls_left, open_mask)
+        roll, rolls_left, open_mask = S.check_states(rules, roll, rolls_left, open_mask)
         shape = roll.shape
         roll, rolls_left, open_mask = roll.reshape(-1), rolls_left.reshape(-1), open_mask.reshape(-1)
         legal = R.legal_action_mask(roll, rolls_left, open_mask, True, rules.num_categories)

@@ -1,8 +1,10 @@
-"""The observation encoder shared by :class:`~yacht_env.YachtEnv` and the vector env.
+"""The observation encoders: :class:`ObservationEncoder` (one game: :class:`~yacht_env.YachtEnv` and the vector
+env) and :class:`MultiplayerEncoder` (a seat's view of a table: the PettingZoo and versus envs).
 
 Both envs build every observation with :meth:`ObservationEncoder.flat` or
 :meth:`ObservationEncoder.structured` on the rules core's state integers, scalar or batched, so their
-observations cannot drift apart.
+observations cannot drift apart. The values are gathered from :func:`yacht_env.rules.observation_tables`
+(pure numpy), the float32 tables the JAX core gathers from too.
 
 Flat layout for Yacht's 12 categories (``float32``, 64 values, every value in ``[0, 1]``); a preset with
 ``C`` categories has ``40 + 2 * C`` values in the same order (:func:`flat_layout`):
@@ -39,8 +41,9 @@ Structured (``observation_type="dict"``): ``{"dice": int8 (5,) sorted values 1..
 "rolls_left": int in 0..2, "open_categories": int8 (C,) 0/1}``, plus ``"upper"`` (int, the capped subtotal)
 and ``"armed"`` (int 0/1) where the preset has them.
 
-:meth:`ObservationEncoder.decode` reads a flat observation back into its state; it is part of the
-encoder's contract (``decode(flat(s)) == s``), so the layout's indices are known only to this module.
+:meth:`ObservationEncoder.decode` reads a flat observation back into its state, and
+:meth:`MultiplayerEncoder.decode` a table view into a :class:`TableView`; they are part of the encoders' contract
+(``decode(flat(s)) == s``), so no agent reads the layout's indices.
 """
 
 from __future__ import annotations
@@ -53,36 +56,7 @@ from gymnasium import spaces
 
 from yacht_env import rules as R
 from yacht_env.game import GameState, TableState
-
-
-def flat_layout(num_categories: int | R.Rules = R.NUM_CATEGORIES) -> dict[str, slice]:
-    """Where each part of the flat observation lies, for a sheet of ``num_categories`` categories (or for a
-    :class:`~yacht_env.rules.Rules`, whose bonuses add their parts).
-
-    Keys in order: ``dice``, ``counts``, ``rolls_left``, ``score_now``, ``open``, ``open_fraction``, then
-    ``upper`` and ``armed`` where the rules have an upper / a Yahtzee bonus; the last slice's stop is the
-    observation's size (64 for Yacht's 12 categories).
-    """
-    rules = num_categories if isinstance(num_categories, R.Rules) else None
-    n = rules.num_categories if rules is not None else num_categories
-    sizes = {
-        "dice": R.NUM_DICE * R.NUM_FACES,
-        "counts": R.NUM_FACES,
-        "rolls_left": R.ROLLS_PER_TURN,
-        "score_now": n,
-        "open": n,
-        "open_fraction": 1,
-    }
-    if rules is not None and rules.upper_bonus:
-        sizes["upper"] = 2
-    if rules is not None and rules.yahtzee_bonus:
-        sizes["armed"] = 1
-    layout, start = {}, 0
-    for name, size in sizes.items():
-        layout[name] = slice(start, start + size)
-        start += size
-    return layout
-
+from yacht_env.rules import flat_layout
 
 # Yacht's own layout (12 categories), the table above; an encoder for another preset reads its own.
 _YACHT_LAYOUT = flat_layout()
@@ -209,33 +183,16 @@ class ObservationEncoder:
         self._categories = np.arange(n)
         self._score_now = self.layout["score_now"]
         self._open = self.layout["open"]
-        # Two tables cover the whole observation: one row per (roll, rolls_left) with the dice, counts,
-        # rolls left and every category's score now; one row per open mask with the open bits and
-        # fraction. The score-now part is then zeroed for filled categories by one multiply.
-        dice_one_hot = np.zeros((R.NUM_ROLLS, R.NUM_DICE, R.NUM_FACES), dtype=np.float32)
-        for r, dice in enumerate(R.ROLLS):
-            dice_one_hot[r, np.arange(R.NUM_DICE), dice - 1] = 1.0
-        roll_part = np.concatenate(
-            [
-                dice_one_hot.reshape(R.NUM_ROLLS, -1),
-                R.ROLL_COUNTS.astype(np.float32) / R.NUM_DICE,
-            ],
-            axis=1,
-        )
-        # Scaled by the preset's largest category score (50, a Yacht, in both presets) so obs stay in [0, 1].
-        self.score_scale = float(max(R.score_table(self.rules).max(), R.pick_tables(self.rules).joker_score.max(), 1))
-        score_now = R.score_table(self.rules).astype(np.float32) / self.score_scale
+        # Two tables cover the whole observation (the rules' observation tables, shared with the JAX core): one row
+        # per (roll, rolls_left) with the dice, counts, rolls left and every category's score now; one row per open
+        # mask with the open bits and fraction. The score-now part is then zeroed for filled categories by one multiply.
+        self._tables = R.observation_tables(self.rules)
+        self.score_scale = self._tables.score_scale
         self._by_roll = np.concatenate(
-            [
-                np.repeat(roll_part, R.ROLLS_PER_TURN, axis=0),
-                np.tile(np.eye(R.ROLLS_PER_TURN, dtype=np.float32), (R.NUM_ROLLS, 1)),
-                np.repeat(score_now, R.ROLLS_PER_TURN, axis=0),
-            ],
-            axis=1,
+            [self._tables.by_roll, np.repeat(self._tables.score_now, R.ROLLS_PER_TURN, axis=0)], axis=1
         )  # row 3 * roll + rolls_left: the observation up to the open bits, before zeroing filled categories
         self._roll_part = self._by_roll.shape[1]
-        open_bits = R.open_bits(n).astype(np.float32)
-        self._by_open = np.concatenate([open_bits, open_bits.mean(axis=1, keepdims=True)], axis=1)
+        self._by_open = self._tables.by_open
         self._base_size = self._roll_part + self._by_open.shape[1]
         self._rows: tuple[list[np.ndarray], ...] | None = None  # _flat_one's rows, made on its first call
         self.flat_space = spaces.Box(0.0, 1.0, shape=(self.size,), dtype=np.float32)
@@ -271,12 +228,9 @@ class ObservationEncoder:
         out[..., cut:base] = self._by_open[open_mask]
         # What each box would hold now, the joker included (its points depend on the sheet, not only the dice).
         box = R.pick_outcome(self.rules, roll[..., None], self._categories, open_mask[..., None])[1]
-        out[..., self._score_now] = box / self.score_scale * out[..., self._open]
+        out[..., self._score_now] = self._tables.score_fraction(box) * out[..., self._open]
         if self.rules.upper_bonus:
-            threshold = self.rules.upper_bonus_threshold
-            at = self.layout["upper"].start
-            out[..., at] = np.minimum(upper, threshold) / threshold
-            out[..., at + 1] = upper >= threshold
+            out[..., self.layout["upper"]] = self._tables.upper[np.minimum(upper, self.rules.upper_bonus_threshold)]
         if self.rules.yahtzee_bonus:
             out[..., self.layout["armed"].start] = armed != 0
         return out
@@ -296,9 +250,10 @@ class ObservationEncoder:
             )
         )
 
-    def _flat_one_then(self, roll: int, rolls_left: int, open_mask: int, rest: np.ndarray) -> np.ndarray:
-        """:meth:`_flat_one` up to the score-now part, then ``rest``: the observation from the open bits on, which a
-        caller keeps between picks (:meth:`MultiplayerEncoder.pick_part`).
+    def flat_then(self, roll: int, rolls_left: int, open_mask: int, rest: np.ndarray) -> np.ndarray:
+        """One state's flat observation up to its score-now part, then ``rest`` (rules without bonuses): ``rest`` is
+        the observation from the open bits on, which a caller keeps between picks (:meth:`MultiplayerEncoder.pick_part`)
+        and joins here in one call.
         """
         before, scores, open_bits, _ = self._rows or self._make_rows()
         return np.concatenate((before[roll * R.ROLLS_PER_TURN + rolls_left], scores[roll] * open_bits[open_mask], rest))
@@ -386,6 +341,28 @@ def _open_bit_lists(num_categories: int) -> list[list[float]]:
     return R.open_bits(num_categories).astype(float).tolist()
 
 
+@functools.cache
+def _float_lists(rules: R.Rules) -> tuple[list[float], list[float]]:
+    """The rules' ``total_fraction`` and ``margin`` tables as lists of Python floats (the float32 values, exactly)."""
+    tables = R.observation_tables(rules)
+    return tables.total_fraction.tolist(), tables.margin.tolist()
+
+
+class TableView(NamedTuple):
+    """What a table observation holds (:meth:`MultiplayerEncoder.decode`): the player's own state, its total, and
+    each opponent's open mask and total, in seat order after it (the margin follows from the totals).
+    """
+
+    roll: Any
+    rolls_left: Any
+    open_mask: Any
+    upper: Any
+    armed: Any
+    total: Any
+    opponent_open: np.ndarray
+    opponent_total: np.ndarray
+
+
 class MultiplayerEncoder:
     """Observations of a multiplayer table from one player's point of view (the PettingZoo and versus envs).
 
@@ -404,9 +381,12 @@ class MultiplayerEncoder:
                                                 (2 max_total) + 1/2`` (0.5: level; 1/2 with no opponent)
     ===============================  =========  ==========================================================
 
-    ``max_total`` is the preset's largest possible total (:attr:`~yacht_env.rules.Rules.max_total`: 297 for
+    ``max_total`` is the preset's largest possible total (:func:`~yacht_env.rules.max_total`: 297 for
     ``standard``, 1575 for ``yahtzee``). Turns left are the open fractions (own: the ``open_fraction`` part;
     an opponent's: its open bits).
+
+    The totals and the margin are the float32 nearest to their exact quotients, one table or a batch alike;
+    :meth:`decode` reads a view back into a :class:`TableView`.
 
     Attributes:
         size: The observation's length, ``S + (P - 1)(C + 1) + 2`` (79 for Yacht with 2 players).
@@ -417,7 +397,7 @@ class MultiplayerEncoder:
         self.num_players = num_players
         self.solo = ObservationEncoder(self.rules)
         n = self.rules.num_categories
-        self.max_total = float(self.rules.max_total)
+        self.max_total = float(R.max_total(self.rules))
         self.opponent_size = n + 1
         self.size = self.solo.size + (num_players - 1) * self.opponent_size + 2
         self.space = spaces.Box(0.0, 1.0, shape=(self.size,), dtype=np.float32)
@@ -425,6 +405,11 @@ class MultiplayerEncoder:
         # Per seat: the opponents in seat order after it, and where each one's part of the observation lies.
         self._order = [[(seat + j) % num_players for j in range(1, num_players)] for seat in range(num_players)]
         self._open_lists = _open_bit_lists(n)
+        # The totals and the margin are gathered from the rules' tables (Python floats for one table), so one table,
+        # a batch and the JAX core show the same float32 values.
+        tables = R.observation_tables(self.rules)
+        self._total_fraction, self._margin = tables.total_fraction, tables.margin
+        self._fraction_list, self._margin_list = _float_lists(self.rules)
         self._by_open_lists: list[list[float]] | None = None  # pick_part's rows, made on its first call
 
     def table_part(self, table: TableState, seat: int) -> np.ndarray:
@@ -451,17 +436,41 @@ class MultiplayerEncoder:
         """``values``, extended in place by :meth:`table_part`'s as Python floats (made float32 at once by the caller,
         as assigning each would round it): one array from one list.
         """
-        games, scale, open_bits = table.players, self.max_total, self._open_lists
+        games, fraction, open_bits = table.players, self._fraction_list, self._open_lists
         own = games[seat]
         best = None
         for opponent in self._order[seat]:
             game = games[opponent]
             values += open_bits[game.open_mask]
-            values.append(game.total / scale)
+            values.append(fraction[game.total])
             best = game.total if best is None else max(best, game.total)
         best = own.total if best is None else best
-        values += (own.total / scale, (own.total - best) / scale / 2 + 0.5)
+        values += (fraction[own.total], self._margin_list[own.total - best + len(fraction) - 1])
         return values
+
+    def decode(self, obs: np.ndarray) -> TableView:
+        """The state behind table observations: :meth:`observe`'s inverse, as far as the view shows it.
+
+        Args:
+            obs: One table observation ``(size,)`` or a batch ``(..., size)``.
+
+        Returns:
+            A :class:`TableView`: the own game's fields and ``total`` are ints for one observation and ``np.intp``
+            arrays ``(...)`` for a batch; ``opponent_open`` and ``opponent_total`` are ``np.intp`` ``(..., P - 1)``.
+
+        Raises:
+            ValueError: ``obs`` does not end in an axis of this encoder's size.
+        """
+        obs = np.asarray(obs)
+        if obs.ndim == 0 or obs.shape[-1] != self.size:
+            raise ValueError(f"expected table observations of shape (..., {self.size}), got {obs.shape}")
+        n, solo, at = self.rules.num_categories, self.solo.size, self.size - 2  # at: the own total
+        own = self.solo.decode(obs[..., :solo])
+        opponents = obs[..., solo:at].reshape(*obs.shape[:-1], self.num_players - 1, self.opponent_size)
+        opponent_open = (opponents[..., :n] > 0.5) @ np.left_shift(1, np.arange(n), dtype=np.intp)
+        opponent_total = np.rint(opponents[..., n] * self.max_total).astype(np.intp)
+        total = np.rint(obs[..., at] * self.max_total).astype(np.intp)
+        return TableView(*own, total if obs.ndim > 1 else int(total), opponent_open, opponent_total)
 
     def observe(
         self, table: TableState, seat, table_part: np.ndarray | None = None, *, pick_part: np.ndarray | None = None
@@ -477,7 +486,7 @@ class MultiplayerEncoder:
             own = table.players[seat]
             if pick_part is not None:
                 if not self.solo._bonuses:
-                    return self.solo._flat_one_then(own.roll, own.rolls_left, own.open_mask, pick_part)
+                    return self.solo.flat_then(own.roll, own.rolls_left, own.open_mask, pick_part)
                 solo = self.solo.flat(own.roll, own.rolls_left, own.open_mask, own.upper, own.armed)
                 return np.concatenate((solo[: self.solo.layout["open"].start], pick_part))
             if table_part is None:
@@ -497,20 +506,20 @@ class MultiplayerEncoder:
             games.upper[own_rows],
             games.armed[own_rows],
         )
-        totals = games.total.reshape(-1, p).astype(np.float32) / self.max_total
+        totals = games.total.reshape(-1, p)
         open_masks = games.open_mask.reshape(-1, p)
         own_total = np.take_along_axis(totals, np.asarray(seat)[..., None], axis=-1)[..., 0]
         opponent_totals = np.take_along_axis(totals, order, axis=-1)
         opponents = np.concatenate(
-            [self._open_bits[np.take_along_axis(open_masks, order, axis=-1)], opponent_totals[..., None]], axis=-1
+            [
+                self._open_bits[np.take_along_axis(open_masks, order, axis=-1)],
+                self._total_fraction[opponent_totals][..., None],
+            ],
+            axis=-1,
         )
         best = opponent_totals.max(axis=-1) if p > 1 else own_total
-        margin = (own_total - best) / 2 + 0.5
+        margin = self._margin[own_total - best + len(self._total_fraction) - 1]
         return np.concatenate(
-            [
-                solo,
-                opponents.reshape(*solo.shape[:-1], -1),
-                np.stack([own_total, margin], axis=-1).astype(np.float32),
-            ],
+            [solo, opponents.reshape(*solo.shape[:-1], -1), np.stack([self._total_fraction[own_total], margin], -1)],
             axis=-1,
         )

@@ -301,7 +301,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._no_actions = np.zeros(self._num_actions, dtype=np.int8)
         self.agents = []
         self._encoder = MultiplayerEncoder(self.rules, self.num_players)
-        self._own_then = None if self.rules.has_bonuses else self._encoder.solo._flat_one_then
+        self._own_then = None if self.rules.has_bonuses else self._encoder.solo.flat_then
         mask_space = spaces.Box(0, 1, shape=(self.rules.num_actions,), dtype=np.int8)
         self._observation_space = spaces.Dict({"observation": self._encoder.space, "action_mask": mask_space})
         self._action_space = spaces.Discrete(self.rules.num_actions)

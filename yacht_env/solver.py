@@ -164,7 +164,10 @@ def _check_state_array(name: str, value: object, low: int, high: int, what: str)
     return array.astype(np.intp, copy=False)
 
 
-def _check_states(rules: R.Rules, roll, rolls_left, open_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def check_states(rules: R.Rules, roll, rolls_left, open_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(roll, rolls_left, open_mask)`` as broadcast ``intp`` arrays, each checked against ``rules`` (at least one
+    category open): one ``ValueError`` naming the first bad value.
+    """
     roll = _check_state_array("roll", roll, 0, R.NUM_ROLLS - 1, "a sorted-roll index, see rules.roll_index")
     rolls_left = _check_state_array("rolls_left", rolls_left, 0, R.MAX_ROLLS_LEFT, "re-rolls left this turn")
     open_mask = _check_state_array(
@@ -259,7 +262,7 @@ class Solution:
                 family state no game reaches.
         """
         rules = self.rules
-        roll, rolls_left, open_mask = _check_states(rules, roll, rolls_left, open_mask)
+        roll, rolls_left, open_mask = check_states(rules, roll, rolls_left, open_mask)
         upper, armed = _check_bonus_states(rules, upper, armed)
         try:
             roll, rolls_left, open_mask, upper, armed = np.broadcast_arrays(roll, rolls_left, open_mask, upper, armed)

@@ -20,7 +20,7 @@ import numpy as np
 
 from yacht_agents.win import table_win_probabilities
 from yacht_env.distributions import ScoreDistributions
-from yacht_lab.report import _rounded
+from yacht_lab.report import rounded_floats
 
 #: Predicted probabilities are summed exactly as integers in units of ``1 / PREDICTION_UNIT`` (batch-size free).
 PREDICTION_UNIT = 1 << 32
@@ -106,7 +106,7 @@ class Calibration:
             if count == 0:
                 continue
             per_round = count // self.rounds
-            agents[name] = _rounded(
+            agents[name] = rounded_floats(
                 {
                     "predictions": count,
                     "mean_predicted": sum(self.predicted[name]) / (count * q),

@@ -47,7 +47,7 @@ from yacht_lab.schema import (
     PolicyConfig,
     PPOConfig,
     TrainConfig,
-    _from_dict,
+    dataclass_from_dict,
     from_dict,
 )
 from yacht_lab.yaml_reader import read_yaml
@@ -61,7 +61,7 @@ __all__ = [
     "PPOConfig",
     "PolicyConfig",
     "TrainConfig",
-    "_from_dict",
+    "dataclass_from_dict",
     "from_dict",
     "load_config",
     "resolve_config",

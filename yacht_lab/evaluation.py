@@ -40,7 +40,7 @@ from yacht_env.rules import is_int
 from yacht_env.solver import Solution, solve
 from yacht_env.vector import YachtVectorEnv
 from yacht_lab.record import MAX_RECORD_GAMES, open_record, record_header
-from yacht_lab.report import _rounded, _short, figure_bytes, mean_ci, progress_bar, pyplot_for, sample_std
+from yacht_lab.report import figure_bytes, mean_ci, progress_bar, pyplot_for, rounded_floats, sample_std, short_name
 
 DEFAULT_BATCH_SIZE = 10_000
 #: At most this many games stepped together: a batch holds some 4-6 KB per game (env arrays, observations, masks,
@@ -123,7 +123,7 @@ class AgentResult:
             "category_means": dict(zip(categories, self.category_scores.mean(axis=0).tolist(), strict=True)),
             "category_regret": dict(zip(categories, self.category_regret.mean(axis=0).tolist(), strict=True)),
         }
-        return _rounded(stats)
+        return rounded_floats(stats)
 
 
 @dataclass
@@ -142,7 +142,7 @@ class Evaluation:
         for b, a in itertools.combinations(self.results.values(), 2):
             mean, lo, hi = mean_ci(a.scores.astype(np.float64) - b.scores)
             pairs.append({"a": a.name, "b": b.name, "mean_diff": mean, "ci95": [lo, hi]})
-        return _rounded(pairs)
+        return rounded_floats(pairs)
 
     def to_dict(self) -> dict[str, object]:
         """The JSON report: deterministic for given agents, games, seed and rules (no timings in it)."""
@@ -362,7 +362,7 @@ def format_report(evaluation: Evaluation) -> str:
     if rules.yahtzee_bonus:
         bonus_rows.append(("Yahtzee bonus / game", [f"{s['yahtzee_bonus_mean']:.2f}" for s in summaries]))
     rows: list[tuple[str, list[str]] | str] = [
-        ("", [_short(result.name) for result in results]),
+        ("", [short_name(result.name) for result in results]),
         ("mean score", [f"{s['mean']:.2f}" for s in summaries]),
         ("  95% CI", [interval(*s["ci95"]) for s in summaries]),
         ("std", [f"{s['std']:.2f}" for s in summaries]),

@@ -54,7 +54,7 @@ from yacht_env.opponents import act_at_tables
 from yacht_env.rules import is_int
 from yacht_lab.calibration import Calibration, predict_round_starts
 from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MAX_GAMES
-from yacht_lab.report import Z_95, _rounded, progress_bar
+from yacht_lab.report import Z_95, progress_bar, rounded_floats
 
 MAX_PLAYERS = 10
 #: How the confidence intervals are computed (written to the JSON report).
@@ -180,7 +180,7 @@ class PairResult:
         """The pair's result as JSON-ready data."""
         win_rate, win_ci = self.outcome.mean_ci(2 * games_per_deal, 0.0, 1.0)
         margin, margin_ci = self.margin.mean_ci(games_per_deal)
-        return _rounded(
+        return rounded_floats(
             {
                 "games": self.games,
                 "wins_a": self.wins_a,
@@ -238,7 +238,7 @@ class HeadToHead:
         per_deal = self.games[name] // self.deals
         score, score_ci = self.scores[name].mean_ci(per_deal)
         share, share_ci = self.shares[name].mean_ci(per_deal * self.share_unit, 0.0, 1.0)
-        return _rounded(
+        return rounded_floats(
             {
                 "games": self.games[name],
                 "mean_score": score,
@@ -286,7 +286,7 @@ class HeadToHead:
             others = [name for name in self.names if name != against]
             for a, b in itertools.combinations(others, 2):
                 difference, ci = self.paired_difference(a, b, against)
-                table.setdefault(against, {})[f"{a} - {b}"] = _rounded(
+                table.setdefault(against, {})[f"{a} - {b}"] = rounded_floats(
                     {"difference": difference, "difference_ci95": ci}
                 )
         return table
@@ -305,7 +305,7 @@ class HeadToHead:
             "head_to_head": {key: pair.summary(self.games_per_deal) for key, pair in self.pairs.items()},
             "agents": {name: self.agent_summary(name) for name in self.names},
             "first_seat_win_rate": round(first, 6),
-            "first_seat_win_rate_ci95": _rounded(first_ci),
+            "first_seat_win_rate_ci95": rounded_floats(first_ci),
             **({"paired": paired} if paired else {}),
             **({"calibration": self.calibration.to_dict()} if self.calibration is not None else {}),
         }

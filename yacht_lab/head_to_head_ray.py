@@ -88,7 +88,7 @@ def head_to_head_on_ray(
         ValueError: a bad address, no Ray started (without ``address``), Ray failing to start, or what
             :func:`~yacht_lab.head_to_head.head_to_head` refuses (from the first task that refuses it).
     """
-    from yacht_lab.sweep import _restore_signals, check_ray_address
+    from yacht_lab.sweep import check_ray_address, restore_signals
 
     if address is not None:
         check_ray_address(address)  # before Ray is imported: a wrong address is said in seconds
@@ -111,7 +111,7 @@ def head_to_head_on_ray(
         try:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         except Exception as error:  # Ray's start-up failures (connection, timeouts, its own errors): one line each
-            _restore_signals(handlers)
+            restore_signals(handlers)
             message = " ".join(str(error).split()) or type(error).__name__
             raise ValueError(f"cannot start Ray at {address}: {message}") from None
     start = time.perf_counter()
@@ -140,7 +140,7 @@ def head_to_head_on_ray(
     finally:
         if address is not None:
             ray.shutdown()
-            _restore_signals(handlers)
+            restore_signals(handlers)
     result = merge_lineups(parts, specs)
     result.seconds = time.perf_counter() - start
     return result

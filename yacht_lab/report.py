@@ -34,18 +34,18 @@ def sample_std(values: np.ndarray) -> float:
     return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
-def _rounded(value):
+def rounded_floats(value):
     """``value`` with every float rounded to 6 decimals (lists and dicts recursively)."""
     if isinstance(value, float):
         return round(value, 6)
     if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
+        return {k: rounded_floats(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_rounded(v) for v in value]
+        return [rounded_floats(v) for v in value]
     return value
 
 
-def _short(name: str, width: int = 24) -> str:
+def short_name(name: str, width: int = 24) -> str:
     """An agent's name cut to a table column (``ppo:runs/.../model.zip`` keeps its end)."""
     return name if len(name) <= width else "..." + name[-(width - 3) :]
 

@@ -309,7 +309,7 @@ def from_dict(data: Any) -> TrainConfig:
     Raises:
         ValueError: not a mapping, an unknown key, or a retired option in use.
     """
-    return _from_dict(TrainConfig, _translated(data), "")
+    return dataclass_from_dict(TrainConfig, _translated(data), "")
 
 
 def _translated(data: Any) -> Any:
@@ -358,7 +358,10 @@ def _distill_of_rollouts(section: Any, rules: Any) -> Any:
     return {key: value for key, value in section.items() if key in _DISTILL_KEYS}
 
 
-def _from_dict(cls: type, data: Any, where: str):
+def dataclass_from_dict(cls: type, data: Any, where: str):
+    """The dataclass ``cls`` from a mapping of its fields (``TrainConfig``'s sections built from theirs), or one
+    ``ValueError`` naming the key at ``where`` that is not a field.
+    """
     if not isinstance(data, dict):
         raise ValueError(f"{where or 'config'} must be a mapping, got {data!r}")
     known = {f.name: f for f in dataclasses.fields(cls)}
@@ -369,5 +372,5 @@ def _from_dict(cls: type, data: Any, where: str):
     for name, value in data.items():
         sub = _SECTIONS.get(name) if cls is TrainConfig else None
         optional = name in _OPTIONAL_SECTIONS and value is None
-        kwargs[name] = _from_dict(sub, value, name) if sub and not optional else value
+        kwargs[name] = dataclass_from_dict(sub, value, name) if sub and not optional else value
     return cls(**kwargs)

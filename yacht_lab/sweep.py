@@ -49,7 +49,7 @@ from typing import Any
 import yaml
 
 from yacht_env.util import atomic_write
-from yacht_lab.config import TrainConfig, _from_dict, validate
+from yacht_lab.config import TrainConfig, dataclass_from_dict, validate
 from yacht_lab.grpc_probe import grpc_problem
 from yacht_lab.runs import CURVE_FILE, read_curve
 from yacht_lab.sweep_spec import Sweep, parse_sweep
@@ -143,7 +143,7 @@ def run_trial(params: dict[str, Any]) -> None:
     spec = params["trial"]
     trial = {key: spec[key] for key in ("run", "configuration", "seed")}
     sweep_dir = Path(spec["sweep_dir"])
-    config = validate(_from_dict(TrainConfig, copy.deepcopy(spec["config"]), ""))
+    config = validate(dataclass_from_dict(TrainConfig, copy.deepcopy(spec["config"]), ""))
     run_dir = sweep_dir / RUNS / trial["run"]
     if (run_dir / "model.zip").is_file():
         # The run finished (train() writes model.zip last) but Tune did not hear of it: the attempt died, or the
@@ -348,7 +348,7 @@ def run_sweep(
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     except Exception as error:  # Ray's start-up failures (connection, timeouts, its own errors): one line each
-        _restore_signals(handlers)
+        restore_signals(handlers)
         where = f" at {address}" if address else ""
         raise ValueError(f"cannot start Ray{where}: {' '.join(str(error).split()) or type(error).__name__}") from None
     try:
@@ -396,11 +396,11 @@ def run_sweep(
         tuner.fit()
     finally:
         ray.shutdown()
-        _restore_signals(handlers)
+        restore_signals(handlers)
     return collect(sweep, folder)
 
 
-def _restore_signals(handlers: dict) -> None:
+def restore_signals(handlers: dict) -> None:
     """Puts back signal handlers saved with ``signal.getsignal`` (only the main thread may set them)."""
     if threading.current_thread() is threading.main_thread():
         for sig, handler in handlers.items():

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from yacht_env.rules import is_int
-from yacht_lab.config import MAX_SEED, TrainConfig, _from_dict, validate
+from yacht_lab.config import MAX_SEED, TrainConfig, dataclass_from_dict, validate
 from yacht_lab.yaml_reader import read_yaml
 
 #: Keys the sweep sets itself and a search may not: the seed (``seeds``), the budget (``budget``) and the torch
@@ -70,14 +70,14 @@ class Sweep:
             _set_dotted(data, key, copy.deepcopy(value))
         data.update(seed=seed, total_timesteps=self.total_timesteps, max_minutes=self.max_minutes)
         data["torch_threads"] = cpus_per_trial
-        return validate(_from_dict(TrainConfig, data, ""))
+        return validate(dataclass_from_dict(TrainConfig, data, ""))
 
     @property
     def metric(self) -> str:
         """What a trial is judged by: ``percent_of_optimal`` solo, ``win_rate`` with opponents."""
         from yacht_lab.tasks import task_class
 
-        return task_class(_from_dict(TrainConfig, self.base, "")).metric
+        return task_class(dataclass_from_dict(TrainConfig, self.base, "")).metric
 
 
 def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
@@ -228,7 +228,7 @@ def _base(base: Any) -> dict[str, Any]:
     for key in RESERVED_KEYS:
         if key in base:
             raise ValueError(f"base.{key} is set by the sweep itself (seeds, budget, --cpus-per-trial)")
-    _from_dict(TrainConfig, copy.deepcopy(base), "")  # unknown keys name themselves
+    dataclass_from_dict(TrainConfig, copy.deepcopy(base), "")  # unknown keys name themselves
     return base
 
 

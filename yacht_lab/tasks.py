@@ -229,7 +229,7 @@ class TableTask(SoloTask):
         """Versus learning curve PNG: win rate (95% CI band) vs wall-clock minutes and vs timesteps, the even
         win rate ``1 / players`` marked.
         """
-        from yacht_lab.report import _short
+        from yacht_lab.report import short_name
 
         config = self.config
         even = 1 / self.players
@@ -242,7 +242,7 @@ class TableTask(SoloTask):
             seat = "a random seat" if config.seat == "random" else f"seat {config.seat}"
             fig.suptitle(
                 f"MaskablePPO on YachtVersus-v0 ({config.rules}, reward {config.reward}, {seat}) "
-                f"against {', '.join(_short(spec, 32) for spec in self.against)}",
+                f"against {', '.join(short_name(spec, 32) for spec in self.against)}",
                 fontsize=10,
             )
 

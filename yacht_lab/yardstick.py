@@ -33,7 +33,7 @@ from yacht_env import duel
 from yacht_env import rules as R
 from yacht_env.game import game_streams
 from yacht_lab.head_to_head import play_tables
-from yacht_lab.report import _rounded, _short, mean_ci, progress_bar
+from yacht_lab.report import mean_ci, progress_bar, rounded_floats, short_name
 
 #: The opponents every agent meets, by spec: the equilibrium (50% is perfect play) and the solver.
 REFERENCES = ("duel", "optimal")
@@ -86,7 +86,7 @@ class SeatGames:
         """The result as JSON-ready data (no timings: the same for the same agents, deals and seed)."""
         rate, ci = self.win_rate()
         seats, seat_cis = self.seat_win_rates()
-        return _rounded(
+        return rounded_floats(
             {
                 "games": self.games,
                 "mean_win_rate": rate,
@@ -210,7 +210,7 @@ class Yardstick:
             share, share_ci = self.edge_share(name)
             agents[name] = {
                 "against": {reference: games.summary() for reference, games in against.items()},
-                **_rounded({"edge_share": share, "edge_share_ci95": share_ci}),
+                **rounded_floats({"edge_share": share, "edge_share_ci95": share_ci}),
             }
         return {
             "rules": self.rules.name,
@@ -238,7 +238,7 @@ class Yardstick:
                 cells.append(f"{100 * rate:.2f}% [{100 * low:.2f}, {100 * high:.2f}]")
             share, (low, high) = self.edge_share(name)
             cells.append(f"{100 * share:.0f}% [{100 * low:.0f}, {100 * high:.0f}]")
-            lines.append(f"{_short(name, 28):<28} {cells[0]:>24} {cells[1]:>24} {cells[2]:>20}")
+            lines.append(f"{short_name(name, 28):<28} {cells[0]:>24} {cells[1]:>24} {cells[2]:>20}")
         return "\n".join(lines)
 
 

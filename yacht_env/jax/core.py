@@ -24,7 +24,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from yacht_env import rules as R
 from yacht_env.jax.tables import Tables, device_tables, observation_size
@@ -72,7 +71,7 @@ class YachtGame:
     Attributes:
         rules, num_players, num_actions, num_categories: The game's sizes.
         observation_size: :meth:`observe`'s length: ``Yacht-v0``'s flat observation for one player
-            (:func:`yacht_env.encoding.flat_layout`), ``MultiplayerEncoder``'s table view for two or more.
+            (:func:`yacht_env.rules.flat_layout`), ``MultiplayerEncoder``'s table view for two or more.
         tables: The device arrays the functions read (:class:`~yacht_env.jax.tables.Tables`).
 
     Raises:
@@ -90,10 +89,8 @@ class YachtGame:
         self.solo_size = observation_size(self.rules)
         opponents = (self.num_players - 1) * (self.num_categories + 1)
         self.observation_size = self.solo_size if self.num_players == 1 else self.solo_size + opponents + 2
-        self.max_total = float(self.rules.max_total)
+        self.max_total = float(R.max_total(self.rules))
         self.tables: Tables = device_tables(self.rules)
-        fraction = np.arange(self.rules.max_total + 1, dtype=np.float32) / np.float32(self.max_total)
-        self._total_fraction = jnp.asarray(fraction)
         self._bits = jnp.left_shift(1, jnp.arange(self.num_categories, dtype=jnp.int32))
 
     # ---------------------------------------------------------------------------------------------
@@ -230,15 +227,18 @@ class YachtGame:
         p = self.num_players
         if p == 1:
             return solo
+        t = self.tables
         order = (seat + jnp.arange(1, p)) % p
-        # A table lookup, not a division: XLA turns a division by a constant into a product (one ulp off numpy's).
-        totals = self._total_fraction[jnp.clip(state.total, 0, self.rules.max_total)]
+        # Lookups in the rules' tables, not divisions: XLA turns a division by a constant into a product, and float32
+        # arithmetic on the quotients (a margin from two rounded totals) would round otherwise than one division.
+        top = t.total_fraction.shape[0] - 1
+        totals = jnp.clip(state.total, 0, top)
         own, others = totals[seat], totals[order]
         opponents = jnp.concatenate(
-            [self.tables.by_open[state.open_mask[order], : self.num_categories], others[:, None]], 1
+            [t.by_open[state.open_mask[order], : self.num_categories], t.total_fraction[others][:, None]], 1
         )
-        margin = (own - others.max()) / jnp.float32(2) + jnp.float32(0.5)
-        return jnp.concatenate([solo, opponents.reshape(-1), jnp.stack([own, margin])])
+        margin = t.margin[own - others.max() + top]
+        return jnp.concatenate([solo, opponents.reshape(-1), jnp.stack([t.total_fraction[own], margin])])
 
     def observe_solo(self, roll, rolls_left, open_mask, upper=0, armed=0) -> jax.Array:
         """``Yacht-v0``'s flat observation of one player's state (:meth:`ObservationEncoder.flat`'s values)."""

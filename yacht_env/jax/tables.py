@@ -2,9 +2,10 @@
 
 Nothing here scores: every number is read off :mod:`yacht_env.rules` (the score table, :func:`~yacht_env.rules.
 pick_outcome` for the bonuses and jokers, the keep tables, the re-roll codes, the forced joker's placement) and laid
-out so that the JAX transition is a few gathers. The observation tables are built exactly as
-:class:`yacht_env.encoding.ObservationEncoder` builds its own (the same float32 values, in the same layout of
-:func:`yacht_env.encoding.flat_layout`), without importing it: this package imports neither gymnasium nor torch.
+out so that the JAX transition is a few gathers. The observation tables are the rules' own
+(:func:`yacht_env.rules.observation_tables`, which :class:`yacht_env.encoding.ObservationEncoder` and
+``MultiplayerEncoder`` gather from too), so the observations are the numpy encoders' float32 values by construction;
+this package imports neither gymnasium nor torch.
 
 The pick table ``pick[r, k, j, u, a]`` holds what picking category ``k`` with roll ``r`` earns and leaves, for each
 joker context ``j`` (bit 1: the five-of-a-kind box is open, bit 0: the face's upper box is open; one context only
@@ -34,10 +35,10 @@ class Tables(NamedTuple):
     * ``five_face``: ``(252,)``: the face of a five of a kind (0: not one). ``upper_box``: ``(7,)``: face -> box.
     * ``forced``: ``(7, 2 ** C)``: the forced joker's legal picks (one row of the open mask itself otherwise).
     * ``points``, ``box``, ``upper``, ``armed``: ``(252, C, J, U, A)``: the pick table (module docstring).
-    * ``by_roll``: ``(756, 39 + C)`` float32: row ``3 * roll + rolls_left``, the observation up to its open bits.
-    * ``by_open``: ``(2 ** C, C + 1)`` float32: the open bits and the fraction open.
+    * ``by_roll``, ``by_open``, ``upper_obs``, ``total_fraction``, ``margin``: the rules' observation tables
+      (:class:`~yacht_env.rules.ObservationTables`: ``by_roll``, ``by_open``, ``upper``, ...), the very arrays the
+      numpy encoders gather from.
     * ``score_now``: ``(252, J, C)`` float32: what each box would hold now, / the score scale (joker included).
-    * ``upper_obs``: ``(U, 2)`` float32: the upper part of the observation per capped subtotal.
     """
 
     canonical: np.ndarray
@@ -57,6 +58,8 @@ class Tables(NamedTuple):
     by_open: np.ndarray
     score_now: np.ndarray
     upper_obs: np.ndarray
+    total_fraction: np.ndarray
+    margin: np.ndarray
 
 
 def joker_contexts(rules: R.Rules) -> int:
@@ -94,37 +97,14 @@ def _pick_table(rules: R.Rules) -> tuple[np.ndarray, ...]:
     return tuple(np.broadcast_to(np.asarray(part), shape).astype(np.int32) for part in outcome)
 
 
-def _observation_tables(rules: R.Rules, box: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The encoder's tables (``ObservationEncoder.__init__``'s construction, value for value)."""
-    n = rules.num_categories
-    dice_one_hot = np.zeros((R.NUM_ROLLS, R.NUM_DICE, R.NUM_FACES), dtype=np.float32)
-    for r, dice in enumerate(R.ROLLS):
-        dice_one_hot[r, np.arange(R.NUM_DICE), dice - 1] = 1.0
-    roll_part = np.concatenate(
-        [dice_one_hot.reshape(R.NUM_ROLLS, -1), R.ROLL_COUNTS.astype(np.float32) / R.NUM_DICE], axis=1
-    )
-    scale = float(max(R.score_table(rules).max(), R.pick_tables(rules).joker_score.max(), 1))
-    by_roll = np.concatenate(
-        [
-            np.repeat(roll_part, R.ROLLS_PER_TURN, axis=0),
-            np.tile(np.eye(R.ROLLS_PER_TURN, dtype=np.float32), (R.NUM_ROLLS, 1)),
-        ],
-        axis=1,
-    )
-    open_bits = R.open_bits(n).astype(np.float32)
-    by_open = np.concatenate([open_bits, open_bits.mean(axis=1, keepdims=True)], axis=1)
-    if rules.has_bonuses:  # the encoder divides the box (ints) by the scale in float64, then stores float32
-        score_now = (box[:, :, :, 0, 0] / scale).astype(np.float32).transpose(0, 2, 1)
-    else:  # the encoder's table: the score table in float32, divided in float32
-        score_now = (R.score_table(rules).astype(np.float32) / scale)[:, None, :]
-    num_upper = rules.bonus_shape[0]
-    threshold = rules.upper_bonus_threshold
-    subtotal = np.arange(num_upper)
-    upper_obs = np.stack(
-        [(np.minimum(subtotal, threshold) / threshold).astype(np.float32), (subtotal >= threshold).astype(np.float32)],
-        axis=1,
-    )
-    return by_roll, by_open, np.ascontiguousarray(score_now), upper_obs
+def _score_now(rules: R.Rules, box: np.ndarray) -> np.ndarray:
+    """``(252, J, C)`` float32: what each box would hold now / the score scale, per joker context (the rules'
+    ``score_now`` without a joker; the pick table's boxes, scaled as the encoder scales them, with one).
+    """
+    observation = R.observation_tables(rules)
+    if not rules.has_bonuses:
+        return np.ascontiguousarray(observation.score_now[:, None, :])
+    return np.ascontiguousarray(observation.score_fraction(box[:, :, :, 0, 0]).transpose(0, 2, 1))
 
 
 @functools.cache
@@ -138,6 +118,7 @@ def numpy_tables(rules: R.Rules) -> Tables:
     if rules.joker == "forced":
         forced[1:] = picks.forced[1:]  # row 0 (not a five of a kind) stays the open mask itself
     points, box, upper, armed = _pick_table(rules)
+    observation = R.observation_tables(rules)
     return Tables(
         canonical=np.asarray(R.CANONICAL_KEEPS, dtype=bool),
         any_keep=any_keep,
@@ -152,13 +133,18 @@ def numpy_tables(rules: R.Rules) -> Tables:
         box=box,
         upper=upper,
         armed=armed,
-        **dict(zip(("by_roll", "by_open", "score_now", "upper_obs"), _observation_tables(rules, box), strict=True)),
+        by_roll=observation.by_roll,
+        by_open=observation.by_open,
+        score_now=_score_now(rules, box),
+        upper_obs=observation.upper,
+        total_fraction=observation.total_fraction,
+        margin=observation.margin,
     )
 
 
 def observation_size(rules: R.Rules) -> int:
-    """The solo flat observation's length (``yacht_env.encoding.flat_layout``'s): ``40 + 2 C`` plus the bonus parts."""
-    return 40 + 2 * rules.num_categories + (2 if rules.upper_bonus else 0) + (1 if rules.yahtzee_bonus else 0)
+    """The solo flat observation's length (:func:`yacht_env.rules.flat_layout`'s): ``40 + 2 C`` plus the bonus parts."""
+    return max(part.stop for part in R.flat_layout(rules).values())
 
 
 def device_tables(rules: R.Rules) -> Tables:

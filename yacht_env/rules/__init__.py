@@ -18,7 +18,8 @@ Actions (``Discrete(rules.num_actions)``, 44 for Yacht's 12 categories):
 * ``a = 32 + k`` scores the dice in category ``k`` of the preset's sheet.
 
 Sizes that depend on the preset (categories, actions, open masks, dice-stream rows) are properties of
-:class:`Rules`; the module constants ``NUM_CATEGORIES``, ``NUM_ACTIONS``, ... are Yacht's own values.
+:class:`Rules`, and the bounds its scores set are functions (:func:`max_total`, :func:`max_pick_points`); the module
+constants ``NUM_CATEGORIES``, ``NUM_ACTIONS``, ... are Yacht's own values.
 Every function that takes a state accepts plain ints or numpy arrays of any (matching) shape, so the
 single env and the vector env share one code path.
 
@@ -26,7 +27,9 @@ The rules are one package cut along their concerns, each submodule standing only
 :mod:`~yacht_env.rules.constants` (the sheet's categories and the sizes), :mod:`~yacht_env.rules.dice` (the dice
 encoding and keep tables), :mod:`~yacht_env.rules.scoring` (what each category is worth),
 :mod:`~yacht_env.rules.presets` (:class:`Rules` and the presets), :mod:`~yacht_env.rules.picks` (the score tables,
-bonuses and jokers) and :mod:`~yacht_env.rules.actions` (legal actions and re-rolls). Every name is imported here:
+bonuses and jokers), :mod:`~yacht_env.rules.actions` (legal actions and re-rolls) and
+:mod:`~yacht_env.rules.observation` (the observation's layout and the float32 tables the numpy and JAX encoders
+gather it from). Every name is imported here:
 code reads ``yacht_env.rules.<name>`` (``from yacht_env import rules as R``), never a submodule.
 """
 
@@ -63,7 +66,9 @@ from .constants import (
     is_int,
 )
 from .dice import (
+    ANY_KEEP,
     CANONICAL_KEEPS,
+    CODE_TO_ROLL,
     FACE_WEIGHT,
     KEEP,
     KEEP_BITS,
@@ -78,11 +83,14 @@ from .dice import (
     roll_index,
     validate_dice,
 )
+from .observation import ObservationTables, flat_layout, observation_tables
 from .picks import (
     FIVE_OF_A_KIND_FACE,
     FIVE_OF_A_KIND_ROLLS,
     PickTables,
     legal_picks,
+    max_pick_points,
+    max_total,
     pick_outcome,
     pick_tables,
     score,
@@ -103,10 +111,12 @@ from .scoring import CATEGORY_SCORERS, FAMILY_DEFAULTS, FIVE_OF_A_KIND_CATEGORIE
 
 __all__ = [
     "ALL_OPEN",
+    "ANY_KEEP",
     "CANONICAL_KEEPS",
     "CATEGORIES",
     "CATEGORY_SCORERS",
     "CLUBHOUSE_CATEGORIES",
+    "CODE_TO_ROLL",
     "Category",
     "FACE_WEIGHT",
     "FAMILY_DEFAULTS",
@@ -130,6 +140,7 @@ __all__ = [
     "NUM_OPEN_MASKS",
     "NUM_ROLLS",
     "OPEN_BITS",
+    "ObservationTables",
     "PICK_OFFSET",
     "PRESETS",
     "PickTables",
@@ -147,12 +158,16 @@ __all__ = [
     "category_index",
     "describe_illegal",
     "draw_prefix_codes",
+    "flat_layout",
     "get_rules",
     "is_int",
     "legal_action_mask",
     "legal_mask_parts",
     "legal_picks",
+    "max_pick_points",
+    "max_total",
     "open_bits",
+    "observation_tables",
     "open_mask_from",
     "pick_outcome",
     "pick_tables",

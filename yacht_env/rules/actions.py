@@ -21,7 +21,7 @@ from .constants import (
     PICK_OFFSET,
     ROLLS_PER_TURN,
 )
-from .dice import _ANY_KEEP, _CODE_TO_ROLL, CANONICAL_KEEPS, FACE_WEIGHT, KEEP, KEEP_BITS, ROLLS, open_bits
+from .dice import ANY_KEEP, CANONICAL_KEEPS, CODE_TO_ROLL, FACE_WEIGHT, KEEP, KEEP_BITS, ROLLS, open_bits
 
 
 def _keep_words(legal: np.ndarray) -> np.ndarray:
@@ -34,7 +34,7 @@ def _keep_words(legal: np.ndarray) -> np.ndarray:
     return table
 
 
-_KEEP_WORDS = {True: _keep_words(CANONICAL_KEEPS), False: _keep_words(_ANY_KEEP)}
+_KEEP_WORDS = {True: _keep_words(CANONICAL_KEEPS), False: _keep_words(ANY_KEEP)}
 _KEEP_ROWS = {  # row 3 * roll + rolls_left: the legal keep-masks as 32 bools
     canonical: np.unpackbits(words.view(np.uint8).reshape(-1, 8), axis=1, count=NUM_KEEPS, bitorder="little").view(bool)
     for canonical, words in _KEEP_WORDS.items()
@@ -103,7 +103,7 @@ REROLLED.flags.writeable = False
 # The re-roll's tables as Python lists, for one game on Python ints (a list lookup costs less than a numpy scalar).
 _KEPT_CODE_LISTS = KEPT_CODE.tolist()
 _REROLLED_LIST = REROLLED.tolist()
-_CODE_TO_ROLL_LIST = _CODE_TO_ROLL.tolist()
+_CODE_TO_ROLL_LIST = CODE_TO_ROLL.tolist()
 
 
 def _prefix_table() -> np.ndarray:
@@ -147,7 +147,7 @@ def roll_from_code(code) -> np.ndarray | int:
     """The sorted-roll index of a five-dice multiset code (e.g. ``prefix_codes(dice)[..., 5]``)."""
     if type(code) is int:  # one game on Python ints: a list lookup
         return _CODE_TO_ROLL_LIST[code]
-    index = _CODE_TO_ROLL[code]
+    index = CODE_TO_ROLL[code]
     return int(index) if isinstance(index, np.generic) else index.astype(np.intp)
 
 

@@ -31,9 +31,10 @@ NUM_KEPT = len(KEPT)
 # code = sum over dice of 6 ** (face - 1). Order-free, so no sort is ever needed.
 FACE_WEIGHT = np.array([0] + [NUM_FACES**f for f in range(NUM_FACES)], dtype=np.int32)
 _MAX_CODE = NUM_DICE * NUM_FACES ** (NUM_FACES - 1)
-_CODE_TO_ROLL = np.full(_MAX_CODE + 1, -1, dtype=np.int16)
-_CODE_TO_ROLL[FACE_WEIGHT[ROLLS].sum(axis=1)] = np.arange(NUM_ROLLS)
-_CODE_TO_ROLL.flags.writeable = False
+#: ``CODE_TO_ROLL[code]``: the sorted roll (a row of :data:`ROLLS`) of five dice with that code (-1: not five dice).
+CODE_TO_ROLL = np.full(_MAX_CODE + 1, -1, dtype=np.int16)
+CODE_TO_ROLL[FACE_WEIGHT[ROLLS].sum(axis=1)] = np.arange(NUM_ROLLS)
+CODE_TO_ROLL.flags.writeable = False
 _CODE_TO_KEPT = np.full(_MAX_CODE + 1, -1, dtype=np.int16)
 for _index, _kept in enumerate(KEPT):
     _CODE_TO_KEPT[FACE_WEIGHT[list(_kept)].sum()] = _index
@@ -66,9 +67,10 @@ def _keep_tables() -> tuple[np.ndarray, np.ndarray]:
 KEEP, CANONICAL_KEEPS = _keep_tables()
 KEEP.flags.writeable = False
 CANONICAL_KEEPS.flags.writeable = False
-_ANY_KEEP = np.ones((NUM_ROLLS, NUM_KEEPS), dtype=bool)
-_ANY_KEEP[:, KEEP_ALL] = False
-_ANY_KEEP.flags.writeable = False
+#: ``ANY_KEEP[r, m]``: every keep-mask but keep-all is legal (the envs' ``canonical_keeps=False``).
+ANY_KEEP = np.ones((NUM_ROLLS, NUM_KEEPS), dtype=bool)
+ANY_KEEP[:, KEEP_ALL] = False
+ANY_KEEP.flags.writeable = False
 
 
 @functools.cache
@@ -90,7 +92,7 @@ def _transition_matrix() -> np.ndarray:
         n_rolled = NUM_DICE - len(kept)
         outcomes = np.array(list(itertools.product(range(1, NUM_FACES + 1), repeat=n_rolled)), dtype=np.int64)
         codes = FACE_WEIGHT[list(kept)].sum() + FACE_WEIGHT[outcomes].sum(axis=1)
-        np.add.at(matrix[index], _CODE_TO_ROLL[codes], 1.0)
+        np.add.at(matrix[index], CODE_TO_ROLL[codes], 1.0)
         matrix[index] /= NUM_FACES**n_rolled
     return matrix
 
@@ -106,7 +108,7 @@ def roll_index(dice: np.ndarray | Sequence[int]) -> np.ndarray | int:
 
     No validation: use :func:`validate_dice` on untrusted input.
     """
-    index = _CODE_TO_ROLL[FACE_WEIGHT[np.asarray(dice)].sum(axis=-1)]
+    index = CODE_TO_ROLL[FACE_WEIGHT[np.asarray(dice)].sum(axis=-1)]
     return int(index) if np.ndim(index) == 0 else index.astype(np.intp)
 
 

@@ -1,5 +1,6 @@
-"""What a pick earns: the score tables (:func:`score_table`, :func:`score`) and the family's bonuses and
-jokers (:func:`pick_tables`, :func:`legal_picks`, :func:`pick_outcome`).
+"""What a pick earns: the score tables (:func:`score_table`, :func:`score`), the family's bonuses and jokers
+(:func:`pick_tables`, :func:`legal_picks`, :func:`pick_outcome`) and the bounds they set (:func:`max_pick_points`,
+:func:`max_total`).
 """
 
 from __future__ import annotations
@@ -124,6 +125,24 @@ def pick_tables(rules: str | Rules = "standard") -> PickTables:
     for array in (tables.score, tables.joker_score, tables.upper_face, tables.upper_box, tables.forced):
         array.flags.writeable = False
     return tables
+
+
+def max_pick_points(rules: str | Rules = "standard") -> int:
+    """The most one pick can earn, bonuses included (50 for Yacht; 185 for Yahtzee: 50 for a Yahtzee, plus both
+    bonuses).
+    """
+    rules = get_rules(rules)
+    return int(score_table(rules).max()) + rules.upper_bonus + rules.yahtzee_bonus
+
+
+def max_total(rules: str | Rules = "standard") -> int:
+    """A bound on the final score: each box's best score, the upper bonus, and a Yahtzee bonus on every turn after
+    the first; the largest possible total for Yacht's presets and Yahtzee's jokers (297 for ``standard``, 1575 for
+    ``yahtzee``).
+    """
+    rules = get_rules(rules)
+    best = np.maximum(score_table(rules).max(axis=0), pick_tables(rules).joker_score)
+    return int(best.sum()) + rules.upper_bonus + rules.yahtzee_bonus * (rules.num_categories - 1)
 
 
 def legal_picks(rules: Rules, roll, open_mask):

@@ -187,25 +187,6 @@ class Rules:
         """
         return (self.upper_bonus_threshold + 1 if self.upper_bonus else 1, 2 if self.yahtzee_bonus else 1)
 
-    @property
-    def max_pick_points(self) -> int:
-        """The most one pick can earn, bonuses included (50 for Yacht; 185 for Yahtzee: 50 ... plus both bonuses)."""
-        from .picks import score_table  # at call time: picks.py stands on this module
-
-        return int(score_table(self).max()) + self.upper_bonus + self.yahtzee_bonus
-
-    @property
-    def max_total(self) -> int:
-        """A bound on the final score: each box's best score, the upper bonus, and a Yahtzee bonus on every turn
-        after the first; the largest possible total for Yacht's presets and Yahtzee's jokers (297 for
-        ``standard``, 1575 for ``yahtzee``).
-        """
-        from .picks import pick_tables, score_table  # at call time: picks.py stands on this module
-
-        best = score_table(self).max(axis=0).astype(int)
-        joker = pick_tables(self).joker_score
-        return int(np.maximum(best, joker).sum()) + self.upper_bonus + self.yahtzee_bonus * (self.num_categories - 1)
-
     def as_dict(self) -> dict[str, object]:
         """The preset's fields, e.g. to key a cache or write a run's config.
 

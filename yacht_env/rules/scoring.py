@@ -7,21 +7,21 @@ defaults of :class:`~yacht_env.rules.presets.Rules`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from .constants import NUM_DICE, NUM_FACES
 
-if TYPE_CHECKING:  # the scorers take a preset; presets.py stands on this module
-    from .presets import Rules
-
 # Each scorer maps a roll's face counts (``counts[f]`` = number of dice showing ``f + 1``) and the preset to
 # the points of one category. A preset lists the categories its sheet has; :func:`score_table` tabulates them.
+# The preset is a ``Rules``, read by its fields; presets.py, which defines it, stands on this module, so the
+# type is not imported here (``Preset``).
+Preset = Any
 _FACES = np.arange(1, NUM_FACES + 1)
 
 
-def _upper(face: int) -> Callable[[np.ndarray, Rules], int]:
+def _upper(face: int) -> Callable[[np.ndarray, Preset], int]:
     return lambda counts, rules: int(counts[face - 1]) * face
 
 
@@ -29,31 +29,31 @@ def _total(counts: np.ndarray) -> int:
     return int((counts * _FACES).sum())
 
 
-def _full_house(counts: np.ndarray, rules: Rules) -> int:
+def _full_house(counts: np.ndarray, rules: Preset) -> int:
     groups = sorted(int(c) for c in counts if c)
     if groups == [2, 3] or (groups == [NUM_DICE] and rules.yacht_is_full_house):
         return _total(counts) if rules.full_house is None else rules.full_house
     return 0
 
 
-def _four_of_a_kind(counts: np.ndarray, rules: Rules) -> int:
+def _four_of_a_kind(counts: np.ndarray, rules: Preset) -> int:
     if counts.max() < 4:
         return 0
     return 4 * int(_FACES[counts.argmax()]) if rules.four_of_a_kind == "four_dice" else _total(counts)
 
 
-def _three_of_a_kind(counts: np.ndarray, rules: Rules) -> int:
+def _three_of_a_kind(counts: np.ndarray, rules: Preset) -> int:
     if counts.max() < 3:
         return 0
     return 3 * int(_FACES[counts.argmax()]) if rules.three_of_a_kind == "three_dice" else _total(counts)
 
 
-def _one_pair(counts: np.ndarray, rules: Rules) -> int:
+def _one_pair(counts: np.ndarray, rules: Preset) -> int:
     pairs = np.flatnonzero(counts >= 2)
     return 2 * int(_FACES[pairs[-1]]) if len(pairs) else 0
 
 
-def _two_pairs(counts: np.ndarray, rules: Rules) -> int:
+def _two_pairs(counts: np.ndarray, rules: Preset) -> int:
     pairs = np.flatnonzero(counts >= 2)  # two different faces; five of a kind is one face, so not two pairs
     return 2 * int(_FACES[pairs].sum()) if len(pairs) == 2 else 0
 
@@ -66,23 +66,23 @@ def _longest_run(counts: np.ndarray) -> int:
     return best
 
 
-def _small_straight(counts: np.ndarray, rules: Rules) -> int:
+def _small_straight(counts: np.ndarray, rules: Preset) -> int:
     if rules.straights == "exact":
         return rules.small_straight if list(counts) == [1, 1, 1, 1, 1, 0] else 0
     return rules.small_straight if _longest_run(counts) >= 4 else 0
 
 
-def _large_straight(counts: np.ndarray, rules: Rules) -> int:
+def _large_straight(counts: np.ndarray, rules: Preset) -> int:
     if rules.straights == "exact":
         return rules.large_straight if list(counts) == [0, 1, 1, 1, 1, 1] else 0
     return rules.large_straight if _longest_run(counts) == NUM_DICE else 0
 
 
-def _five_of_a_kind(counts: np.ndarray, rules: Rules) -> int:
+def _five_of_a_kind(counts: np.ndarray, rules: Preset) -> int:
     return rules.yacht if counts.max() == NUM_DICE else 0
 
 
-CATEGORY_SCORERS: dict[str, Callable[[np.ndarray, Rules], int]] = {
+CATEGORY_SCORERS: dict[str, Callable[[np.ndarray, Preset], int]] = {
     "ones": _upper(1),
     "twos": _upper(2),
     "threes": _upper(3),

@@ -163,7 +163,7 @@ def test_a_stopped_run_with_no_checkpoint_says_so_in_one_line(tmp_path, capsys):
     with pytest.raises(ValueError) as refused:
         resume_checkpoint(run.dir)
     assert str(refused.value) == (
-        f"cannot resume: run folder '{run.dir}' has no checkpoint (it stopped before its first one): start a new run"
+        f"cannot resume: run folder '{run.dir}' has no checkpoint to resume from: start a new run"
     )
 
 
@@ -289,7 +289,7 @@ def test_yacht_lab_train_runs_the_configs_trainer(make, module, function, monkey
         (
             function,
             (chosen, tmp_path),
-            {"resume": None, "command": "c", "progress": False, "name": None, "rerun": "yacht-train"},
+            {"resume": None, "command": "c", "progress": False},
         )
     ]
 

@@ -31,16 +31,16 @@ __all__ = [
 class SpeedCallback(BaseCallback):
     """Measures steps/s over each rollout and its update, and shows the run's progress bar if asked to."""
 
-    def __init__(self, run: RunContext, progress: bool) -> None:
+    def __init__(self, run: RunContext) -> None:
         super().__init__()
-        self.run, self.progress = run, progress
+        self.run = run
         self.steps_per_second = float("nan")
         self.bar = None
         self._last: tuple[float, int] = (0.0, 0)
 
     def _on_training_start(self) -> None:
         self._last = (time.time(), self.model.num_timesteps)
-        self.bar = self.run.progress_bar(self.progress, initial=self.model.num_timesteps)
+        self.bar = self.run.progress_bar(initial=self.model.num_timesteps)
 
     def _on_step(self) -> bool:
         if self.bar is not None:

@@ -266,15 +266,7 @@ class DistillState:
         raise ValueError("a distill run is not resumed: start a new run from its model (init)")
 
 
-def train_distill(
-    config: TrainConfig,
-    output_dir="runs",
-    resume=None,
-    command: str | None = None,
-    progress: bool = True,
-    name=None,
-    rerun: str = "yacht-train",
-):
+def train_distill(config: TrainConfig, output_dir="runs", resume=None, **options):
     """Trains a run of a config with a ``distill`` section; returns its folder.
 
     The folder holds ``config.yaml``, ``command.txt``, ``model.zip``, ``checkpoints/iteration_<N>.zip``,
@@ -282,7 +274,8 @@ def train_distill(
     every ``distill.eval_every`` iterations and at the end, on ``eval.games`` deals of ``eval.seed``), in a
     :class:`~yacht_lab.run_context.RunContext`. Ctrl-C or SIGTERM stops after the current iteration and saves; a
     second one stops at once. A run is not resumed (``resume`` is refused): start a new one from its model (``init``).
-    ``rerun`` is not used (the keyword every trainer takes).
+    ``options`` are the run context's (``command``, ``progress``, ``name``, ``rerun``: as :func:`yacht_lab.train`
+    takes them).
 
     Raises:
         ValueError: a bad config (or another trainer's), an output folder that cannot be written, a ``resume``.
@@ -297,13 +290,12 @@ def train_distill(
     context = RunContext(
         config,
         output_dir,
-        name=name,
-        command=command,
         fields=CURVE_FIELDS,
         unit="iteration",
         checkpoint_every=section.eval_every,
         budget=section.iterations,
         resumable=False,
+        **options,
     )
     with context as run:
         torch.set_num_threads(config.torch_threads)
@@ -324,12 +316,12 @@ def train_distill(
             **settings,
         )
         run.start()
-        _iterate(config, trainer, DistillState(model), run, progress)
+        _iterate(config, trainer, DistillState(model), run)
         save_atomically(model, run.dir / "model.zip")  # last: a run folder with model.zip is a complete run
     return run.dir
 
 
-def _iterate(config: TrainConfig, trainer: Distiller, state: DistillState, run: RunContext, progress: bool) -> None:
+def _iterate(config: TrainConfig, trainer: Distiller, state: DistillState, run: RunContext) -> None:
     """The run's iterations, evaluations and checkpoints, until its last iteration, its time or a stop."""
     section = config.distill
     rows = []
@@ -341,7 +333,7 @@ def _iterate(config: TrainConfig, trainer: Distiller, state: DistillState, run: 
             _, row = evaluate_against(state.model, config.rules, spec, section.players, games, seed)
             found.append({"iteration": iteration, **row})
         run.add_rows(*found)
-        if progress:
+        if run.show_progress:
             rates = ", ".join(f"{r['member']} {100 * r['win_rate']:.2f}%" for r in found)
             print(f"iteration {iteration}: win share against {rates}", file=sys.stderr, flush=True)
 
@@ -353,7 +345,7 @@ def _iterate(config: TrainConfig, trainer: Distiller, state: DistillState, run: 
         minutes = run.wall_minutes()
         rows.append({"iteration": iteration, "wall_minutes": round(minutes, 3), **stats})
         write_curve(run.dir / "iterations.csv", rows, ITERATION_FIELDS)
-        if progress:
+        if run.show_progress:
             print(
                 f"iteration {iteration} ({minutes:.1f} min): {stats['positions']} positions, "
                 f"{100 * stats['changed']:.1f}% relabelled",

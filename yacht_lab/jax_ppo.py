@@ -230,7 +230,7 @@ class JaxState:
 
     checkpoint_suffix = None
 
-    def __init__(self, runners: Runner, batch: int) -> None:
+    def __init__(self, runners: Runner | None, batch: int) -> None:
         self.runners, self.batch, self.update = runners, batch, 0
 
     def progress(self) -> int:
@@ -246,22 +246,16 @@ class JaxState:
         raise NotImplementedError
 
 
-def train_jax(
-    config: TrainConfig,
-    output_dir: str | os.PathLike = "runs",
-    resume: str | os.PathLike | None = None,
-    command: str | None = None,
-    progress: bool = True,
-    name: str | None = None,
-    rerun: str = "yacht-train",
-) -> Path:
+def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **options) -> Path:
     """Trains a config with a ``jax`` section on the device and returns its run folder (module docstring), in a
     :class:`~yacht_lab.run_context.RunContext` (the folder claimed and locked, ``config.yaml``, ``command.txt``, the
     curve, Ctrl-C).
 
-    ``max_minutes``, Ctrl-C or SIGTERM stop the run after the update that passes it (the parameters are saved). The
-    curve's ``wall_minutes`` is the time since the run started (compilation and evaluations included); its
-    ``steps_per_second`` counts every seed's env steps (the update's whole batch) per second of the last update.
+    ``options`` are the run context's (``resume``, ``command``, ``progress``, ``name``, ``rerun``: as
+    :func:`yacht_lab.train` takes them). ``max_minutes``, Ctrl-C or SIGTERM stop the run after the update that passes
+    it (the parameters are saved). The curve's ``wall_minutes`` is the time since the run started (compilation and
+    evaluations included); its ``steps_per_second`` counts every seed's env steps (the update's whole batch) per
+    second of the last update.
 
     Raises:
         ValueError: a bad config (or another trainer's), an output folder that cannot be written, a ``resume``.
@@ -276,10 +270,7 @@ def train_jax(
     optimal = solve(rules).expected_score  # the yardstick of the curve only
     seeds = [config.seed + i for i in range(config.jax.seeds)]
     batch = config.n_envs * config.ppo.n_steps
-    context = RunContext(
-        config, output_dir, resume=resume, name=name, command=command, fields=CURVE_FIELDS, rerun=rerun
-    )
-    with context as run:
+    with RunContext(config, output_dir, fields=CURVE_FIELDS, **options) as run:
         init, update, evaluate, spec = make_trainer(config)
         state = JaxState(None, batch)
         run.start(run.restore(state))
@@ -306,7 +297,7 @@ def train_jax(
                     for seed, score in zip(seeds, scores, strict=True)
                 ]
                 run.add_rows(*new_rows)
-                if progress:
+                if run.show_progress:
                     best = max(new_rows, key=lambda row: row["mean_score"])
                     print(
                         f"{timesteps:>11,} steps  {minutes:6.1f} min  best seed {best['seed']}: "

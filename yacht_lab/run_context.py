@@ -25,7 +25,7 @@ the rest of the run-folder contract (:mod:`yacht_lab.runs`):
 
 A trainer, top to bottom (see :func:`yacht_lab.jax_ppo.train_jax` for a whole one)::
 
-    with RunContext(config, output_dir, resume=resume, command=command, fields=CURVE_FIELDS) as run:
+    with RunContext(config, output_dir, fields=CURVE_FIELDS, **options) as run:   # resume, command, progress, ...
         state = MyState(config)              # a TrainerState: fresh, or ...
         rows = run.restore(state)            # ... the checkpoint's state, and the curve rows it keeps
         run.start(rows)                      # config.yaml, command.txt, the curve; signals now ask to stop
@@ -192,8 +192,7 @@ def resume_checkpoint(path: str | os.PathLike) -> Path:
         found = checkpoints_of(path)
         if not found:
             raise ValueError(
-                f"cannot resume: run folder {str(path)!r} has no checkpoint (it stopped before its first one): "
-                "start a new run"
+                f"cannot resume: run folder {str(path)!r} has no checkpoint to resume from: start a new run"
             )
         return found[-1]
     if not path.is_file():
@@ -241,6 +240,7 @@ class RunContext:
             is refused.
         resumable: ``False`` for a trainer whose runs are not continued (the distillation): its checkpoints are
             models, and the line after a stop does not offer ``--resume``.
+        progress: Show progress (:meth:`progress_bar`, and the trainer's own lines).
 
     Raises (on entering):
         ValueError: an output folder that cannot be written, a missing checkpoint, a folder another process trains in.
@@ -261,10 +261,12 @@ class RunContext:
         checkpoint_every: int | None = None,
         budget: int | None = None,
         resumable: bool = True,
+        progress: bool = True,
     ) -> None:
         self.config, self.output_dir, self.name = config, output_dir, name
         self.command = command if command is not None else shlex.join(sys.argv)
         self.fields, self.rerun, self.unit, self.resumable = fields, rerun, unit, resumable
+        self.show_progress = progress
         self.checkpoint_every = checkpoint_every if checkpoint_every is not None else config.checkpoint_every_timesteps
         self.budget = budget if budget is not None else config.total_timesteps
         #: The checkpoint this run continues from (``None``: a new run).
@@ -428,9 +430,11 @@ class RunContext:
         return f"interrupted: saved {path}; continue with: {self.rerun} --resume {path}"
 
     # -- progress -------------------------------------------------------------------------------------
-    def progress_bar(self, enabled: bool, initial: int = 0):
-        """A tqdm bar over the run's budget (steps/s and the time left), on stderr, or ``None`` if not ``enabled``."""
-        if not enabled:
+    def progress_bar(self, initial: int = 0):
+        """A tqdm bar over the run's budget (steps/s and the time left) from ``initial``, on stderr; ``None`` without
+        ``progress``.
+        """
+        if not self.show_progress:
             return None
         from tqdm import tqdm
 

@@ -32,7 +32,7 @@ class Trainer(NamedTuple):
     module: str
     """The module that holds it."""
     function: str
-    """Its ``train(config, output_dir, resume=..., command=..., progress=..., name=..., rerun=...)`` function."""
+    """Its ``train(config, output_dir, **options)`` function (the options: :func:`train`'s)."""
     name: str
     """What it is, in a message."""
     sections: str
@@ -64,28 +64,18 @@ def require_trainer(config: TrainConfig, trainer: str) -> None:
         )
 
 
-def train(
-    config: TrainConfig,
-    output_dir: str | os.PathLike = "runs",
-    resume: str | os.PathLike | None = None,
-    command: str | None = None,
-    progress: bool = True,
-    name: str | None = None,
-    rerun: str = "yacht-train",
-    **options: Any,
-) -> Path:
+def train(config: TrainConfig, output_dir: str | os.PathLike = "runs", **options: Any) -> Path:
     """Trains ``config`` with its trainer (module docstring) and returns the run folder.
 
     Args:
         config: The run's config (:func:`yacht_lab.config.load_config`; a resumed run's:
             :func:`yacht_lab.run_context.resume_config`).
         output_dir: Where a new run's folder is made.
-        resume: A checkpoint (or a run folder: its newest checkpoint) to continue, with ``config`` its run's.
-        command: The line ``command.txt`` records (default: this process's command line).
-        progress: Show a progress bar.
-        name: A new run's folder is exactly ``output_dir/name``.
-        rerun: The command the line printed after a stop tells to continue with.
-        **options: The trainer's own keywords (SB3 PPO's ``report``).
+        **options: The run's (:class:`~yacht_lab.run_context.RunContext`'s): ``resume`` (a checkpoint, or a run
+            folder: its newest checkpoint, with ``config`` its run's), ``command`` (the line ``command.txt`` records;
+            default: this process's command line), ``progress`` (a progress bar), ``name`` (a new run's folder is
+            exactly ``output_dir/name``), ``rerun`` (the command the line printed after a stop tells to continue
+            with); and the trainer's own (SB3 PPO's ``report``).
 
     Raises:
         ValueError: the trainer's extra is not installed, or the trainer's own errors (a bad config, an output folder
@@ -100,5 +90,4 @@ def train(
             f"a config with {trainer.sections} trains by {trainer.name}, which needs the {trainer.extra} extra "
             f"(pip install 'yacht-rl[{trainer.extra}]'): {error}"
         ) from None
-    run = getattr(module, trainer.function)
-    return run(config, output_dir, resume=resume, command=command, progress=progress, name=name, rerun=rerun, **options)
+    return getattr(module, trainer.function)(config, output_dir, **options)

@@ -147,8 +147,8 @@ def train(
     validated(config)
     require_trainer(config, "ppo")
     task = task_for(config)
-    context = RunContext(config, output_dir, resume=resume, name=name, command=command, fields=task.fields, rerun=rerun)
-    with context as run:
+    options = {"resume": resume, "name": name, "command": command, "rerun": rerun, "progress": progress}
+    with RunContext(config, output_dir, fields=task.fields, **options) as run:
         torch.set_num_threads(config.torch_threads)
         env = task.make_env()
         run.callback(env.close)
@@ -159,16 +159,16 @@ def train(
         task.attach(run.dir, state.model, resumed=run.checkpoint is not None)  # a league: restored and seated
         task.prepare()
         run.start(rows)  # everything is in place: only now does the run folder get written
-        _learn(config, task, state, run, report, progress)
+        _learn(config, task, state, run, report)
     return run.dir
 
 
-def _learn(config: TrainConfig, task, state: PPOState, run: RunContext, report, progress: bool) -> None:
+def _learn(config: TrainConfig, task, state: PPOState, run: RunContext, report) -> None:
     """Trains the model to the end of the run's budget with the run's callbacks (or until it should stop), then saves
     the last checkpoint, the plot and ``model.zip``.
     """
     model = state.model
-    speed = SpeedCallback(run, progress)
+    speed = SpeedCallback(run)
     curve = CurveCallback(task, run, speed)
     checkpoints = RunCheckpointCallback(run, state)
     stopper = StopCallback(run, speed)

@@ -151,6 +151,7 @@ def test_the_console_commands_are_the_scripts_mains():
 # pass the faces' checks and train a tiny run; the core: numpy 1.26.4, gymnasium 1.1.0, pettingzoo 1.24.3, rich 13.0.0).
 FLOORS = {
     "gymnasium": ("1.1", "gymnasium.vector.AutoresetMode (yacht_env.versus) is new in 1.1"),
+    "jax": ("0.6", "gymnax 1.0 (the floor below) requires jax 0.6 or newer; 0.6.2 is the lowest checked"),
     "gymnax": ("1.0", "YachtGymnax.step unpacks gymnax 1.0's six-value step; 0.0.9's has five"),
     "stable-baselines3": ("2.6", "the first that accepts gymnasium 1.1 (2.4 and 2.5 require gymnasium < 1.1)"),
     "sb3-contrib": ("2.6", "its stable-baselines3's"),

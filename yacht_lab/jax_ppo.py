@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -32,17 +30,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import yaml
 
 from yacht_agents.jax_policy import NetworkSpec, apply, init_params, odds_tables, save_params
 from yacht_env import rules as R
 from yacht_env.jax import YachtGame, YachtGymnax
-from yacht_env.util import atomic_write
 from yacht_lab.config import TrainConfig, validated
-from yacht_lab.runs import claim_run_folder, release_run_folder, write_curve
+from yacht_lab.run_context import RunContext
+from yacht_lab.trainers import require_trainer
 
 CURVE_FIELDS = ("timesteps", "wall_minutes", "seed", "mean_score", "percent_of_optimal", "steps_per_second")
-CURVE_FILE = "learning_curve.csv"
 
 
 class Transition(NamedTuple):
@@ -225,76 +221,101 @@ def _evaluator(config: TrainConfig, rules: R.Rules, network):
     return lambda params: jax.vmap(play, in_axes=(None, 0))(params, eval_keys).mean()
 
 
-def train_jax(
-    config: TrainConfig, output_dir: str | os.PathLike = "runs", command: str | None = None, progress: bool = True
-) -> Path:
-    """Trains a config with a ``jax`` section on the device and returns its run folder (module docstring).
+class JaxState:
+    """The JAX trainer's :class:`~yacht_lab.run_context.TrainerState`: every seed's runner and the update index.
 
-    ``max_minutes`` stops the run after the update that passes it (the parameters are saved). The curve's
-    ``wall_minutes`` is the time since the run started (compilation and evaluations included); its
-    ``steps_per_second`` counts every seed's env steps (the update's whole batch) per second of the last update.
+    It does not checkpoint yet (``checkpoint_suffix`` is ``None``): a stopped run saves its model and says in one line
+    that it saved no checkpoint, and ``--resume`` is refused.
+    """
+
+    checkpoint_suffix = None
+
+    def __init__(self, runners: Runner | None, batch: int) -> None:
+        self.runners, self.batch, self.update = runners, batch, 0
+
+    def progress(self) -> int:
+        """Environment steps per seed: updates done times the rollout's batch."""
+        return self.update * self.batch
+
+    def save_checkpoint(self, path: Path) -> None:
+        """Not yet: ``checkpoint_suffix`` is ``None``."""
+        raise NotImplementedError
+
+    def load_checkpoint(self, path: Path) -> None:
+        """Not yet: ``checkpoint_suffix`` is ``None``."""
+        raise NotImplementedError
+
+
+def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **options) -> Path:
+    """Trains a config with a ``jax`` section on the device and returns its run folder (module docstring), in a
+    :class:`~yacht_lab.run_context.RunContext` (the folder claimed and locked, ``config.yaml``, ``command.txt``, the
+    curve, Ctrl-C).
+
+    ``options`` are the run context's (``resume``, ``command``, ``progress``, ``name``, ``rerun``: as
+    :func:`yacht_lab.train` takes them). ``max_minutes``, Ctrl-C or SIGTERM stop the run after the update that passes
+    it (the parameters are saved). The curve's ``wall_minutes`` is the time since the run started (compilation and
+    evaluations included); its ``steps_per_second`` counts every seed's env steps (the update's whole batch) per
+    second of the last update.
 
     Raises:
-        ValueError: a bad config, or an output folder that cannot be written.
+        ValueError: a bad config (or another trainer's), an output folder that cannot be written, a ``resume``.
     """
     from yacht_env.solver import solve
 
     validated(config)
-    if config.jax is None:
-        raise ValueError("train_jax trains a config with a jax section (configs/jax_ppo.yaml)")
+    require_trainer(config, "jax_ppo")
     if config.opponents or config.league is not None or config.distill is not None or config.init is not None:
         raise ValueError("the JAX trainer trains solo from fresh weights: no opponents, league, distill or init")
     rules = R.get_rules(config.rules)
     optimal = solve(rules).expected_score  # the yardstick of the curve only
     seeds = [config.seed + i for i in range(config.jax.seeds)]
-    run_dir, created = claim_run_folder(output_dir, config, name=None)
-    try:
-        init, update, evaluate, spec = make_trainer(config)
-        (run_dir / "params").mkdir()
-        atomic_write(run_dir / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
-        atomic_write(run_dir / "command.txt", (command or shlex.join(sys.argv)) + "\n")
-    except BaseException:
-        release_run_folder(created)
-        raise
-    runners = init(jnp.stack([jax.random.key(s) for s in seeds]))
     batch = config.n_envs * config.ppo.n_steps
-    num_updates = max(config.total_timesteps // batch, 1)
-    every = max(config.eval.every_timesteps // batch, 1)
-    rows: list[dict[str, float]] = []
-    start, speed = time.time(), 0.0  # wall_minutes: since the start, compilation and evaluations in
-    for u in range(num_updates + 1):
-        timesteps = u * batch
-        out_of_time = config.max_minutes is not None and time.time() - start >= config.max_minutes * 60
-        if u % every == 0 or u == num_updates or out_of_time:  # the last row is the saved parameters'
-            scores = np.asarray(evaluate(runners.params))
-            for seed, score in zip(seeds, scores, strict=True):
-                rows.append(
+    with RunContext(config, output_dir, fields=CURVE_FIELDS, **options) as run:
+        init, update, evaluate, spec = make_trainer(config)
+        state = JaxState(None, batch)
+        run.start(run.restore(state))
+        (run.dir / "params").mkdir(exist_ok=True)
+        state.runners = init(jnp.stack([jax.random.key(s) for s in seeds]))
+        num_updates = max(config.total_timesteps // batch, 1)
+        every = max(config.eval.every_timesteps // batch, 1)
+        speed = 0.0
+        for u in range(num_updates + 1):
+            timesteps = u * batch
+            stopping = run.should_stop
+            if u % every == 0 or u == num_updates or stopping:  # the last row is the saved parameters'
+                scores = np.asarray(evaluate(state.runners.params))
+                minutes = run.wall_minutes()
+                new_rows = [
                     {
                         "timesteps": timesteps,
-                        "wall_minutes": round((time.time() - start) / 60, 4),
+                        "wall_minutes": round(minutes, 4),
                         "seed": seed,
                         "mean_score": round(float(score), 4),
                         "percent_of_optimal": round(100 * float(score) / optimal, 4),
                         "steps_per_second": round(speed, 1),
                     }
-                )
-            write_curve(run_dir / CURVE_FILE, rows, CURVE_FIELDS)
-            if progress:
-                best = max(rows[-len(seeds) :], key=lambda row: row["mean_score"])
-                print(
-                    f"{timesteps:>11,} steps  {(time.time() - start) / 60:6.1f} min  best seed {best['seed']}: "
-                    f"{best['mean_score']:.2f} ({best['percent_of_optimal']:.2f}% of optimal)  {speed:,.0f} steps/s",
-                    flush=True,
-                )
-        if u == num_updates or out_of_time:
-            break
-        tick = time.time()
-        runners, _ = update(runners, u)
-        jax.block_until_ready(runners.params)
-        elapsed = time.time() - tick
-        speed = batch * len(seeds) / elapsed if u > 0 else 0.0  # the first update includes the compilation
-    _save(run_dir, runners.params, spec, seeds, rows)
-    return run_dir
+                    for seed, score in zip(seeds, scores, strict=True)
+                ]
+                run.add_rows(*new_rows)
+                if run.show_progress:
+                    best = max(new_rows, key=lambda row: row["mean_score"])
+                    print(
+                        f"{timesteps:>11,} steps  {minutes:6.1f} min  best seed {best['seed']}: "
+                        f"{best['mean_score']:.2f} ({best['percent_of_optimal']:.2f}% of optimal)  "
+                        f"{speed:,.0f} steps/s",
+                        flush=True,
+                    )
+            if u == num_updates or stopping:
+                break
+            tick = time.time()
+            state.runners, _ = update(state.runners, u)
+            jax.block_until_ready(state.runners.params)
+            state.update = u + 1
+            elapsed = time.time() - tick
+            speed = batch * len(seeds) / elapsed if u > 0 else 0.0  # the first update includes the compilation
+        run.end(state)
+        _save(run.dir, state.runners.params, spec, seeds, run.rows)
+    return run.dir
 
 
 def _save(run_dir: Path, params, spec: NetworkSpec, seeds: list[int], rows: list[dict[str, float]]) -> None:

@@ -20,6 +20,10 @@ from yacht_env.game import game_streams  # noqa: E402
 from yacht_lab.config import from_dict, validate  # noqa: E402
 
 TINY_JAX = merged(TINY_PPO, {"jax": {"seeds": 2}})
+# Self-play at two-seat tables on the win reward: 2,048 decisions in two updates, 20 deals (80 games) per evaluation.
+TINY_TABLE = merged(
+    TINY_JAX, {"reward": "win", "reward_scale": 1.0, "jax": {"seeds": 1, "players": 2}, "eval": {"games": 20}}
+)
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +35,20 @@ def jax_run(tmp_path_factory):
     assert done.returncode == 0, done.stderr
     (run_dir,) = (root / "runs").iterdir()
     return run_dir, done
+
+
+@pytest.fixture(scope="module")
+def table_run(jax_run, tmp_path_factory):
+    """A tiny self-play run at two-seat tables through train.py, started from the solo run's model."""
+    root = tmp_path_factory.mktemp("jax_table")
+    config = write_config(root / "table.yaml", TINY_TABLE)
+    solo = jax_run[0] / "params" / "seed_1.npz"
+    done = run_script(
+        "train.py", "--config", str(config), "--init", str(solo), "--output-dir", str(root / "runs"), timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (root / "runs").iterdir()
+    return run_dir, solo
 
 
 def test_train_py_runs_the_jax_trainer_and_writes_a_run_folder_of_data(jax_run):
@@ -123,7 +141,7 @@ def test_a_bad_jax_section_is_refused(tmp_path):
         from_dict(merged(TINY_JAX, {"jax": {"seedz": 2}}))
     for changes, message in (
         ({"jax": {"seeds": 0}}, "jax.seeds"),
-        ({"opponents": ["greedy"]}, "trains solo"),
+        ({"opponents": ["greedy"]}, "plays itself"),
         ({"policy": {"activation": "tanh"}}, "relu"),
     ):
         with pytest.raises(ValueError, match=message):
@@ -165,3 +183,119 @@ def test_a_solo_network_widened_to_a_table_plays_exactly_as_before():
     np.testing.assert_allclose(logits, solo_logits, rtol=1e-5)
     with pytest.raises(ValueError, match="widens a solo network"):
         table_params(wide, wide_spec, 2, 79)
+
+
+def test_gae_runs_along_each_seats_own_decisions():
+    import jax.numpy as jnp
+
+    from yacht_lab.jax_learner import Transition, advantages
+    from yacht_lab.schema import PPOConfig
+
+    # One table of two seats: a game ends at step 3 (seat 1's last pick; seat 0 wins +1), the next one runs on.
+    seat = jnp.array([0, 0, 1, 1, 0, 1])[:, None]
+    value = jnp.array([0.1, 0.2, -0.3, -0.4, 0.5, 0.6])[:, None]
+    done = jnp.array([0, 0, 0, 1, 0, 0], dtype=jnp.float32)[:, None]
+    reward = jnp.zeros((6, 1, 2)).at[3, 0].set(jnp.array([1.0, -1.0]))
+    traj = Transition(value, value, seat, value, value, reward, done, seat)
+    last = jnp.array([[0.7, 0.8]])  # each seat's value where the rollout stops
+    monte_carlo, _ = advantages(traj, last, PPOConfig(gamma=1.0, gae_lambda=1.0))
+    np.testing.assert_allclose(monte_carlo[:, 0], [0.9, 0.8, -0.7, -0.6, 0.2, 0.2], atol=1e-6)
+    one_step, returns = advantages(traj, last, PPOConfig(gamma=1.0, gae_lambda=0.0))
+    # Seat 0: 0.2 - 0.1, then its last decision of the game earns its +1; seat 1: -0.4 - (-0.3), then -1 - (-0.4).
+    np.testing.assert_allclose(one_step[:, 0], [0.1, 0.8, -0.1, -0.6, 0.2, 0.2], atol=1e-6)
+    np.testing.assert_allclose(returns, one_step + value, atol=0)
+    solo = Transition(value, value, seat * 0, value, value, value[:, :, None], done, seat * 0)
+    plain, _ = advantages(solo, last[:, :1], PPOConfig(gamma=1.0, gae_lambda=0.5))
+    expected, gae = [], 0.0  # the usual GAE of one seat
+    for t in reversed(range(6)):
+        next_value = 0.7 if t == 5 else float(value[t + 1, 0])
+        delta = float(value[t, 0]) + next_value * (1 - float(done[t, 0])) - float(value[t, 0])
+        gae = delta + 0.5 * (1 - float(done[t, 0])) * gae
+        expected.insert(0, gae)
+    np.testing.assert_allclose(plain[:, 0], expected, atol=1e-6)
+
+
+def test_the_self_play_trainer_writes_a_table_model_from_a_solo_one(table_run):
+    run_dir, _ = table_run
+    rows = [row.split(",") for row in (run_dir / "learning_curve.csv").read_text().splitlines()]
+    assert rows[0] == [
+        "timesteps",
+        "wall_minutes",
+        "seed",
+        "win_rate",
+        "win_rate_ci95",
+        "mean_score",
+        "mean_margin",
+        "steps_per_second",
+    ]
+    assert [(row[0], row[2]) for row in rows[1:]] == [("0", "0"), ("1024", "0"), ("2048", "0")]
+    assert rows[1][3:5] == ["0.5", "0.0"] and rows[1][6] == "0.0"  # before any update it is its start: every deal split
+    meta = json.loads((run_dir / "model.json").read_text())
+    assert (meta["players"], meta["obs_size"], meta["net_arch"]) == (2, 79, [32, 32])
+    with np.load(run_dir / "model.npz", allow_pickle=False) as data:
+        assert data["pi.0.w"].shape == (79 + 12, 32)
+
+
+def test_the_self_play_model_sits_at_a_two_player_table(table_run):
+    run_dir, _ = table_run
+    agent = make_agent(f"jax:{run_dir}", "standard")
+    assert agent.table_players == 2 and agent.observation_size == 79
+    done = run_script(
+        "evaluate.py", "--agents", f"jax:{run_dir}", "greedy", "--players", "2", "--games", "10", "--no-progress"
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"jax:{run_dir}" in done.stdout
+
+
+def test_a_table_run_refuses_what_it_does_not_train(table_run, tmp_path):
+    from yacht_lab.jax_init import start_params
+    from yacht_lab.jax_learner import network_spec
+
+    for changes, message in (
+        ({"reward": "score"}, "at a table on reward: win"),
+        ({"jax": {"players": 11}}, "jax.players"),
+        ({"jax": {"players": 1}}, "a solo game has no winner"),
+        ({"opponents": ["greedy"]}, "no opponents"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            validate(from_dict(merged(TINY_TABLE, changes)))
+    run_dir, _ = table_run
+    wider = validate(from_dict(merged(TINY_TABLE, {"jax": {"players": 3}, "init": str(run_dir)})))
+    with pytest.raises(ValueError, match="init: .* a table model, runs at a table of its size"):
+        start_params(wider, network_spec(wider))
+    other = validate(from_dict(merged(TINY_TABLE, {"policy": {"net_arch": [16]}, "init": str(run_dir)})))
+    with pytest.raises(ValueError, match="init: .*net_arch"):
+        start_params(other, network_spec(other))
+    missing = validate(from_dict(merged(TINY_TABLE, {"init": str(tmp_path / "none.npz")})))
+    with pytest.raises(ValueError, match="init: no JAX policy"):
+        start_params(missing, network_spec(missing))
+
+
+@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
+def test_a_shipped_ppo_model_starts_a_jax_run_as_the_same_network(rules):
+    import jax.numpy as jnp
+
+    from yacht_agents.jax_policy import apply, odds_tables
+    from yacht_env.game import GameState
+    from yacht_env.rules import get_rules, prefix_codes
+    from yacht_lab.jax_init import sb3_params, start_params
+    from yacht_lab.jax_learner import network_spec
+
+    pytest.importorskip("torch")
+    params, spec = sb3_params(rules)
+    odds, where = odds_tables(get_rules(rules), spec.bonus_odds)
+    agent = make_agent(f"ppo:{rules}", rules)
+    game = GameState(rules, 20)
+    game.start(prefix_codes(game_streams(0, range(20), rules).reshape(20, -1, 5)))
+    while (game.open_mask != 0).any():  # every decision of 20 games: the same moves
+        live = game.open_mask != 0
+        obs = agent.encoder.flat(game.roll, game.rolls_left, game.open_mask, game.upper, game.armed)
+        actions = agent.act(obs, game.mask)
+        logits = apply(params, spec, odds, where, jnp.asarray(obs), jnp.asarray(game.mask))[0]
+        assert np.array_equal(np.asarray(logits.argmax(1))[live], actions[live])
+        game.play(actions, legal=live)
+    table = validate(from_dict(merged(TINY_TABLE, {"rules": rules, "policy": {"net_arch": [256, 256]}, "init": rules})))
+    assert (
+        start_params(table, network_spec(table))["pi"][0]["w"].shape[0]
+        == network_spec(table).obs_size + odds.chase.shape[-1]
+    )

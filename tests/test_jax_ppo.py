@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import numpy as np
@@ -59,6 +60,10 @@ def test_train_py_runs_the_jax_trainer_and_writes_a_run_folder_of_data(jax_run):
         "config.yaml",
         "command.txt",
         "learning_curve.csv",
+        "aggregate_curve.csv",
+        "selection.json",
+        "checkpoints/step_1024.npz",
+        "checkpoints/step_2048.npz",
         "model.npz",
         "model.json",
         "params/seed_0.npz",
@@ -299,3 +304,95 @@ def test_a_shipped_ppo_model_starts_a_jax_run_as_the_same_network(rules):
         start_params(table, network_spec(table))["pi"][0]["w"].shape[0]
         == network_spec(table).obs_size + odds.chase.shape[-1]
     )
+
+
+def test_a_multi_seed_run_reports_the_seeds_median_and_iqm_and_measures_its_choice_on_fresh_games(jax_run):
+    import csv
+
+    run_dir, done = jax_run
+    curve = list(csv.DictReader((run_dir / "learning_curve.csv").read_text().splitlines()))
+    aggregate = list(csv.DictReader((run_dir / "aggregate_curve.csv").read_text().splitlines()))
+    assert [row["timesteps"] for row in aggregate] == ["0", "1024", "2048"]
+    for row in aggregate:
+        values = sorted(float(r["percent_of_optimal"]) for r in curve if r["timesteps"] == row["timesteps"])
+        assert row["seeds"] == "2" and row["measure"] == "percent_of_optimal"
+        assert float(row["median"]) == float(row["iqm"]) == round(sum(values) / 2, 4)  # two seeds: both the mean
+        if importlib.util.find_spec("rliable"):
+            assert float(row["median_low"]) <= float(row["median"]) <= float(row["median_high"])
+    selection = json.loads((run_dir / "selection.json").read_text())
+    last = {int(r["seed"]): r for r in curve if r["timesteps"] == "2048"}
+    best = max(last, key=lambda seed: float(last[seed]["mean_score"]))
+    assert selection["seed"] == best and selection["chosen_on"]["mean_score"] == float(last[best]["mean_score"])
+    assert selection["fresh"]["key"] == "fold_in(key(1000), 1)" and selection["fresh"]["games"] == 100
+    with np.load(run_dir / "model.npz") as a, np.load(run_dir / "params" / f"seed_{best}.npz") as b:
+        assert all(np.array_equal(a[n], b[n]) for n in a.files)
+    fresh = selection["fresh"]["percent_of_optimal"]
+    assert f"on the curve's 100 games (chosen on them), {fresh:.2f}% of optimal on 100 fresh ones" in done.stderr
+
+
+def test_iqm_is_the_mean_of_the_middle_half():
+    from yacht_lab.jax_report import aggregate, iqm
+
+    assert iqm([1, 2, 3, 4]) == 2.5 and iqm([5, 1, 100, 2, 3, 4, 6, 7]) == 4.5  # cuts 2 from each end of 8
+    assert iqm([1, 2, 3, 4, 100]) == 3.0 and iqm([7]) == 7.0
+    stats = aggregate([1.0, 2.0, 3.0, 4.0, 100.0], seed=0, reps=200)
+    assert (stats["median"], stats["iqm"]) == (3.0, 3.0)
+    if importlib.util.find_spec("rliable"):
+        assert stats["median_low"] <= 3.0 <= stats["median_high"] and stats == aggregate([1, 2, 3, 4, 100], 0, 200)
+
+
+def test_a_jax_run_stopped_by_sigint_resumes_to_the_same_parameters(tmp_path, monkeypatch, capsys):
+    import os
+    import signal
+
+    from yacht_lab.jax_ppo import train_jax
+    from yacht_lab.run_context import RunContext, resume_config
+
+    # Four updates of 1,024 steps, a checkpoint after each; one seed; evaluated at the start and the end.
+    config = validate(
+        from_dict(merged(TINY_JAX, {"jax": {"seeds": 1}, "total_timesteps": 4096, "eval": {"every_timesteps": 4096}}))
+    )
+    straight = train_jax(config, tmp_path / "straight", progress=False)
+    checkpoint_if_due = RunContext.checkpoint_if_due
+
+    def interrupted_after_the_first(self, state):
+        saved = checkpoint_if_due(self, state)
+        if saved is not None and not self.stop_requested:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, through the run's own handler
+        return saved
+
+    monkeypatch.setattr(RunContext, "checkpoint_if_due", interrupted_after_the_first)
+    stopped = train_jax(config, tmp_path / "stopped", progress=False)
+    monkeypatch.undo()
+    assert sorted(p.name for p in (stopped / "checkpoints").iterdir()) == ["step_1024.npz"]
+    checkpoint = stopped / "checkpoints" / "step_1024.npz"
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line == f"interrupted: saved {checkpoint}; continue with: yacht-train --resume {checkpoint}"
+    with np.load(checkpoint, allow_pickle=False) as data:  # arrays only: parameters, Adam, games, keys, the update
+        assert int(data["update"]) == 1 and {"params/pi/0/w", "start/pi/0/w", "env_state/game/roll", "obs"} <= set(
+            data.files
+        )
+        assert data["key"].dtype == np.uint32 and data["opt_state/1/hyperparams/learning_rate"].shape == (1,)
+    resumed = train_jax(resume_config(stopped), resume=stopped, progress=False)
+    assert resumed == stopped
+    with np.load(straight / "model.npz") as a, np.load(resumed / "model.npz") as b:
+        assert a.files == b.files and all(np.array_equal(a[n], b[n]) for n in a.files)  # bit for bit
+    rows = (resumed / "learning_curve.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in rows[1:]] == ["0", "1024", "4096"]  # the stop's row, then the end's
+    assert (stopped / "command.txt").read_text().count("\n") == 2
+
+
+def test_resuming_a_jax_run_without_a_checkpoint_is_one_line(jax_run, tmp_path):
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(jax_run[0], run_dir)
+    shutil.rmtree(run_dir / "checkpoints")
+    done = run_script("train.py", "--resume", str(run_dir))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "has no checkpoint (it stopped before its first one)" in done.stderr
+    (run_dir / "checkpoints").mkdir()
+    np.savez(run_dir / "checkpoints" / "step_1024.npz", update=np.int64(1))
+    done = run_script("train.py", "--resume", str(run_dir))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "cannot resume from" in done.stderr and "yacht-rl jax checkpoint 1" in done.stderr

@@ -82,10 +82,15 @@ def _check_number(
         raise ValueError(f"{name} must be {noun} >= {low} and <= {high:,}, got {value!r}")
 
 
-def _check_device(device: Any) -> None:
-    """Only devices this machine has: torch accepts ``cuda:99`` or ``meta`` as names and fails much later."""
+def _check_device(device: Any, uses_torch: bool = True) -> None:
+    """Only devices this machine has: torch accepts ``cuda:99`` or ``meta`` as names and fails much later. The CPU
+    is always there, and a trainer without torch (the JAX one: ``uses_torch=False``) has no torch device to check:
+    neither imports torch.
+    """
     if not isinstance(device, str):
         raise ValueError(f"device must be a torch device name such as 'cpu' or 'cuda', got {device!r}")
+    if device == "cpu" or not uses_torch:
+        return
     import torch
 
     try:
@@ -341,7 +346,7 @@ def validate(config: TrainConfig) -> TrainConfig:
         raise ValueError(f"rules must be a preset name, got {config.rules!r}")
     _check_versus(config)
     _check_run(config)
-    _check_device(config.device)
+    _check_device(config.device, uses_torch=config.jax is None)
     _check_policy(config)
     _check_ppo(config)
     if config.distill is not None:

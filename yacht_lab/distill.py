@@ -23,11 +23,8 @@ the optimal agent among the opponents is part of the environment, as in a league
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import shlex
 import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -38,20 +35,14 @@ from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import TableState, draw_stream
 from yacht_env.opponents import act_at_tables
-from yacht_lab.callbacks import StopFlag
 from yacht_lab.config import TrainConfig, validated
 from yacht_lab.model import start_model
-from yacht_lab.runs import (
-    claim_run_folder,
-    release_run_folder,
-    run_folder_lock,
-    save_atomically,
-    start_run_folder,
-    write_curve,
-)
+from yacht_lab.run_context import RunContext
+from yacht_lab.runs import save_atomically, write_curve
 from yacht_lab.tasks import evaluate_against
+from yacht_lab.trainers import require_trainer
 
-__all__ = ["CURVE_FIELDS", "ITERATION_FIELDS", "Distiller", "exact_teacher", "train_distill"]
+__all__ = ["CURVE_FIELDS", "ITERATION_FIELDS", "DistillState", "Distiller", "exact_teacher", "train_distill"]
 
 #: ``iterations.csv``: one row per iteration (the positions found, how many the teacher relabelled, the update).
 ITERATION_FIELDS = ("iteration", "wall_minutes", "positions", "changed", "gap_changed", "cross_entropy", "memory")
@@ -250,80 +241,118 @@ def _start(config: TrainConfig, opponents: list) -> tuple[Any, Any]:
     return start_model(config, env), env
 
 
-def train_distill(config: TrainConfig, output_dir="runs", command: str | None = None, progress: bool = True, name=None):
+class DistillState:
+    """The distillation's :class:`~yacht_lab.run_context.TrainerState`: the learner, saved as a model at each
+    evaluation (``checkpoints/iteration_<N>.zip``). Its runs are not resumed (the memory of positions is not
+    saved): a checkpoint is a model to start a new run from (``init``).
+    """
+
+    checkpoint_suffix = ".zip"
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.iteration = 0
+
+    def progress(self) -> int:
+        """Iterations done."""
+        return self.iteration
+
+    def save_checkpoint(self, path) -> None:
+        """The learner as a ``MaskablePPO`` model."""
+        save_atomically(self.model, path)
+
+    def load_checkpoint(self, path) -> None:
+        """Never called: the run context refuses to resume a distillation."""
+        raise ValueError("a distill run is not resumed: start a new run from its model (init)")
+
+
+def train_distill(
+    config: TrainConfig,
+    output_dir="runs",
+    resume=None,
+    command: str | None = None,
+    progress: bool = True,
+    name=None,
+    rerun: str = "yacht-train",
+):
     """Trains a run of a config with a ``distill`` section; returns its folder.
 
     The folder holds ``config.yaml``, ``command.txt``, ``model.zip``, ``checkpoints/iteration_<N>.zip``,
     ``iterations.csv`` and ``learning_curve.csv`` (the learner's win share against each of ``distill.opponents``,
-    every ``distill.eval_every`` iterations and at the end, on ``eval.games`` deals of ``eval.seed``). Ctrl-C or
-    SIGTERM stops after the current iteration and saves; a second one stops at once. A run is not resumed: start a
-    new one from its model (``init``).
+    every ``distill.eval_every`` iterations and at the end, on ``eval.games`` deals of ``eval.seed``), in a
+    :class:`~yacht_lab.run_context.RunContext`. Ctrl-C or SIGTERM stops after the current iteration and saves; a
+    second one stops at once. A run is not resumed (``resume`` is refused): start a new one from its model (``init``).
+    ``rerun`` is not used (the keyword every trainer takes).
 
     Raises:
-        ValueError: a bad config (or one without a ``distill`` section), an output folder that cannot be written.
+        ValueError: a bad config (or another trainer's), an output folder that cannot be written, a ``resume``.
     """
     from yacht_agents import make_agent
 
+    if resume is not None:
+        raise ValueError("a distill run is not resumed: start a new run from its model (init)")
     validated(config)
-    if config.distill is None:
-        raise ValueError("train_distill needs a config with a distill section")
+    require_trainer(config, "distill")
     section, players = config.distill, config.distill.players
-    with contextlib.ExitStack() as held, StopFlag() as stop:
-        run_dir, claimed = claim_run_folder(output_dir, config, name)
-        try:
-            held.enter_context(run_folder_lock(run_dir))
-            torch.set_num_threads(config.torch_threads)
-            specs = enumerate(section.opponents)
-            opponents = [make_agent(spec, config.rules, seed=i, players=players) for i, spec in specs]
-            model, env = _start(config, opponents)
-            held.callback(env.close)
-            teacher = exact_teacher(config.init, config.rules, players)
-            settings = {key: getattr(section, key) for key in ("positions", "tables", "memory", "epochs", "batch_size")}
-            trainer = Distiller(
-                model,
-                opponents,
-                config.rules,
-                players,
-                teacher,
-                learning_rate=section.learning_rate,
-                seed=config.seed,
-                **settings,
-            )
-            start_run_folder(run_dir, config, command or shlex.join(sys.argv), [], CURVE_FIELDS)
-        except BaseException:
-            release_run_folder(claimed)
-            raise
-        stop.arm()
-        _iterate(config, trainer, model, run_dir, stop, progress)
-        save_atomically(model, run_dir / "model.zip")  # last: a run folder with model.zip is a complete run
-    return run_dir
+    context = RunContext(
+        config,
+        output_dir,
+        name=name,
+        command=command,
+        fields=CURVE_FIELDS,
+        unit="iteration",
+        checkpoint_every=section.eval_every,
+        budget=section.iterations,
+        resumable=False,
+    )
+    with context as run:
+        torch.set_num_threads(config.torch_threads)
+        specs = enumerate(section.opponents)
+        opponents = [make_agent(spec, config.rules, seed=i, players=players) for i, spec in specs]
+        model, env = _start(config, opponents)
+        run.callback(env.close)
+        teacher = exact_teacher(config.init, config.rules, players)
+        settings = {key: getattr(section, key) for key in ("positions", "tables", "memory", "epochs", "batch_size")}
+        trainer = Distiller(
+            model,
+            opponents,
+            config.rules,
+            players,
+            teacher,
+            learning_rate=section.learning_rate,
+            seed=config.seed,
+            **settings,
+        )
+        run.start()
+        _iterate(config, trainer, DistillState(model), run, progress)
+        save_atomically(model, run.dir / "model.zip")  # last: a run folder with model.zip is a complete run
+    return run.dir
 
 
-def _iterate(config: TrainConfig, trainer: Distiller, model, run_dir, stop: StopFlag, progress: bool) -> None:
+def _iterate(config: TrainConfig, trainer: Distiller, state: DistillState, run: RunContext, progress: bool) -> None:
     """The run's iterations, evaluations and checkpoints, until its last iteration, its time or a stop."""
     section = config.distill
-    start, rows, curve = time.time(), [], []
+    rows = []
 
     def evaluate(iteration: int) -> None:
+        found = []
         for spec in section.opponents:
             games, seed = config.eval.games, config.eval.seed
-            _, row = evaluate_against(model, config.rules, spec, section.players, games, seed)
-            curve.append({"iteration": iteration, **row})
-        write_curve(run_dir / "learning_curve.csv", curve, CURVE_FIELDS)
+            _, row = evaluate_against(state.model, config.rules, spec, section.players, games, seed)
+            found.append({"iteration": iteration, **row})
+        run.add_rows(*found)
         if progress:
-            rates = ", ".join(f"{r['member']} {100 * r['win_rate']:.2f}%" for r in curve[-len(section.opponents) :])
+            rates = ", ".join(f"{r['member']} {100 * r['win_rate']:.2f}%" for r in found)
             print(f"iteration {iteration}: win share against {rates}", file=sys.stderr, flush=True)
 
-    def out_of_time() -> bool:
-        return config.max_minutes is not None and time.time() - start >= 60 * config.max_minutes
-
-    trainer.should_stop = lambda: stop.requested or out_of_time()
+    trainer.should_stop = lambda: run.should_stop
     evaluate(0)
     for iteration in range(1, section.iterations + 1):
         stats = trainer.iteration()
-        minutes = (time.time() - start) / 60
+        state.iteration = iteration
+        minutes = run.wall_minutes()
         rows.append({"iteration": iteration, "wall_minutes": round(minutes, 3), **stats})
-        write_curve(run_dir / "iterations.csv", rows, ITERATION_FIELDS)
+        write_curve(run.dir / "iterations.csv", rows, ITERATION_FIELDS)
         if progress:
             print(
                 f"iteration {iteration} ({minutes:.1f} min): {stats['positions']} positions, "
@@ -331,10 +360,9 @@ def _iterate(config: TrainConfig, trainer: Distiller, model, run_dir, stop: Stop
                 file=sys.stderr,
                 flush=True,
             )
-        last = iteration == section.iterations or stop.requested or out_of_time()
-        if iteration % section.eval_every == 0 or last:
-            save_atomically(model, run_dir / "checkpoints" / f"iteration_{iteration}.zip")
-            if not stop.requested:
-                evaluate(iteration)
+        last = iteration == section.iterations or run.should_stop
+        saved = run.end(state) if last else run.checkpoint_if_due(state)  # every eval_every iterations, and the last
+        if saved is not None and not run.stop_requested:
+            evaluate(iteration)
         if last:
             break

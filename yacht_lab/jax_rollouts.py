@@ -2,7 +2,8 @@
 
 **Solo** (``jax.players: 1``): ``n_envs`` games of the gymnax face (:class:`yacht_env.jax.YachtGymnax`, autoreset
 inside), the reward each pick's points times ``reward_scale``. Its evaluation: the mean total of ``eval.games``
-greedy games on keys from ``eval.seed`` (the same games for every seed and every evaluation).
+greedy games on keys from ``eval.seed`` (the same games for every seed and every evaluation; other keys give the
+fresh games the chosen model is measured on).
 
 **A table** (``jax.players: P``, 2..10): ``n_envs`` tables of the JAX core (:class:`yacht_env.jax.YachtGame`), every
 seat played by the one network being trained (self-play), each mover seeing its table's view. A seat's reward is
@@ -35,7 +36,8 @@ from yacht_lab.report import Z_95
 
 class Play(NamedTuple):
     """A trainer's game: ``init(key, start) -> Runner`` (``start``: parameters to begin from, ``None`` for fresh
-    ones), ``rollout(runner) -> (runner, traj, last_value)`` and ``evaluate(params, start) -> {metric: value}``.
+    ones), ``rollout(runner) -> (runner, traj, last_value)`` and ``evaluate(params, start, root) -> {metric: value}``
+    on the games of key ``root`` (the curve's: ``jax.random.key(eval.seed)``).
     """
 
     init: Callable
@@ -88,7 +90,6 @@ def solo_play(config: TrainConfig, network, spec: NetworkSpec, odds_size: int, a
         return runner._replace(env_state=env_state, obs=obs, mask=mask, key=key), traj, last_value
 
     game = YachtGame(rules, 1)
-    eval_keys = jax.random.split(jax.random.key(config.eval.seed), config.eval.games)
     steps = rules.num_categories * R.ROLLS_PER_TURN
 
     def play(params, key):
@@ -102,8 +103,9 @@ def solo_play(config: TrainConfig, network, spec: NetworkSpec, odds_size: int, a
         state, _ = jax.lax.scan(step, game.init(init_key), jax.random.split(play_key, steps))
         return state.total[0]
 
-    def evaluate(params, start):
-        return {"mean_score": jax.vmap(play, in_axes=(None, 0))(params, eval_keys).mean()}
+    def evaluate(params, start, root):
+        keys = jax.random.split(root, config.eval.games)
+        return {"mean_score": jax.vmap(play, in_axes=(None, 0))(params, keys).mean()}
 
     return Play(init, rollout, evaluate)
 
@@ -152,10 +154,9 @@ def _rows(done: jax.Array, like: jax.Array) -> jax.Array:
 
 
 def _table_evaluator(config: TrainConfig, game: YachtGame, network):
-    """``evaluate(params, start) -> metrics``: the learner against its start (module docstring)."""
+    """``evaluate(params, start, root) -> metrics``: the learner against its start (module docstring)."""
     p, rules = game.num_players, game.rules
     agent_at, stream_at = (jnp.asarray(a) for a in seating(p))  # (P * P, P): game d * P + r of a deal
-    deal_keys = jax.random.split(jax.random.key(config.eval.seed), config.eval.games)
     steps = p * rules.num_categories * R.ROLLS_PER_TURN
 
     def play(params, start, streams, agents, stream_of):
@@ -180,7 +181,8 @@ def _table_evaluator(config: TrainConfig, game: YachtGame, network):
         games = jax.vmap(play, in_axes=(None, None, None, 0, 0))(params, start, streams, agent_at, stream_at)
         return jax.tree.map(jnp.mean, games)
 
-    def evaluate(params, start) -> dict[str, Any]:
+    def evaluate(params, start, root) -> dict[str, Any]:
+        deal_keys = jax.random.split(root, config.eval.games)
         share, score, margin = jax.vmap(deal, in_axes=(None, None, 0))(params, start, deal_keys)
         spread = share.std(ddof=1) if config.eval.games > 1 else jnp.float32(0)
         return {

@@ -60,8 +60,7 @@ def run_name(config: TrainConfig) -> str:
     """CleanRL-style: ``Yacht-v0__<rules>__ppo__<seed>__<unix time>`` (``YachtVersus-v0__...`` at a table,
     ``...__distill__...`` for the policy-iteration distillation, ``...__jax_ppo__...`` for the JAX trainer).
     """
-    algorithm = "distill" if config.distill is not None else "jax_ppo" if config.jax is not None else "ppo"
-    return f"{config.env_id}__{config.rules}__{algorithm}__{config.seed}__{int(time.time())}"
+    return f"{config.env_id}__{config.rules}__{config.trainer}__{config.seed}__{int(time.time())}"
 
 
 def claim_run_folder(

@@ -267,6 +267,14 @@ class TrainConfig:
         return "YachtVersus-v0" if self.opponents or self.league is not None or self.distill else "Yacht-v0"
 
     @property
+    def trainer(self) -> str:
+        """The trainer that runs this config (:func:`yacht_lab.train` dispatches on it): ``distill`` with a
+        ``distill`` section (:mod:`yacht_lab.distill`), ``jax_ppo`` with a ``jax`` section (:mod:`yacht_lab.jax_ppo`),
+        else ``ppo``, SB3's MaskablePPO (:mod:`yacht_lab.training`).
+        """
+        return "distill" if self.distill is not None else "jax_ppo" if self.jax is not None else "ppo"
+
+    @property
     def players(self) -> int:
         """Players at a table: 1 solo, ``len(opponents) + 1``, or the league's, the distillation's or the JAX
         trainer's ``players``.

@@ -1,5 +1,6 @@
-"""Train MaskablePPO on Yacht-v0 (the native vector env through the SB3 adapter) or against opponents, or distil
-the win agent into a trained model (a config with a ``distill`` section, such as ``configs/selfplay.yaml``).
+"""Train a policy for Yacht with the trainer its config chooses (:func:`yacht_lab.train`): MaskablePPO on Yacht-v0
+(SB3, through the native vector env) or against opponents, the distillation of the win agent into a trained model (a
+config with a ``distill`` section, such as ``configs/selfplay.yaml``), or PPO on the JAX core (a ``jax`` section).
 
     yacht-train                                       # the defaults (configs/ppo.yaml): standard rules, <= 60 minutes
     yacht-train --config selfplay                     # policy-iteration distillation: ppo:selfplay_standard's recipe
@@ -8,11 +9,13 @@ the win agent into a trained model (a config with a ``distill`` section, such as
     yacht-train --total-timesteps 20000 --max-minutes 1 --output-dir /tmp/runs
     yacht-train --opponents greedy --reward win       # YachtVersus-v0: one seat against greedy, rewarded for wins
     yacht-train --resume runs/<run>/checkpoints/step_<N>.zip
+    yacht-train --resume runs/<run>                   # a run folder: its newest checkpoint
 
 (``python -m yacht_lab train`` and the repository's ``python train.py`` are the same program.) Without
 ``--config`` the run takes the defaults of :class:`yacht_lab.config.TrainConfig`, which the repository's
 ``configs/ppo.yaml`` lists in full. Each run writes ``runs/<run name>/``: config.yaml, command.txt, model.zip,
-checkpoints/, learning_curve.csv, learning_curve.png and tb/ (TensorBoard). Ctrl-C (or SIGTERM) saves a checkpoint
+checkpoints/, learning_curve.csv, learning_curve.png and tb/ (TensorBoard); a JAX run writes its model as data
+(model.npz, model.json). Ctrl-C (or SIGTERM) saves a checkpoint
 and exits; a second Ctrl-C quits at once without saving (exit status 130; 143 for SIGTERM). Bad input prints one
 ``yacht-train: error: ...`` line (named as the program was started) and exits with status 2, writing nothing.
 """
@@ -66,7 +69,8 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     parser.add_argument(
         "--resume",
         metavar="CHECKPOINT",
-        help="continue a run from one of its checkpoints, with its own config (only the budget can change)",
+        help="continue a run from one of its checkpoints (or its run folder: the newest), with its own config (only "
+        "the budget can change)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser.parse_args(argv)
@@ -86,7 +90,7 @@ def seat(text: str) -> str | int:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` (``yacht_lab.training.Abort`` once that is imported)."""
+    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` (``yacht_lab.run_context.Abort`` once a run has begun)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -101,7 +105,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Runs ``yacht-train``; returns its exit status."""
     prog = program_name(COMMAND, prog)
     # SIGTERM like SIGINT from the start: an exception, so that nothing is left half-done (a claimed run
-    # folder is removed again); during training yacht_lab.training's own handling takes over.
+    # folder is removed again); during a run its yacht_lab.run_context.RunContext's handling takes over.
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return _main(argv, prog)
@@ -116,12 +120,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 def _main(argv: list[str] | None, prog: str) -> int:
     args = parse_args(argv, prog)
     try:
+        from yacht_lab import train
         from yacht_lab.config import load_config
-        from yacht_lab.distill import train_distill
-        from yacht_lab.training import resume_config, train
-    except ImportError as error:  # yaml, torch, stable-baselines3 come with the train extra
-        extra = "pip install 'yacht-rl[train]'"
-        print(f"{prog}: error: training needs the train extra ({extra}): {error}", file=sys.stderr)
+        from yacht_lab.run_context import resume_config
+    except ImportError as error:  # pyyaml comes with the train and the jax extras
+        extras = "pip install 'yacht-rl[train]', or 'yacht-rl[jax]' for a config with a jax section"
+        print(f"{prog}: error: training needs the train or the jax extra ({extras}): {error}", file=sys.stderr)
         return 2
 
     overrides = {
@@ -145,24 +149,10 @@ def _main(argv: list[str] | None, prog: str) -> int:
             config = load_config(args.config, overrides)
         else:
             config = default_config(overrides)
-        if config.distill is not None:  # the trainer of the config: distillation with a distill section, else PPO
-            if args.resume is not None:
-                raise ValueError("a distill run is not resumed: start a new run from its model (init)")
-            run_dir = train_distill(config, args.output_dir, progress=not args.no_progress)
-        elif config.jax is not None:  # PPO on the device (yacht_lab.jax_ppo), with the jax extra
-            if args.resume is not None:
-                raise ValueError("a JAX run is not resumed: start a new run")
-            try:
-                from yacht_lab.jax_ppo import train_jax
-            except ImportError as error:
-                raise ValueError(
-                    f"a config with a jax section needs the jax extra (pip install 'yacht-rl[jax]'): {error}"
-                ) from None
-            run_dir = train_jax(config, args.output_dir, progress=not args.no_progress)
-        else:
-            run_dir = train(
-                config, args.output_dir, resume=args.resume, progress=not args.no_progress, rerun=rerun_command(prog)
-            )
+        # The config chooses its trainer (yacht_lab.trainers): SB3 PPO, the distillation, or PPO on JAX.
+        run_dir = train(
+            config, args.output_dir, resume=args.resume, progress=not args.no_progress, rerun=rerun_command(prog)
+        )
     except (ValueError, OSError) as error:
         message = " ".join(str(error).split())  # one line, whatever the error says
         print(f"{prog}: error: {message}", file=sys.stderr)

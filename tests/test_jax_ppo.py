@@ -396,3 +396,23 @@ def test_resuming_a_jax_run_without_a_checkpoint_is_one_line(jax_run, tmp_path):
     done = run_script("train.py", "--resume", str(run_dir))
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "cannot resume from" in done.stderr and "yacht-rl jax checkpoint 1" in done.stderr
+
+
+def test_a_three_seat_table_trains_and_its_start_splits_every_deal_evenly():
+    import jax
+    import jax.numpy as jnp
+
+    from yacht_lab.jax_ppo import make_trainer
+
+    config = validate(
+        from_dict(merged(TINY_TABLE, {"n_envs": 4, "ppo": {"n_steps": 64, "batch_size": 128}, "jax": {"players": 3}}))
+    )
+    init, update, evaluate, spec = make_trainer(config)
+    assert (spec.players, spec.obs_size) == (3, 64 + 2 * 13 + 2)
+    runners = init(jnp.stack([jax.random.key(0)]), None)
+    start = evaluate(runners.params, runners.start, jax.random.key(5))
+    # Three copies of one greedy policy, dice and seats rotated: each holds a third of every deal's wins.
+    assert abs(float(start["win_rate"][0]) - 1 / 3) < 1e-6 and abs(float(start["mean_margin"][0])) < 1e-4
+    after, _ = update(runners, 0)
+    changed = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), after.params, runners.params)
+    assert all(jax.tree.leaves(changed)) and after.env_state.total.shape == (1, 4, 3)

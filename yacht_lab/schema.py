@@ -244,7 +244,7 @@ class TrainConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint_every_timesteps: int = 2_000_000
-    """Save ``checkpoints/step_<N>.zip`` this often."""
+    """Save ``checkpoints/step_<N>.zip`` this often (the JAX trainer: ``step_<N>.npz``, every seed in one file)."""
     league: LeagueConfig | None = None
     """A league of opponents instead of ``opponents`` (which must then be empty): :class:`LeagueConfig`. ``None``
     (the default, left out of a saved config): no league."""

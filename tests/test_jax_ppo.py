@@ -222,17 +222,9 @@ def test_gae_runs_along_each_seats_own_decisions():
 
 def test_the_self_play_trainer_writes_a_table_model_from_a_solo_one(table_run):
     run_dir, _ = table_run
-    rows = [row.split(",") for row in (run_dir / "learning_curve.csv").read_text().splitlines()]
-    assert rows[0] == [
-        "timesteps",
-        "wall_minutes",
-        "seed",
-        "win_rate",
-        "win_rate_ci95",
-        "mean_score",
-        "mean_margin",
-        "steps_per_second",
-    ]
+    header, *lines = (run_dir / "learning_curve.csv").read_text().splitlines()
+    assert header == "timesteps,wall_minutes,seed,win_rate,win_rate_ci95,mean_score,mean_margin,steps_per_second"
+    rows = [header.split(","), *(line.split(",") for line in lines)]
     assert [(row[0], row[2]) for row in rows[1:]] == [("0", "0"), ("1024", "0"), ("2048", "0")]
     assert rows[1][3:5] == ["0.5", "0.0"] and rows[1][6] == "0.0"  # before any update it is its start: every deal split
     meta = json.loads((run_dir / "model.json").read_text())

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import numpy as np
@@ -20,6 +21,10 @@ from yacht_env.game import game_streams  # noqa: E402
 from yacht_lab.config import from_dict, validate  # noqa: E402
 
 TINY_JAX = merged(TINY_PPO, {"jax": {"seeds": 2}})
+# Self-play at two-seat tables on the win reward: 2,048 decisions in two updates, 20 deals (80 games) per evaluation.
+TINY_TABLE = merged(
+    TINY_JAX, {"reward": "win", "reward_scale": 1.0, "jax": {"seeds": 1, "players": 2}, "eval": {"games": 20}}
+)
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +38,20 @@ def jax_run(tmp_path_factory):
     return run_dir, done
 
 
+@pytest.fixture(scope="module")
+def table_run(jax_run, tmp_path_factory):
+    """A tiny self-play run at two-seat tables through train.py, started from the solo run's model."""
+    root = tmp_path_factory.mktemp("jax_table")
+    config = write_config(root / "table.yaml", TINY_TABLE)
+    solo = jax_run[0] / "params" / "seed_1.npz"
+    done = run_script(
+        "train.py", "--config", str(config), "--init", str(solo), "--output-dir", str(root / "runs"), timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (root / "runs").iterdir()
+    return run_dir, solo
+
+
 def test_train_py_runs_the_jax_trainer_and_writes_a_run_folder_of_data(jax_run):
     run_dir, done = jax_run
     assert f"run folder: {run_dir}" in done.stdout and "__jax_ppo__" in run_dir.name
@@ -41,6 +60,10 @@ def test_train_py_runs_the_jax_trainer_and_writes_a_run_folder_of_data(jax_run):
         "config.yaml",
         "command.txt",
         "learning_curve.csv",
+        "aggregate_curve.csv",
+        "selection.json",
+        "checkpoints/step_1024.npz",
+        "checkpoints/step_2048.npz",
         "model.npz",
         "model.json",
         "params/seed_0.npz",
@@ -123,7 +146,7 @@ def test_a_bad_jax_section_is_refused(tmp_path):
         from_dict(merged(TINY_JAX, {"jax": {"seedz": 2}}))
     for changes, message in (
         ({"jax": {"seeds": 0}}, "jax.seeds"),
-        ({"opponents": ["greedy"]}, "trains solo"),
+        ({"opponents": ["greedy"]}, "plays itself"),
         ({"policy": {"activation": "tanh"}}, "relu"),
     ):
         with pytest.raises(ValueError, match=message):
@@ -165,3 +188,223 @@ def test_a_solo_network_widened_to_a_table_plays_exactly_as_before():
     np.testing.assert_allclose(logits, solo_logits, rtol=1e-5)
     with pytest.raises(ValueError, match="widens a solo network"):
         table_params(wide, wide_spec, 2, 79)
+
+
+def test_gae_runs_along_each_seats_own_decisions():
+    import jax.numpy as jnp
+
+    from yacht_lab.jax_learner import Transition, advantages
+    from yacht_lab.schema import PPOConfig
+
+    # One table of two seats: a game ends at step 3 (seat 1's last pick; seat 0 wins +1), the next one runs on.
+    seat = jnp.array([0, 0, 1, 1, 0, 1])[:, None]
+    value = jnp.array([0.1, 0.2, -0.3, -0.4, 0.5, 0.6])[:, None]
+    done = jnp.array([0, 0, 0, 1, 0, 0], dtype=jnp.float32)[:, None]
+    reward = jnp.zeros((6, 1, 2)).at[3, 0].set(jnp.array([1.0, -1.0]))
+    traj = Transition(value, value, seat, value, value, reward, done, seat)
+    last = jnp.array([[0.7, 0.8]])  # each seat's value where the rollout stops
+    monte_carlo, _ = advantages(traj, last, PPOConfig(gamma=1.0, gae_lambda=1.0))
+    np.testing.assert_allclose(monte_carlo[:, 0], [0.9, 0.8, -0.7, -0.6, 0.2, 0.2], atol=1e-6)
+    one_step, returns = advantages(traj, last, PPOConfig(gamma=1.0, gae_lambda=0.0))
+    # Seat 0: 0.2 - 0.1, then its last decision of the game earns its +1; seat 1: -0.4 - (-0.3), then -1 - (-0.4).
+    np.testing.assert_allclose(one_step[:, 0], [0.1, 0.8, -0.1, -0.6, 0.2, 0.2], atol=1e-6)
+    np.testing.assert_allclose(returns, one_step + value, atol=0)
+    solo = Transition(value, value, seat * 0, value, value, value[:, :, None], done, seat * 0)
+    plain, _ = advantages(solo, last[:, :1], PPOConfig(gamma=1.0, gae_lambda=0.5))
+    expected, gae = [], 0.0  # the usual GAE of one seat
+    for t in reversed(range(6)):
+        next_value = 0.7 if t == 5 else float(value[t + 1, 0])
+        delta = float(value[t, 0]) + next_value * (1 - float(done[t, 0])) - float(value[t, 0])
+        gae = delta + 0.5 * (1 - float(done[t, 0])) * gae
+        expected.insert(0, gae)
+    np.testing.assert_allclose(plain[:, 0], expected, atol=1e-6)
+
+
+def test_the_self_play_trainer_writes_a_table_model_from_a_solo_one(table_run):
+    run_dir, _ = table_run
+    header, *lines = (run_dir / "learning_curve.csv").read_text().splitlines()
+    assert header == "timesteps,wall_minutes,seed,win_rate,win_rate_ci95,mean_score,mean_margin,steps_per_second"
+    rows = [header.split(","), *(line.split(",") for line in lines)]
+    assert [(row[0], row[2]) for row in rows[1:]] == [("0", "0"), ("1024", "0"), ("2048", "0")]
+    assert rows[1][3:5] == ["0.5", "0.0"] and rows[1][6] == "0.0"  # before any update it is its start: every deal split
+    meta = json.loads((run_dir / "model.json").read_text())
+    assert (meta["players"], meta["obs_size"], meta["net_arch"]) == (2, 79, [32, 32])
+    with np.load(run_dir / "model.npz", allow_pickle=False) as data:
+        assert data["pi.0.w"].shape == (79 + 12, 32)
+
+
+def test_the_self_play_model_sits_at_a_two_player_table(table_run):
+    run_dir, _ = table_run
+    agent = make_agent(f"jax:{run_dir}", "standard")
+    assert agent.table_players == 2 and agent.observation_size == 79
+    done = run_script(
+        "evaluate.py", "--agents", f"jax:{run_dir}", "greedy", "--players", "2", "--games", "10", "--no-progress"
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"jax:{run_dir}" in done.stdout
+
+
+def test_a_table_run_refuses_what_it_does_not_train(table_run, tmp_path):
+    from yacht_lab.jax_init import start_params
+    from yacht_lab.jax_learner import network_spec
+
+    for changes, message in (
+        ({"reward": "score"}, "at a table on reward: win"),
+        ({"jax": {"players": 11}}, "jax.players"),
+        ({"jax": {"players": 1}}, "a solo game has no winner"),
+        ({"opponents": ["greedy"]}, "no opponents"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            validate(from_dict(merged(TINY_TABLE, changes)))
+    run_dir, _ = table_run
+    wider = validate(from_dict(merged(TINY_TABLE, {"jax": {"players": 3}, "init": str(run_dir)})))
+    with pytest.raises(ValueError, match="init: .* a table model, runs at a table of its size"):
+        start_params(wider, network_spec(wider))
+    other = validate(from_dict(merged(TINY_TABLE, {"policy": {"net_arch": [16]}, "init": str(run_dir)})))
+    with pytest.raises(ValueError, match="init: .*net_arch"):
+        start_params(other, network_spec(other))
+    missing = validate(from_dict(merged(TINY_TABLE, {"init": str(tmp_path / "none.npz")})))
+    with pytest.raises(ValueError, match="init: no JAX policy"):
+        start_params(missing, network_spec(missing))
+
+
+@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
+def test_a_shipped_ppo_model_starts_a_jax_run_as_the_same_network(rules):
+    import jax.numpy as jnp
+
+    from yacht_agents.jax_policy import apply, odds_tables
+    from yacht_env.game import GameState
+    from yacht_env.rules import get_rules, prefix_codes
+    from yacht_lab.jax_init import sb3_params, start_params
+    from yacht_lab.jax_learner import network_spec
+
+    pytest.importorskip("torch")
+    params, spec = sb3_params(rules)
+    odds, where = odds_tables(get_rules(rules), spec.bonus_odds)
+    agent = make_agent(f"ppo:{rules}", rules)
+    game = GameState(rules, 20)
+    game.start(prefix_codes(game_streams(0, range(20), rules).reshape(20, -1, 5)))
+    while (game.open_mask != 0).any():  # every decision of 20 games: the same moves
+        live = game.open_mask != 0
+        obs = agent.encoder.flat(game.roll, game.rolls_left, game.open_mask, game.upper, game.armed)
+        actions = agent.act(obs, game.mask)
+        logits = apply(params, spec, odds, where, jnp.asarray(obs), jnp.asarray(game.mask))[0]
+        assert np.array_equal(np.asarray(logits.argmax(1))[live], actions[live])
+        game.play(actions, legal=live)
+    table = validate(from_dict(merged(TINY_TABLE, {"rules": rules, "policy": {"net_arch": [256, 256]}, "init": rules})))
+    assert (
+        start_params(table, network_spec(table))["pi"][0]["w"].shape[0]
+        == network_spec(table).obs_size + odds.chase.shape[-1]
+    )
+
+
+def test_a_multi_seed_run_reports_the_seeds_median_and_iqm_and_measures_its_choice_on_fresh_games(jax_run):
+    import csv
+
+    run_dir, done = jax_run
+    curve = list(csv.DictReader((run_dir / "learning_curve.csv").read_text().splitlines()))
+    aggregate = list(csv.DictReader((run_dir / "aggregate_curve.csv").read_text().splitlines()))
+    assert [row["timesteps"] for row in aggregate] == ["0", "1024", "2048"]
+    for row in aggregate:
+        values = sorted(float(r["percent_of_optimal"]) for r in curve if r["timesteps"] == row["timesteps"])
+        assert row["seeds"] == "2" and row["measure"] == "percent_of_optimal"
+        assert float(row["median"]) == float(row["iqm"]) == round(sum(values) / 2, 4)  # two seeds: both the mean
+        if importlib.util.find_spec("rliable"):
+            assert float(row["median_low"]) <= float(row["median"]) <= float(row["median_high"])
+    selection = json.loads((run_dir / "selection.json").read_text())
+    last = {int(r["seed"]): r for r in curve if r["timesteps"] == "2048"}
+    best = max(last, key=lambda seed: float(last[seed]["mean_score"]))
+    assert selection["seed"] == best and selection["chosen_on"]["mean_score"] == float(last[best]["mean_score"])
+    assert selection["fresh"]["key"] == "fold_in(key(1000), 1)" and selection["fresh"]["games"] == 100
+    with np.load(run_dir / "model.npz") as a, np.load(run_dir / "params" / f"seed_{best}.npz") as b:
+        assert all(np.array_equal(a[n], b[n]) for n in a.files)
+    fresh = selection["fresh"]["percent_of_optimal"]
+    assert f"on the curve's 100 games (chosen on them), {fresh:.2f}% of optimal on 100 fresh ones" in done.stderr
+
+
+def test_iqm_is_the_mean_of_the_middle_half():
+    from yacht_lab.jax_report import aggregate, iqm
+
+    assert iqm([1, 2, 3, 4]) == 2.5 and iqm([5, 1, 100, 2, 3, 4, 6, 7]) == 4.5  # cuts 2 from each end of 8
+    assert iqm([1, 2, 3, 4, 100]) == 3.0 and iqm([7]) == 7.0
+    stats = aggregate([1.0, 2.0, 3.0, 4.0, 100.0], seed=0, reps=200)
+    assert (stats["median"], stats["iqm"]) == (3.0, 3.0)
+    if importlib.util.find_spec("rliable"):
+        assert stats["median_low"] <= 3.0 <= stats["median_high"] and stats == aggregate([1, 2, 3, 4, 100], 0, 200)
+
+
+def test_a_jax_run_stopped_by_sigint_resumes_to_the_same_parameters(tmp_path, monkeypatch, capsys):
+    import os
+    import signal
+
+    from yacht_lab.jax_ppo import train_jax
+    from yacht_lab.run_context import RunContext, resume_config
+
+    # Four updates of 1,024 steps, a checkpoint after each; one seed; evaluated at the start and the end.
+    config = validate(
+        from_dict(merged(TINY_JAX, {"jax": {"seeds": 1}, "total_timesteps": 4096, "eval": {"every_timesteps": 4096}}))
+    )
+    straight = train_jax(config, tmp_path / "straight", progress=False)
+    checkpoint_if_due = RunContext.checkpoint_if_due
+
+    def interrupted_after_the_first(self, state):
+        saved = checkpoint_if_due(self, state)
+        if saved is not None and not self.stop_requested:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, through the run's own handler
+        return saved
+
+    monkeypatch.setattr(RunContext, "checkpoint_if_due", interrupted_after_the_first)
+    stopped = train_jax(config, tmp_path / "stopped", progress=False)
+    monkeypatch.undo()
+    assert sorted(p.name for p in (stopped / "checkpoints").iterdir()) == ["step_1024.npz"]
+    checkpoint = stopped / "checkpoints" / "step_1024.npz"
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line == f"interrupted: saved {checkpoint}; continue with: yacht-train --resume {checkpoint}"
+    with np.load(checkpoint, allow_pickle=False) as data:  # arrays only: parameters, Adam, games, keys, the update
+        assert int(data["update"]) == 1 and {"params/pi/0/w", "start/pi/0/w", "env_state/game/roll", "obs"} <= set(
+            data.files
+        )
+        assert data["key"].dtype == np.uint32 and data["opt_state/1/hyperparams/learning_rate"].shape == (1,)
+    resumed = train_jax(resume_config(stopped), resume=stopped, progress=False)
+    assert resumed == stopped
+    with np.load(straight / "model.npz") as a, np.load(resumed / "model.npz") as b:
+        assert a.files == b.files and all(np.array_equal(a[n], b[n]) for n in a.files)  # bit for bit
+    rows = (resumed / "learning_curve.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in rows[1:]] == ["0", "1024", "4096"]  # the stop's row, then the end's
+    assert (stopped / "command.txt").read_text().count("\n") == 2
+
+
+def test_resuming_a_jax_run_without_a_checkpoint_is_one_line(jax_run, tmp_path):
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(jax_run[0], run_dir)
+    shutil.rmtree(run_dir / "checkpoints")
+    done = run_script("train.py", "--resume", str(run_dir))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "has no checkpoint (it stopped before its first one)" in done.stderr
+    (run_dir / "checkpoints").mkdir()
+    np.savez(run_dir / "checkpoints" / "step_1024.npz", update=np.int64(1))
+    done = run_script("train.py", "--resume", str(run_dir))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "cannot resume from" in done.stderr and "yacht-rl jax checkpoint 1" in done.stderr
+
+
+def test_a_three_seat_table_trains_and_its_start_splits_every_deal_evenly():
+    import jax
+    import jax.numpy as jnp
+
+    from yacht_lab.jax_ppo import make_trainer
+
+    config = validate(
+        from_dict(merged(TINY_TABLE, {"n_envs": 4, "ppo": {"n_steps": 64, "batch_size": 128}, "jax": {"players": 3}}))
+    )
+    init, update, evaluate, spec = make_trainer(config)
+    assert (spec.players, spec.obs_size) == (3, 64 + 2 * 13 + 2)
+    runners = init(jnp.stack([jax.random.key(0)]), None)
+    start = evaluate(runners.params, runners.start, jax.random.key(5))
+    # Three copies of one greedy policy, dice and seats rotated: each holds a third of every deal's wins.
+    assert abs(float(start["win_rate"][0]) - 1 / 3) < 1e-6 and abs(float(start["mean_margin"][0])) < 1e-4
+    after, _ = update(runners, 0)
+    changed = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), after.params, runners.params)
+    assert all(jax.tree.leaves(changed)) and after.env_state.total.shape == (1, 4, 3)

@@ -334,7 +334,18 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     models = {f"yacht_agents/models/ppo_{name}.zip" for name in shipped}
     configs = {
         f"yacht_lab/configs/{name}.yaml"
-        for name in ("ppo", "sweep", "versus", "yahtzee", "yatzy", "selfplay", "jax_ppo")
+        for name in (
+            "ppo",
+            "sweep",
+            "versus",
+            "yahtzee",
+            "yatzy",
+            "selfplay",
+            "jax_ppo",
+            "jax_selfplay",
+            "jax_ppo_gpu",
+            "jax_yahtzee_gpu",
+        )
     }
     static = {f"yacht_lab/web/static/{name}" for name in ("index.html", "app.css", "app.js")}  # the web table's page
     assert data == models | configs | static  # no run folder, no checkpoint, no benchmark

@@ -140,7 +140,10 @@ def _check_versus(config: TrainConfig) -> None:
                 )
     if not isinstance(config.reward, str) or config.reward not in ("score", "win"):
         raise ValueError(f"reward must be 'score' or 'win', got {config.reward!r}")
-    if config.reward == "win" and not opponents and config.league is None and config.distill is None:
+    at_table = (
+        config.league is not None or config.distill is not None or (is_int(config.players) and config.players > 1)
+    )
+    if config.reward == "win" and not opponents and not at_table:
         raise ValueError("reward 'win' needs opponents or a league: a solo game has no winner")
     players, size = (players, f"opponents: {len(opponents)}") if config.league is None else _check_league(config)
     seat = config.seat
@@ -300,7 +303,7 @@ def _check_eval(config: TrainConfig) -> None:
     _check_number("eval.games", config.eval.games, int, 1, high=MAX_GAMES)
     _check_number("eval.seed", config.eval.seed, int, 0)
     players = config.players
-    if config.env_id == "YachtVersus-v0" and config.eval.games * players**2 > MAX_TABLE_EVAL_GAMES:
+    if players > 1 and config.eval.games * players**2 > MAX_TABLE_EVAL_GAMES:
         raise ValueError(
             f"eval.games must be at most {MAX_TABLE_EVAL_GAMES // players**2:,} deals at a table of {players} "
             f"(each is played {players**2} times, at most {MAX_TABLE_EVAL_GAMES:,} games an evaluation), "
@@ -309,15 +312,22 @@ def _check_eval(config: TrainConfig) -> None:
 
 
 def _check_jax(config: TrainConfig) -> None:
-    """The ``jax`` section: the JAX trainer trains solo from fresh weights, relu MLPs."""
+    """The ``jax`` section: solo on the score or a self-play table on the win, relu MLPs, no other opponents."""
     section = config.jax
     if not isinstance(section, JaxConfig):
-        raise ValueError(f"jax must be a mapping of jax keys (seeds) or null, got {section!r}")
+        raise ValueError(f"jax must be a mapping of jax keys (seeds, players) or null, got {section!r}")
     _check_number("jax.seeds", section.seeds, int, 1, high=MAX_JAX_SEEDS)
     if config.seed + section.seeds - 1 > MAX_SEED:
         raise ValueError(f"seed + jax.seeds - 1 must be <= {MAX_SEED}")
-    if config.opponents or config.league is not None or config.distill is not None or config.init is not None:
-        raise ValueError("the JAX trainer trains solo from fresh weights: no opponents, league, distill or init")
+    _check_number("jax.players", section.players, int, 1, high=MAX_OPPONENTS + 1)
+    if config.opponents or config.league is not None or config.distill is not None:
+        raise ValueError("the JAX trainer plays itself (jax.players): no opponents, league or distill")
+    wanted = "score" if section.players == 1 else "win"
+    if config.reward != wanted:
+        raise ValueError(
+            f"the JAX trainer trains {'solo' if section.players == 1 else 'at a table'} on reward: {wanted} "
+            f"(jax.players: {section.players}), got {config.reward!r}"
+        )
     if config.policy.activation != "relu":
         raise ValueError(
             f"the JAX trainer's network is relu: policy.activation must be relu, got {config.policy.activation!r}"

@@ -189,12 +189,18 @@ class DistillConfig:
 @dataclass
 class JaxConfig:
     """Train with the JAX trainer (:mod:`yacht_lab.jax_ppo`, the ``jax`` extra) instead of SB3: PPO on the JAX core,
-    the same recipe (``ppo``, ``policy``, ``n_envs``, ``reward_scale``, ``eval``), solo from fresh weights, on
-    whatever device jax sees (``device`` is torch's and does not apply).
+    the same recipe (``ppo``, ``policy``, ``n_envs``, ``reward_scale``, ``eval``), solo or at a self-play table, on
+    whatever device jax sees (``device`` is torch's and does not apply). ``init`` may name a JAX model (its ``.npz``
+    or run folder; a solo model starts a table run playing exactly as it did); no ``opponents``, league or distill.
     """
 
     seeds: int = 1
     """Seeds trained side by side in one ``vmap`` (``seed``, ``seed + 1``, ...; 1..:data:`MAX_JAX_SEEDS`)."""
+    players: int = 1
+    """1: solo (``reward: score``). 2..10: a table of this many seats, every seat played by the one network being
+    trained (self-play), which sees the table's view; ``reward: win`` (each seat's win reward at the end; keep
+    ``reward_scale`` at 1.0). Its curve is the learner's win rate against its start (``init``, or its fresh weights)
+    on ``eval.games`` deals, each played ``players ** 2`` times with dice and seats rotated."""
 
 
 @dataclass
@@ -238,7 +244,7 @@ class TrainConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint_every_timesteps: int = 2_000_000
-    """Save ``checkpoints/step_<N>.zip`` this often."""
+    """Save ``checkpoints/step_<N>.zip`` this often (the JAX trainer: ``step_<N>.npz``, every seed in one file)."""
     league: LeagueConfig | None = None
     """A league of opponents instead of ``opponents`` (which must then be empty): :class:`LeagueConfig`. ``None``
     (the default, left out of a saved config): no league."""
@@ -251,8 +257,9 @@ class TrainConfig:
     init: str | None = None
     """Start a new run from this model's weights (a path, or a shipped model's name such as ``standard``):
     :mod:`yacht_lab.warm_start`. The network the config describes must be the model's; a model of one game
-    starts a run at a table (the table's columns start at zero). ``None`` (the default): fresh weights. A resumed
-    run continues from its checkpoint and ignores it."""
+    starts a run at a table (the table's columns start at zero). With a ``jax`` section: a JAX model's ``.npz`` or
+    run folder (:class:`JaxConfig`). ``None`` (the default): fresh weights. A resumed run continues from its
+    checkpoint and ignores it."""
 
     @property
     def env_id(self) -> str:
@@ -269,9 +276,13 @@ class TrainConfig:
 
     @property
     def players(self) -> int:
-        """Players at a table: 1 solo, ``len(opponents) + 1``, or the league's or the distillation's ``players``."""
+        """Players at a table: 1 solo, ``len(opponents) + 1``, or the league's, the distillation's or the JAX
+        trainer's ``players``.
+        """
         if isinstance(self.distill, DistillConfig):
             return self.distill.players
+        if isinstance(self.jax, JaxConfig):
+            return self.jax.players
         return self.league.players if isinstance(self.league, LeagueConfig) else len(self.opponents) + 1
 
     def to_dict(self) -> dict[str, Any]:

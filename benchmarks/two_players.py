@@ -2,13 +2,15 @@
 
     python benchmarks/two_players.py --agents win ppo:selfplay_standard jax:runs/RUN --deals 10000
     python benchmarks/two_players.py --agents optimal duel win --rules classic --json two_players.json
+    python benchmarks/two_players.py --agents jax:runs/SOLO jax:runs/TABLE --baseline jax:runs/SOLO
 
 Each agent plays ``--deals`` deals against the equilibrium and as many against the solver, each deal in both seats on
 the same two dice streams (every agent meets each opponent on the same deals), and the report gives its win rate
 (ties half) against each with a 95% interval over deals, and its share of the edge over the solver: 0% is the
 solver's own play, 100% the best response to it (exact, read from its built solution's manifest, else from
-``benchmarks/duel/<rules>_best_response.json``). Against the equilibrium 50% is perfect play. See
-:mod:`yacht_lab.yardstick`.
+``benchmarks/duel/<rules>_best_response.json``). Against the equilibrium 50% is perfect play. ``--baseline SPEC``
+(one of the agents) adds every other agent's win rate minus the baseline's, deal by deal on the same deals, with its
+95% interval: a learner against its start. See :mod:`yacht_lab.yardstick`.
 
 It needs the equilibrium built (``python -m yacht_env.duel build --rules R``: for ``standard`` 29 minutes on 2 cores
 and 2.5 GB, 3 minutes on a GPU); where it is not, it says so in one line with that command and exits with status 2,
@@ -52,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=number(int, 0), default=0, help="the dice's seed (default: 0)")
     parser.add_argument("--cache-dir", default=None, help="where the solutions lie (default: the solver's cache)")
+    parser.add_argument("--baseline", metavar="SPEC", help="one of --agents: the others minus it, paired on the deals")
     parser.add_argument("--json", help="write the report here")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
@@ -72,7 +75,14 @@ def main(argv: list[str] | None = None) -> int:
             )
         agents = make_agents(args.agents, rules, args.seed, args.cache_dir)
         result = measure(
-            agents, rules, args.deals, args.seed, args.cache_dir, ceiling[0], progress=not args.no_progress
+            agents,
+            rules,
+            args.deals,
+            args.seed,
+            args.cache_dir,
+            ceiling[0],
+            progress=not args.no_progress,
+            baseline=args.baseline,
         )
     except ValueError as error:
         print(f"{PROG}: error: {' '.join(str(error).split())}", file=sys.stderr)

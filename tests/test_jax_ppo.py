@@ -382,7 +382,7 @@ def test_resuming_a_jax_run_without_a_checkpoint_is_one_line(jax_run, tmp_path):
     shutil.rmtree(run_dir / "checkpoints")
     done = run_script("train.py", "--resume", str(run_dir))
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
-    assert "has no checkpoint (it stopped before its first one)" in done.stderr
+    assert "has no checkpoint to resume from: start a new run" in done.stderr
     (run_dir / "checkpoints").mkdir()
     np.savez(run_dir / "checkpoints" / "step_1024.npz", update=np.int64(1))
     done = run_script("train.py", "--resume", str(run_dir))

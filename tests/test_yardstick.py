@@ -55,6 +55,30 @@ def test_the_yardstick_lands_on_the_exact_values(cache):
     assert len(table) == 3 + 4 and table[3].startswith("duel ") and "50.00% [50.00, 50.00]" in table[3]
 
 
+def test_a_baseline_is_compared_deal_by_deal(cache):
+    agents = Y.make_agents(["optimal", "duel", "greedy"], GAME, seed=0, cache_dir=cache)
+    result = Y.measure(agents, GAME, deals=500, seed=3, cache_dir=cache, baseline="optimal")
+    rows = result.to_dict()["agents"]
+    assert result.to_dict()["baseline"] == "optimal" and "minus_baseline" not in rows["optimal"]
+    for name in ("duel", "greedy"):
+        for reference in Y.REFERENCES:
+            # The paired difference is the difference of the two win rates (the same deals), its interval the one of
+            # the per-deal differences: a deal-by-deal recomputation gives both exactly.
+            deal = result.games[name][reference].wins.mean(axis=0) - result.games["optimal"][reference].wins.mean(0)
+            paired = rows[name]["minus_baseline"][reference]
+            mean, low, high = Y.mean_ci(deal)
+            assert paired == {"difference": round(mean, 6), "ci95": [round(low, 6), round(high, 6)]}
+            rates = [rows[n]["against"][reference]["mean_win_rate"] for n in (name, "optimal")]
+            assert paired["difference"] == pytest.approx(rates[0] - rates[1], abs=2e-6)
+    # The equilibrium beats the solver against the solver itself; greedy loses to both by far.
+    assert rows["duel"]["minus_baseline"]["optimal"]["ci95"][0] > 0
+    assert rows["greedy"]["minus_baseline"]["duel"]["ci95"][1] < -0.1
+    table = result.format().splitlines()
+    assert table[-3] == "minus optimal, paired on the same deals (points of win rate):" and len(table) == 3 + 3 + 3
+    with pytest.raises(ValueError, match="the baseline 'random' is not one of the agents measured"):
+        Y.measure(agents, GAME, deals=10, cache_dir=cache, baseline="random")
+
+
 def test_the_yardstick_builds_nothing_and_names_the_command(tmp_path):
     with pytest.raises(ValueError, match=r"is not built in .*: build it with python -m yacht_env\.duel build"):
         Y.measure([], GAME, deals=10, cache_dir=tmp_path)

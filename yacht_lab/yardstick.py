@@ -196,12 +196,23 @@ class Yardstick:
     seed: int
     best_response: float
     games: dict[str, dict[str, SeatGames]]  # agent -> reference -> its games
+    baseline: str | None = None  # an agent the others are compared with, paired on the same deals
 
     def edge_share(self, name: str) -> tuple[float, list[float]]:
         """``name``'s share of the edge over the solver (0 = the solver, 1 = the best response) and its interval."""
         rate, ci = self.games[name]["optimal"].win_rate()
         edge = self.best_response - 0.5
         return (rate - 0.5) / edge, [(bound - 0.5) / edge for bound in ci]
+
+    def paired(self, name: str, reference: str) -> tuple[float, list[float]]:
+        """``name``'s win rate minus the baseline's against ``reference``, deal by deal on the same deals, and the 95%
+        interval of that mean difference over deals (tighter than the two intervals apart: the dice are common).
+        """
+        if self.baseline is None:
+            raise ValueError("the yardstick has no baseline agent to compare with")
+        deal = self.games[name][reference].wins.mean(axis=0) - self.games[self.baseline][reference].wins.mean(axis=0)
+        mean, low, high = mean_ci(deal)
+        return mean, [low, high]
 
     def to_dict(self) -> dict[str, object]:
         """The JSON report: deterministic for given agents, deals, seed and rules (no timings in it)."""
@@ -212,6 +223,13 @@ class Yardstick:
                 "against": {reference: games.summary() for reference, games in against.items()},
                 **rounded_floats({"edge_share": share, "edge_share_ci95": share_ci}),
             }
+            if self.baseline is not None and name != self.baseline:
+                agents[name]["minus_baseline"] = {
+                    reference: rounded_floats(
+                        dict(zip(("difference", "ci95"), self.paired(name, reference), strict=True))
+                    )
+                    for reference in REFERENCES
+                }
         return {
             "rules": self.rules.name,
             "seed": self.seed,
@@ -219,6 +237,7 @@ class Yardstick:
             "games_per_deal": 2,
             "ci": CI_METHOD,
             "best_response_to_optimal": round(self.best_response, 6),
+            "baseline": self.baseline,
             "agents": agents,
         }
 
@@ -239,6 +258,15 @@ class Yardstick:
             share, (low, high) = self.edge_share(name)
             cells.append(f"{100 * share:.0f}% [{100 * low:.0f}, {100 * high:.0f}]")
             lines.append(f"{short_name(name, 28):<28} {cells[0]:>24} {cells[1]:>24} {cells[2]:>20}")
+        if self.baseline is not None:
+            lines.append(f"minus {self.baseline}, paired on the same deals (points of win rate):")
+            for name in self.games:
+                if name != self.baseline:
+                    cells = []
+                    for reference in REFERENCES:
+                        mean, (low, high) = self.paired(name, reference)
+                        cells.append(f"{100 * mean:+.2f} [{100 * low:+.2f}, {100 * high:+.2f}]")
+                    lines.append(f"{short_name(name, 28):<28} {cells[0]:>24} {cells[1]:>24}")
         return "\n".join(lines)
 
 
@@ -273,6 +301,7 @@ def measure(
     cache_dir: str | os.PathLike | None = None,
     best_response: float | None = None,
     progress: bool = False,
+    baseline: str | None = None,
 ) -> Yardstick:
     """Plays each of ``agents`` against the equilibrium and the solver on ``deals`` deals (see the module docstring).
 
@@ -284,6 +313,8 @@ def measure(
         cache_dir: Where the solutions lie (the solver's cache folder by default).
         best_response: The best response to the solver's exact win rate; by default read from its built solution.
         progress: Show a progress bar on stderr (only on a terminal).
+        baseline: The name of one of ``agents``: every other agent's win rate minus its own, deal by deal
+            (:meth:`Yardstick.paired`).
 
     Raises:
         ValueError: the equilibrium, or the best response (without ``best_response``), not built (naming the command
@@ -302,6 +333,8 @@ def measure(
                 f"{build_command(rules, 'optimal', cache_dir)}"
             )
     check_agents(agents, rules, 2)
+    if baseline is not None and baseline not in [agent.name for agent in agents]:
+        raise ValueError(f"the baseline {baseline!r} is not one of the agents measured")
     references = {"duel": DuelAgent(rules, cache_dir=cache_dir), "optimal": OptimalAgent(rules)}
     games = {
         agent.name: {
@@ -310,7 +343,7 @@ def measure(
         }
         for agent in agents
     }
-    return Yardstick(rules, deals, seed, float(best_response), games)
+    return Yardstick(rules, deals, seed, float(best_response), games, baseline)
 
 
 __all__ = [

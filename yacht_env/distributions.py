@@ -269,7 +269,7 @@ class ScoreDistributions:
             legality, canonical keeps) get all-zero rows. For the solver's policy its means are ``q_values``.
         """
         rules = self.rules
-        roll, rolls_left, open_mask = S._check_states(rules, roll, rolls_left, open_mask)
+        roll, rolls_left, open_mask = S.check_states(rules, roll, rolls_left, open_mask)
         shape = roll.shape
         roll, rolls_left, open_mask = roll.reshape(-1), rolls_left.reshape(-1), open_mask.reshape(-1)
         legal = R.legal_action_mask(roll, rolls_left, open_mask, True, rules.num_categories)

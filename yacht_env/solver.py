@@ -52,18 +52,8 @@ from pathlib import Path
 import numpy as np
 
 from yacht_env import rules as R
-from yacht_env.family_solver import (
-    KEEP_PROPER,
-    KEEP_ROW,
-    KEPT_SIZE,
-    NUM_PROPER_KEPT,
-    in_chunks,
-    one_die_less,
-    picks_for,
-    reachable_states,
-    solve_family,
-    turn,
-)
+from yacht_env.family_solver import in_chunks, picks_for, reachable_states, solve_family, turn
+from yacht_env.turn_rows import KEEP_PROPER, KEEP_ROW, KEPT_SIZE, NUM_PROPER_KEPT, one_die_less
 from yacht_env.util import load_arrays, memoised_cache, save_arrays
 
 SOLVER_FORMAT_VERSION = 1  # bump when the recurrence or the stored arrays change; old cache files are ignored
@@ -164,7 +154,12 @@ def _check_state_array(name: str, value: object, low: int, high: int, what: str)
     return array.astype(np.intp, copy=False)
 
 
-def _check_states(rules: R.Rules, roll, rolls_left, open_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def check_states(rules: R.Rules, roll, rolls_left, open_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(roll, rolls_left, open_mask)`` as broadcast integer arrays, each checked against ``rules``.
+
+    Raises:
+        ValueError: a value out of range, a non-integer array, or shapes that do not broadcast.
+    """
     roll = _check_state_array("roll", roll, 0, R.NUM_ROLLS - 1, "a sorted-roll index, see rules.roll_index")
     rolls_left = _check_state_array("rolls_left", rolls_left, 0, R.MAX_ROLLS_LEFT, "re-rolls left this turn")
     open_mask = _check_state_array(
@@ -259,7 +254,7 @@ class Solution:
                 family state no game reaches.
         """
         rules = self.rules
-        roll, rolls_left, open_mask = _check_states(rules, roll, rolls_left, open_mask)
+        roll, rolls_left, open_mask = check_states(rules, roll, rolls_left, open_mask)
         upper, armed = _check_bonus_states(rules, upper, armed)
         try:
             roll, rolls_left, open_mask, upper, armed = np.broadcast_arrays(roll, rolls_left, open_mask, upper, armed)

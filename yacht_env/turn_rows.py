@@ -21,6 +21,8 @@ Every pass runs on an array backend, :class:`Arrays`: numpy's in place (``out=``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from yacht_env import rules as R
@@ -194,8 +196,8 @@ def expected_keeps(values, xp: Arrays = NUMPY):
     return keeps
 
 
-def take_better(into: tuple, other: tuple, xp: Arrays = NUMPY) -> None:
-    """Where ``other`` is better than ``into``, takes it, in place: ``(values,)``: the max; ``(decide, value)``:
+def take_better(into: Sequence, other: Sequence, xp: Arrays = NUMPY) -> None:
+    """Where ``other`` is better than ``into``, takes it, in place: ``[values]``: the max; ``[decide, value]``:
     where ``other``'s ``decide`` beats ``into``'s (strictly: a tie keeps ``into``), both of ``other``'s arrays.
     """
     if len(into) == 1:
@@ -206,35 +208,37 @@ def take_better(into: tuple, other: tuple, xp: Arrays = NUMPY) -> None:
         xp.copyto(mine, theirs, better)
 
 
-def best_keeps(keeps: tuple, xp: Arrays = NUMPY) -> tuple:
+def best_of(values: Sequence, rows, prefixes: Sequence[int], xp: Arrays = NUMPY) -> list:
+    """Per row ``i`` of ``rows``, the best of ``values``' rows ``rows[i, c]`` (:func:`take_better`: ``[values]``
+    or ``[decide, value]``), where ``prefixes[c]`` rows have a ``c``-th (the rows with fewer come last).
+    """
+    best = [v[rows[:, 0]] for v in values]
+    for c, count in enumerate(prefixes[1:], 1):
+        take_better([b[:count] for b in best], [v[rows[:count, c]] for v in values], xp)
+    return best
+
+
+def best_keeps(keeps: Sequence, xp: Arrays = NUMPY) -> list:
     """Per roll ``(252, n)``, the best of ``keeps`` ``(210, n)`` over its proper sub-multisets (rows; ``keeps``
     is overwritten with the best over each multiset's sub-multisets).
 
     Args:
-        keeps: ``(values,)``, or ``(decide, value)``: the best by ``decide``, carrying ``value`` along
+        keeps: ``[values]``, or ``[decide, value]``: the best by ``decide``, carrying ``value`` along
             (:func:`take_better`).
         xp: The array backend.
     """
     for lo, hi, children, prefixes in SUBSETS:
-        children = xp.table(children)
-        below = tuple(k[children[:, 0]] for k in keeps)
-        for c, count in enumerate(prefixes[1:], 1):
-            take_better(tuple(b[:count] for b in below), tuple(k[children[:count, c]] for k in keeps), xp)
-        take_better(tuple(k[lo:hi] for k in keeps), below, xp)
+        take_better([k[lo:hi] for k in keeps], best_of(keeps, xp.table(children), prefixes, xp), xp)
     children, prefixes = ROLL_SUBSETS
-    children = xp.table(children)
-    best = tuple(k[children[:, 0]] for k in keeps)
-    for c, count in enumerate(prefixes[1:], 1):
-        take_better(tuple(b[:count] for b in best), tuple(k[children[:count, c]] for k in keeps), xp)
-    return best
+    return best_of(keeps, xp.table(children), prefixes, xp)
 
 
-def turn_values(pick_value: tuple, rolls_left: int, xp: Arrays = NUMPY):
+def turn_values(pick_value: Sequence, rolls_left: int, xp: Arrays = NUMPY):
     """``EK_t`` ``(210, n)`` (rows) for ``t = rolls_left`` re-rolls left (1 or 2), or the turn's start ``(n,)`` for
     ``rolls_left = 3`` (:data:`yacht_env.rules.ROLLS_PER_TURN`: a roll of all five dice, then two re-rolls).
 
     Args:
-        pick_value: ``(V0,)``: the value of stopping on each roll-row ``(252, n)``; or ``(decide, value)``: the turn
+        pick_value: ``[V0]``: the value of stopping on each roll-row ``(252, n)``; or ``[decide, value]``: the turn
             played by ``decide``'s ``V0`` (a tie re-rolls, as an agent's first best action: keeps come first) and
             valued by ``value``, the same picks' values under another table.
         rolls_left: 1, 2 or 3.
@@ -245,7 +249,7 @@ def turn_values(pick_value: tuple, rolls_left: int, xp: Arrays = NUMPY):
     """
     value = pick_value
     for _ in range(rolls_left - 1):
-        value = best_keeps(tuple(expected_keeps(v, xp) for v in value), xp)
+        value = best_keeps([expected_keeps(v, xp) for v in value], xp)
         take_better(value, pick_value, xp)
     if rolls_left > R.MAX_ROLLS_LEFT:
         return xp.table(FIRST_ROLL, value[-1].dtype) @ value[-1]

@@ -14,12 +14,13 @@ are ``(box, score)`` pairs and a roll's pick value is the best of its boxes' row
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 import numpy as np
 
 from yacht_env import rules as R
 from yacht_env.duel.layout import Layout
-from yacht_env.turn_rows import NUMPY, ROLL_ORDER, Arrays, take_better
+from yacht_env.turn_rows import NUMPY, ROLL_ORDER, Arrays, best_of
 
 #: Below every chance to win: the value of a closed box's rows, so a max never takes them.
 CLOSED = -1.0
@@ -101,12 +102,8 @@ def after_picks(layout: Layout, n: int, below, mover, other, lead, xp: Arrays = 
     return out
 
 
-def best_of_rows(picks: tuple, of_roll, xp: Arrays = NUMPY) -> tuple:
-    """``V0`` ``(252, columns)``: per roll (row order), the best of its rows ``of_roll[i]`` of ``picks``: ``(values,)``
-    or ``(decide, value)``, the best by ``decide`` carrying ``value`` along
-    (:func:`~yacht_env.turn_rows.take_better`).
+def best_of_rows(picks: Sequence, of_roll, xp: Arrays = NUMPY) -> list:
+    """``V0`` ``(252, columns)``: per roll (row order), the best of its rows ``of_roll[i]`` of ``picks``: ``[values]``
+    or ``[decide, value]``, the best by ``decide`` carrying ``value`` along (:func:`~yacht_env.turn_rows.best_of`).
     """
-    value = tuple(p[of_roll[:, 0]] for p in picks)
-    for j in range(1, of_roll.shape[1]):
-        take_better(value, tuple(p[of_roll[:, j]] for p in picks), xp)
-    return value
+    return best_of(picks, of_roll, [len(of_roll)] * of_roll.shape[1], xp)

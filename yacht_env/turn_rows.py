@@ -249,8 +249,12 @@ def turn_values(pick_value: Sequence, rolls_left: int, xp: Arrays = NUMPY):
     """
     value = pick_value
     for _ in range(rolls_left - 1):
-        value = best_keeps([expected_keeps(v, xp) for v in value], xp)
-        take_better(value, pick_value, xp)
+        best = best_keeps([expected_keeps(v, xp) for v in value], xp)
+        if len(best) == 1:  # a new array: in place, the family solver's threads page-faulted twice as often
+            best = [xp.maximum(best[0], pick_value[0])]
+        else:
+            take_better(best, pick_value, xp)
+        value = best
     if rolls_left > R.MAX_ROLLS_LEFT:
         return xp.table(FIRST_ROLL, value[-1].dtype) @ value[-1]
     return expected_keeps(value[-1], xp)

@@ -49,11 +49,9 @@ from yacht_env import rules as R
 from yacht_env.duel.builder import (
     FORMAT_VERSION,
     MAX_WORKERS,
-    TABLES,
     WORKERS,
     build,
-    level_entries,
-    load_level,
+    load_tables,
     read_manifest,
 )
 from yacht_env.duel.layout import Layout
@@ -268,25 +266,7 @@ def _finished(
                 f"no finished two-player solution of {layout.rules.name!r} ({kind}) in {folder}: build it with {hint}"
             )
         manifest = build(folder, layout, kind, key, outcomes, **build_options)
-    tables = {}
-    for table in TABLES[kind]:
-        levels = []
-        for n in range(layout.num_levels):
-            values = next(
-                (
-                    v
-                    for e in level_entries(manifest, table, n, storage == "compact")
-                    if (v := load_level(folder, e)) is not None
-                ),
-                None,
-            )
-            if values is None:
-                raise ValueError(
-                    f"the two-player solution in {folder} is damaged (level {table}{n:02d}): remove the folder to "
-                    "rebuild it"
-                )
-            levels.append(values)
-        tables[table] = levels
+    tables = load_tables(folder, manifest, layout, storage)
     solution = DuelSolution(layout, kind, tables, manifest["values"], folder)
     _MEMO[str(folder), storage] = solution
     return solution

@@ -127,3 +127,15 @@ def test_the_workers_take_the_turn_by_name(tmp_path):
     with Workers(SMALL, None, 1) as pool:
         pool.solve_level(2, builder.tasks(level, 1), below, Turn.MAX, None, out)
     np.testing.assert_array_equal(out, levels.solve_level(layout, 2, below, Turn.MAX, dtype=np.float64))
+
+
+def test_a_solve_computes_the_opponents_turn_outcomes_once(tmp_path, monkeypatch):
+    from yacht_env import distributions as D
+
+    duel.solve(SMALL, "optimal", precision="float64", cache_dir=tmp_path)
+    calls = []
+    original = D.turn_outcomes
+    monkeypatch.setattr(D, "turn_outcomes", lambda *args: calls.append(args) or original(*args))
+    duel._MEMO.clear()
+    duel.solve(SMALL, "optimal", precision="float64", cache_dir=tmp_path, build_missing=False)  # as DuelAgent does
+    assert len(calls) == 1

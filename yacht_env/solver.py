@@ -155,10 +155,8 @@ def _check_state_array(name: str, value: object, low: int, high: int, what: str)
 
 
 def check_states(rules: R.Rules, roll, rolls_left, open_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(roll, rolls_left, open_mask)`` as broadcast integer arrays, each checked against ``rules``.
-
-    Raises:
-        ValueError: a value out of range, a non-integer array, or shapes that do not broadcast.
+    """``(roll, rolls_left, open_mask)`` as broadcast ``intp`` arrays, each checked against ``rules`` (at least one
+    category open): one ``ValueError`` naming the first bad value.
     """
     roll = _check_state_array("roll", roll, 0, R.NUM_ROLLS - 1, "a sorted-roll index, see rules.roll_index")
     rolls_left = _check_state_array("rolls_left", rolls_left, 0, R.MAX_ROLLS_LEFT, "re-rolls left this turn")

@@ -29,9 +29,10 @@ from yacht_env import duel
 from yacht_env import rules as R
 from yacht_env.duel import builder
 from yacht_env.duel.layout import chunks
+from yacht_env.duel.levels import Turn, solve_level
 from yacht_env.duel.worker import Workers
 
-KERNELS = ("max", "policy", "follow")
+KERNELS = {"max": Turn.MAX, "policy": Turn.POLICY, "follow": Turn.FOLLOW}  # the follow turn follows the level below
 
 
 def sample_runs(level, share: float, width: int) -> list[tuple[int, int]]:
@@ -45,12 +46,13 @@ def time_kernel(pool, layout, n: int, runs, kernel: str, below: np.ndarray, out:
     """Seconds to compute ``kernel`` on the ``runs`` of level ``n`` as a build does: in the worker processes
     (``pool``) or, without one, in this process."""
     start = time.perf_counter()
-    policy, strategy = kernel == "policy", below if kernel == "follow" else None
+    turn = KERNELS[kernel]
+    strategy = below if turn == Turn.FOLLOW else None
     if pool is None:
-        builder.solve_level(layout, n, below, outcomes if policy else None, strategy=strategy, out=out, runs=runs)
+        solve_level(layout, n, below, turn, outcomes=outcomes, strategy=strategy, out=out, runs=runs)
     else:
         groups = [list(group) for group in np.array_split(np.array(runs), min(len(runs), 4 * pool.count)) if len(group)]
-        pool.solve_level(n, [[tuple(map(int, run)) for run in group] for group in groups], below, policy, strategy, out)
+        pool.solve_level(n, [[tuple(map(int, run)) for run in group] for group in groups], below, turn, strategy, out)
     return time.perf_counter() - start
 
 

@@ -1,5 +1,5 @@
 """The backward induction of the family's presets (the rules with an upper bonus or a Yahtzee bonus: Yahtzee,
-Yatzy), a level of turn-start states at once, and the kept-multiset tables both solvers share.
+Yatzy), a level of turn-start states at once.
 
 :mod:`yacht_env.solver` states the recurrence, solves Yacht's presets and holds the
 :class:`~yacht_env.solver.Solution` and its cache; this module solves the family (:func:`solve_family`) and gives
@@ -7,11 +7,11 @@ the solution's queries the family's within-turn values of the positions they ask
 
 About 0.5 M reachable turn-start states for Yahtzee, 1.4 M for Yatzy (:func:`reachable_states`). A level (all
 reachable states with the same number of open categories) is solved in chunks of states with the values laid out
-(rolls, states): ``V0`` from pick tables built once from ``pick_outcome`` (:class:`Picks`: a roll that is not five
-of a kind scores by its box's score alone, so each category needs one representative roll per distinct score; the
-six five-of-a-kind rolls carry the joker and the Yahtzee bonus), ``EK_t`` by adding one fresh die at a time
-(``EK[K]`` is the mean of ``EK[K + one die]`` over the six faces), the best sub-multisets level by level. Yahtzee
-solves in a few seconds on two cores, well under 100 MB.
+(rows, states) of :mod:`yacht_env.turn_rows`: ``V0`` from pick tables built once from ``pick_outcome``
+(:class:`Picks`: a roll that is not five of a kind scores by its box's score alone, so each category needs one
+representative roll per distinct score; the six five-of-a-kind rolls carry the joker and the Yahtzee bonus), then
+the turn of :func:`yacht_env.turn_rows.turn_values` (``EK_t`` by adding one fresh die at a time, the best
+sub-multisets level by level). Yahtzee solves in a few seconds on two cores, well under 100 MB.
 """
 
 from __future__ import annotations
@@ -23,110 +23,13 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from yacht_env import rules as R
-
-# --------------------------------------------------------------------------------------------------
-# Kept multisets: the tables both solvers share
-# --------------------------------------------------------------------------------------------------
-KEPT_SIZE = np.array([len(kept) for kept in R.KEPT])
-#: Kept multisets of 0..4 dice (all a legal keep can keep) come first in ``KEPT``; only they get values.
-NUM_PROPER_KEPT = int((KEPT_SIZE < R.NUM_DICE).sum())
-assert (KEPT_SIZE[:NUM_PROPER_KEPT] < R.NUM_DICE).all(), "rules.KEPT is expected to be ordered by size"
-assert (np.delete(R.KEEP, R.KEEP_ALL, axis=1) < NUM_PROPER_KEPT).all()
-
-#: ``rules.KEEP`` with the keep-all column (never legal, and never valued) pointed at column 0, so gathers
-#: stay in bounds.
-KEEP_PROPER = R.KEEP.astype(np.intp)
-KEEP_PROPER[:, R.KEEP_ALL] = 0
-
-
-def one_die_less() -> dict[int, set[int]]:
-    """The "one die less" relation between kept multisets, read off ``KEEP``: index in ``KEPT`` -> its children."""
-    children: dict[int, set[int]] = {}
-    for r in range(R.NUM_ROLLS):
-        for m in range(R.NUM_KEEPS):
-            parent = int(R.KEEP[r, m])
-            children.setdefault(parent, set()).update(
-                int(R.KEEP[r, m & ~(1 << i)]) for i in range(R.NUM_DICE) if m >> i & 1
-            )
-    return children
-
+from yacht_env.turn_rows import ROLL_ORDER, turn_values
 
 # --------------------------------------------------------------------------------------------------
 # The family (rules with bonuses): a level of turn-start states at once, values laid out (rows, states)
 # --------------------------------------------------------------------------------------------------
-# Within a turn every value is a (rows, states) array, so each step is a whole-row operation on a chunk of
-# states. Rows follow an internal order: rolls by their number of distinct faces (most first), kept multisets
-# by size and then likewise. A multiset of d distinct faces has d children (one die less), so "the rows with at
-# least c + 1 children" is a prefix of the rows and the best-sub-multiset pass wastes no work on padding.
-def _row_tables():
-    children = one_die_less()
-    distinct = np.array([len(set(kept)) for kept in R.KEPT[:NUM_PROPER_KEPT]])
-    kept_order = np.lexsort((-distinct, KEPT_SIZE[:NUM_PROPER_KEPT]))
-    roll_order = np.argsort(-(R.ROLL_COUNTS > 0).sum(axis=1), kind="stable")
-    kept_row, roll_row = np.argsort(kept_order), np.argsort(roll_order)
-
-    def subsets(parents: np.ndarray) -> tuple[np.ndarray, list[int]]:
-        rows = [sorted(int(kept_row[c]) for c in children[int(p)]) for p in parents]
-        width = max(len(row) for row in rows)
-        table = np.array([row + row[:1] * (width - len(row)) for row in rows], dtype=np.intp)
-        return table, [sum(len(row) > c for row in rows) for c in range(width)]
-
-    sizes = KEPT_SIZE[kept_order]
-    spans = [(int((sizes < j).sum()), int((sizes <= j).sum())) for j in range(R.NUM_DICE)]
-    levels = [(lo, hi, *subsets(kept_order[lo:hi])) for lo, hi in spans[1:]]
-    index = {kept: i for i, kept in enumerate(R.KEPT)}
-    supersets = np.array(  # the row of K plus one die of each face: a roll's row for K of four dice
-        [
-            [
-                roll_row[R.roll_index(list(R.KEPT[k]) + [face])]
-                if len(R.KEPT[k]) == R.NUM_DICE - 1
-                else kept_row[index[tuple(sorted((*R.KEPT[k], face)))]]
-                for face in range(1, R.NUM_FACES + 1)
-            ]
-            for k in kept_order
-        ],
-        dtype=np.intp,
-    )
-    return roll_order, kept_row, spans, supersets, levels, subsets(R.KEEP[roll_order, R.KEEP_ALL])
-
-
-_ROLL_ORDER, _KEPT_ROW, _SIZE_SPANS, _SUPERSETS, _SUBSETS, _ROLL_SUBSETS = _row_tables()
-#: ``KEEP_ROW[r, m]``: the row of what keep-mask ``m`` keeps of roll ``r`` (keep-all: row 0, never legal).
-KEEP_ROW = _KEPT_ROW[KEEP_PROPER]
-_FIRST_ROLL = np.ascontiguousarray(R.TRANSITION[0][_ROLL_ORDER])
 _CHUNK = 256  # states per chunk: a (252, 256) float64 array is 0.5 MB, so a chunk's work stays in cache
 _THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
-
-def _expected_keeps(values: np.ndarray) -> np.ndarray:
-    """``EK`` ``(210, n)`` from ``V`` ``(252, n)`` (rows): re-rolling around ``K`` adds one fresh die at a time,
-    so ``EK[K]`` is the mean over the six faces of ``EK[K + face]`` (of ``V`` for ``K`` of four dice).
-    """
-    keeps = np.empty((NUM_PROPER_KEPT, values.shape[1]), dtype=values.dtype)
-    for size in range(R.NUM_DICE - 1, -1, -1):
-        lo, hi = _SIZE_SPANS[size]
-        source = values if size == R.NUM_DICE - 1 else keeps
-        total = source[_SUPERSETS[lo:hi, 0]]
-        for face in range(1, R.NUM_FACES):
-            total += source[_SUPERSETS[lo:hi, face]]
-        np.multiply(total, 1 / R.NUM_FACES, out=keeps[lo:hi])
-    return keeps
-
-
-def _best_keeps(keeps: np.ndarray) -> np.ndarray:
-    """``(252, n)``: per roll, the best of ``keeps`` ``(210, n)`` over its proper sub-multisets (rows; ``keeps``
-    is overwritten with the best over each multiset's sub-multisets).
-    """
-    for lo, hi, children, prefixes in _SUBSETS:
-        below = keeps[children[:, 0]]
-        for c, count in enumerate(prefixes[1:], 1):
-            np.maximum(below[:count], keeps[children[:count, c]], out=below[:count])
-        np.maximum(keeps[lo:hi], below, out=keeps[lo:hi])
-    children, prefixes = _ROLL_SUBSETS
-    best = keeps[children[:, 0]]
-    for c, count in enumerate(prefixes[1:], 1):
-        np.maximum(best[:count], keeps[children[:count, c]], out=best[:count])
-    return best
 
 
 class Picks:
@@ -182,7 +85,7 @@ class Picks:
         self.entries = np.array([entries[r] + [0] * (width_e - len(entries[r])) for r in order], dtype=np.intp)
         self.prefixes = [int((counts > c).sum()) for c in range(width_e)]
         position = np.argsort(order)
-        self.to_rows = position[_ROLL_ORDER]  # row i of the turn's values is row to_rows[i] here
+        self.to_rows = position[ROLL_ORDER]  # row i of the turn's values is row to_rows[i] here
         self.five_at = position[R.FIVE_OF_A_KIND_ROLLS]
         # Five of a kind: per face, category, variant (bit 0: five-of-a-kind box open, bit 1: the face's box open)
         # and bonus state. A representative open mask has every other box open.
@@ -276,10 +179,7 @@ def turn(picks: Picks, ahead: np.ndarray, open_mask: np.ndarray, bonus: np.ndarr
     """Within a turn of states ``(open_mask, bonus)``: ``EK_t`` ``(210, n)`` (rows) for ``t = rolls_left`` re-rolls
     left; ``rolls_left = 3`` gives ``S`` ``(n,)``, the turn's start (a roll of all five dice, then two re-rolls).
     """
-    pick_now = value = picks.values(ahead, open_mask, bonus)
-    for _ in range(rolls_left - 1):
-        value = np.maximum(_best_keeps(_expected_keeps(value)), pick_now)
-    return _FIRST_ROLL @ value if rolls_left > R.MAX_ROLLS_LEFT else _expected_keeps(value)
+    return turn_values((picks.values(ahead, open_mask, bonus),), rolls_left)
 
 
 def solve_family(rules: R.Rules) -> np.ndarray:

@@ -52,18 +52,8 @@ from pathlib import Path
 import numpy as np
 
 from yacht_env import rules as R
-from yacht_env.family_solver import (
-    KEEP_PROPER,
-    KEEP_ROW,
-    KEPT_SIZE,
-    NUM_PROPER_KEPT,
-    in_chunks,
-    one_die_less,
-    picks_for,
-    reachable_states,
-    solve_family,
-    turn,
-)
+from yacht_env.family_solver import in_chunks, picks_for, reachable_states, solve_family, turn
+from yacht_env.turn_rows import KEEP_PROPER, KEEP_ROW, KEPT_SIZE, NUM_PROPER_KEPT, one_die_less
 from yacht_env.util import load_arrays, memoised_cache, save_arrays
 
 SOLVER_FORMAT_VERSION = 1  # bump when the recurrence or the stored arrays change; old cache files are ignored

@@ -181,6 +181,33 @@ def remove_stale_temps(folder: str | os.PathLike, legacy: Iterable[str] = (), le
     return removed
 
 
+@contextlib.contextmanager
+def folder_lock(folder: str | os.PathLike, busy: str) -> Iterator[None]:
+    """Holds ``folder`` exclusively while the block runs (one process writing in it at a time).
+
+    The lock is the kernel's ``flock`` on the folder itself: nothing is written, and a process that dies (even by
+    ``kill -9``) lets go of it at once, so no stale lock can outlive its writer. Where ``fcntl`` does not exist
+    (Windows), nothing is locked.
+
+    Raises:
+        ValueError: ``busy``, where another process (or another block of this one) holds the folder now.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX
+        yield
+        return
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(busy) from None
+        yield
+    finally:
+        os.close(descriptor)  # closing the only descriptor releases the lock
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

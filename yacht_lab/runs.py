@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from yacht_env.util import atomic_output, atomic_write, check_writable, remove_stale_temps
+from yacht_env.util import atomic_output, atomic_write, check_writable, folder_lock, remove_stale_temps
 from yacht_lab.config import TrainConfig
 
 #: The learning curve of a solo run: its mean score (95% CI half-width), % of the optimal expectation, mean
@@ -117,35 +117,21 @@ def release_run_folder(created: list[Path]) -> None:
             return
 
 
-@contextlib.contextmanager
 def run_folder_lock(run_dir: Path):
-    """Holds the run folder exclusively while a run trains in it (a new run or a resumed one).
+    """Holds the run folder exclusively while a run trains in it (a new run or a resumed one), with
+    :func:`yacht_env.util.folder_lock`.
 
-    The lock is the kernel's ``flock`` on the folder itself: nothing is written, and a process that dies (even by
-    ``kill -9``) lets go of it at once, so no stale lock can outlive its run. Two ``train.py --resume`` of the
-    same run (or a resume of a run still training) would otherwise overwrite each other's checkpoints, model and
-    curve. Where ``fcntl`` does not exist (Windows), runs are not locked.
+    Two ``train.py --resume`` of the same run (or a resume of a run still training) would otherwise overwrite each
+    other's checkpoints, model and curve. Where ``fcntl`` does not exist (Windows), runs are not locked.
 
     Raises:
         ValueError: another process trains in the folder now.
     """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not on POSIX
-        yield
-        return
-    descriptor = os.open(run_dir, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ValueError(
-                f"run folder '{run_dir}' is in use: another training process is running in it now (wait for it to "
-                f"stop, or resume from a copy of the folder)"
-            ) from None
-        yield
-    finally:
-        os.close(descriptor)  # closing the only descriptor releases the lock
+    return folder_lock(
+        run_dir,
+        f"run folder '{run_dir}' is in use: another training process is running in it now (wait for it to stop, or "
+        "resume from a copy of the folder)",
+    )
 
 
 def run_folder_of(checkpoint: Path) -> Path:

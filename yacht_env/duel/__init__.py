@@ -8,8 +8,10 @@ moves first in every round. A turn is the solo solver's turn with a vector over 
 after a pick of box ``c`` for ``s`` points the mover's chance is ``1 - W(other, mover without c, -(lead + s))``
 (or 1, 1/2, 0 by the sign of ``lead + s`` once both sheets are full); the best pick and the best keep are taken
 per lead; a keep averages over the re-rolled dice. :mod:`yacht_env.duel.layout` has the levels and the window
-of leads each state keeps (the rest are decided or never reached), :mod:`yacht_env.duel.turn` the turn,
-:mod:`yacht_env.duel.builder` the level-by-level build on disk.
+of leads each state keeps (the rest are decided or never reached), :mod:`yacht_env.duel.turn` the pick values of a
+turn (the rest of it is :mod:`yacht_env.turn_rows`, the solo solver's), :mod:`yacht_env.duel.levels` a level from
+the level below and the kinds of solve, :mod:`yacht_env.duel.builder` the level-by-level build on disk,
+:mod:`yacht_env.duel.accel` the same kernels on a GPU.
 
 * :func:`solve` ``(rules)``: the equilibrium. ``first_player_value`` is the game's value ``V*`` for the first
   player; its strategy (:meth:`DuelSolution.best_action`) is a player no opponent beats on average over the two
@@ -21,7 +23,7 @@ of leads each state keeps (the rest are decided or never reached), :mod:`yacht_e
   the best response in each seat.
 
 A solution is built once per rules, opponent and precision and kept on disk (beside the solver's cache, in
-``duel/``): the small games of the tests take a second, ``standard`` about an hour on two cores
+``duel/``): the small games of the tests take a second, ``standard``'s equilibrium 29 minutes on two cores
 (``python -m yacht_env.duel build --rules standard``). Its files are arrays only, checksummed, memory-mapped for
 play.
 
@@ -47,11 +49,9 @@ from yacht_env import rules as R
 from yacht_env.duel.builder import (
     FORMAT_VERSION,
     MAX_WORKERS,
-    TABLES,
     WORKERS,
     build,
-    level_entries,
-    load_level,
+    load_tables,
     read_manifest,
 )
 from yacht_env.duel.layout import Layout
@@ -117,16 +117,16 @@ def solution_folder(
     cache_dir: str | os.PathLike | None = None,
 ) -> Path:
     """The folder a solution is built in: ``<cache_dir>/duel/<rules>-<kind>-<key prefix>``."""
-    from yacht_env import solver as S
-
     rules = R.get_rules(rules)
     kind, _, digest = _opponent(rules, opponent)
-    key = _key(rules, kind, digest, precision)
-    return S.cache_path(rules, cache_dir).parent / "duel" / f"{_name(rules)}-{kind}-{key[:16]}"
+    return _folder(rules, kind, _key(rules, kind, digest, precision), cache_dir)
 
 
-def _name(rules: R.Rules) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", rules.name)[:40]
+def _folder(rules: R.Rules, kind: str, key: str, cache_dir: str | os.PathLike | None) -> Path:
+    from yacht_env import solver as S
+
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", rules.name)[:40]
+    return S.cache_path(rules, cache_dir).parent / "duel" / f"{name}-{kind}-{key[:16]}"
 
 
 def solve(
@@ -174,7 +174,7 @@ def solve(
         raise ValueError(f"storage must be 'compact' or 'exact', got {storage!r}")
     kind, outcomes, digest = _opponent(rules, opponent)
     key = _key(rules, kind, digest, precision)
-    folder = solution_folder(rules, opponent, precision, cache_dir)
+    folder = _folder(rules, kind, key, cache_dir)
     hint = f"python -m yacht_env.duel build --rules {rules.name}" + (" --opponent optimal" * (opponent == "optimal"))
     options = {"progress": progress, "keep_float32": keep_float32, "dtype": PRECISIONS[precision], "device": device}
     options["workers"] = _workers(workers)
@@ -232,7 +232,7 @@ def evaluate(
     )
     _, outcomes, digest = _opponent(rules, opponent)
     key = _key(rules, "evaluation", digest, precision)
-    folder = equilibrium.folder.parent / f"{_name(rules)}-evaluation-{key[:16]}"
+    folder = _folder(rules, "evaluation", key, cache_dir)
     hint = f"python -m yacht_env.duel evaluate --rules {rules.name}"
     options = {
         "progress": progress,
@@ -266,25 +266,7 @@ def _finished(
                 f"no finished two-player solution of {layout.rules.name!r} ({kind}) in {folder}: build it with {hint}"
             )
         manifest = build(folder, layout, kind, key, outcomes, **build_options)
-    tables = {}
-    for table in TABLES[kind]:
-        levels = []
-        for n in range(layout.num_levels):
-            values = next(
-                (
-                    v
-                    for e in level_entries(manifest, table, n, storage == "compact")
-                    if (v := load_level(folder, e)) is not None
-                ),
-                None,
-            )
-            if values is None:
-                raise ValueError(
-                    f"the two-player solution in {folder} is damaged (level {table}{n:02d}): remove the folder to "
-                    "rebuild it"
-                )
-            levels.append(values)
-        tables[table] = levels
+    tables = load_tables(folder, manifest, layout, storage)
     solution = DuelSolution(layout, kind, tables, manifest["values"], folder)
     _MEMO[str(folder), storage] = solution
     return solution

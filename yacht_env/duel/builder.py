@@ -1,25 +1,16 @@
-"""The two-player solve, level by level: the kernels that compute a level from the one below, and the build that
-streams the levels to disk, resumes an interrupted run and shows its progress.
+"""The two-player build: the levels of a solution streamed to disk, an interrupted run resumed, its progress shown.
 
-Two solutions come from the same kernels (:mod:`yacht_env.duel.turn`), each a table of level values, P(the mover
-wins; ties count half) at every ``(mover, other, lead)`` of the level's windows:
-
-* ``equilibrium``: both players maximise their chance to win. One table, ``E``; a level's values are the max
-  turn over the level below: ``E_n = maxturn(E_{n-1})``.
-* ``best_response``: a responder maximises against a fixed solo policy. Two tables: ``A`` where the responder
-  moves, ``B`` where the policy moves: ``A_n = maxturn(B_{n-1})``, and ``B_n = policyturn(A_{n-1})``, the
-  average over how the policy's turn from its open mask ends (box and points: it does not look at the lead).
-* ``evaluation``: the equilibrium's strategy against a fixed solo policy, valued exactly. ``P`` where the
-  equilibrium's player moves, ``Q`` where the policy moves: ``P_n`` is the turn ``maxturn(E_{n-1})`` plays (every
-  keep and pick as the equilibrium takes them) valued by ``Q_{n-1}``, and ``Q_n = policyturn(P_{n-1})``.
-
-A level is cut in chunks of states that share the mover's open mask (so they share the boxes a pick can take).
+The levels come from the kernels of :mod:`yacht_env.duel.levels` (the kinds of solve and their tables are its
+:data:`~yacht_env.duel.levels.KINDS`), level by level from the game's end (level 0: both sheets full) to its start.
 A big level's chunks are computed by worker processes, one per core (:mod:`yacht_env.duel.worker`: numpy's kernels
 hold the GIL too much of the time for threads to scale), straight into the level's ``.npy`` file of float32 values,
-memory-mapped; its CRC-32 goes in the folder's ``manifest.json`` before the next level starts. A run that stops
-keeps every finished level; the next run checks the last one and goes on from there. When every level is done the
-values are stored as uint16 (``round(65535 * value)``, at most 7.7e-6 from the float32 value; the float32 files can
-be kept).
+memory-mapped; on a device (:mod:`yacht_env.duel.accel`) the same kernels run on its array backend. A level's
+CRC-32 goes in the folder's ``manifest.json`` before the next level starts. A run that stops keeps every finished
+level; the next run verifies them all and goes on from the last sound one (a damaged level is built again), after
+removing the temporary file of a level a killed run was writing. One build runs in a folder at a time (a lock on
+the folder); loading checks the manifest's structure, each file's kind, size and checksum, and the manifest's
+values against the top level. When every level is done the values are stored as uint16 (``round(65535 * value)``,
+at most 7.7e-6 from the float32 value; the float32 files can be kept).
 """
 
 from __future__ import annotations
@@ -28,6 +19,8 @@ import contextlib
 import functools
 import json
 import os
+import re
+import stat
 import sys
 import time
 import zlib
@@ -36,106 +29,25 @@ from pathlib import Path
 
 import numpy as np
 
-from yacht_env.duel.accel import DeviceTurn, device_for
+from yacht_env.duel.accel import DEVICE_COLUMNS, arrays_for
 from yacht_env.duel.layout import Layout, Level, chunks
-from yacht_env.duel.turn import (
-    QUANT,
-    after_picks,
-    best_of_rows,
-    follow_best_of_rows,
-    follow_turn_start,
-    pick_rows,
-    turn_start,
-)
+from yacht_env.duel.levels import CHUNK_COLUMNS, KINDS, TABLES, Turn, solve_level
+from yacht_env.duel.turn import QUANT
 from yacht_env.duel.worker import Workers
-from yacht_env.util import atomic_output
+from yacht_env.turn_rows import NUMPY, Arrays
+from yacht_env.util import atomic_output, folder_lock, remove_stale_temps
+
+__all__ = ["CHUNK_COLUMNS", "TABLES", "build", "load_level", "read_manifest", "solve_level", "tasks"]
 
 FORMAT_VERSION = 1  # bump when the recurrence, the layout or the files change; old folders are rebuilt
-CHUNK_COLUMNS = 768  # columns (state, lead) per chunk: a chunk's rows stay in the core's cache
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 WORKERS = CORES if os.name == "posix" else 1  # a build's worker processes (their pipes are waited on, POSIX's way)
 MAX_WORKERS = 256
 WORKER_VALUES = 1 << 18  # a level of at least this many values goes to the workers (a second or so of work)
 TASK_VALUES = 1 << 21  # a worker's task: at most this many values (a few seconds), so the last task ends soon
 MAX_MANIFEST_BYTES = 1 << 20
-TABLES = {"equilibrium": ("E",), "best_response": ("A", "B"), "evaluation": ("P", "Q")}
-
-
-# --------------------------------------------------------------------------------------------------
-# Kernels: one chunk of a level from the level below
-# --------------------------------------------------------------------------------------------------
-def columns(level: Level, s0: int, s1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(mover, other, lead)`` ``(columns,)`` int64 of the states ``[s0, s1)`` of ``level``, window by window."""
-    length = level.length[s0:s1]
-    state = np.repeat(np.arange(s0, s1), length)
-    position = np.arange(int(length.sum())) - (level.offset[state] - level.offset[s0])
-    mover = level.movers[state // len(level.others)]
-    other = level.others[state % len(level.others)]
-    return mover, other, level.low[state] + position
-
-
-def max_turn(layout: Layout, level: Level, below: np.ndarray, s0: int, s1: int) -> np.ndarray:
-    """The values of states ``[s0, s1)`` (one mover) when the mover maximises its chance to win."""
-    mover, other, lead = columns(level, s0, s1)
-    picks = after_picks(layout, level.n, below, mover, other, lead)
-    is_open = np.flatnonzero([int(mover[0]) >> c & 1 for c in range(layout.rules.num_categories)])
-    return turn_start(best_of_rows(picks, pick_rows(layout.rules).of_roll[:, is_open]))
-
-
-def policy_turn(layout: Layout, level: Level, below: np.ndarray, s0: int, s1: int, outcomes: np.ndarray) -> np.ndarray:
-    """The values of states ``[s0, s1)`` (one mover) when the mover plays the fixed policy whose turn from open
-    mask ``O`` ends scoring ``s`` in box ``k`` with probability ``outcomes[O, k, s]``.
-    """
-    mover, other, lead = columns(level, s0, s1)
-    picks = after_picks(layout, level.n, below, mover, other, lead)
-    rows = pick_rows(layout.rules)
-    weight = outcomes[int(mover[0]), rows.category, rows.points]
-    used = np.flatnonzero(weight > 0)
-    return weight[used].astype(picks.dtype) @ picks[used]
-
-
-def follow_turn(layout: Layout, level: Level, strategy: np.ndarray, below: np.ndarray, s0: int, s1: int) -> np.ndarray:
-    """The values of states ``[s0, s1)`` (one mover) when the mover plays the max turn of ``strategy`` (a table's
-    level below, e.g. the equilibrium's) and the game goes on as ``below`` says (another table's level below).
-    """
-    mover, other, lead = columns(level, s0, s1)
-    decide = after_picks(layout, level.n, strategy, mover, other, lead)
-    value = after_picks(layout, level.n, below, mover, other, lead).astype(decide.dtype, copy=False)
-    is_open = np.flatnonzero([int(mover[0]) >> c & 1 for c in range(layout.rules.num_categories)])
-    return follow_turn_start(*follow_best_of_rows(decide, value, pick_rows(layout.rules).of_roll[:, is_open]))
-
-
-def solve_level(
-    layout: Layout,
-    n: int,
-    below: np.ndarray | None,
-    outcomes: np.ndarray | None = None,
-    dtype=np.float32,
-    strategy: np.ndarray | None = None,
-    out: np.ndarray | None = None,
-    runs: list[tuple[int, int]] | None = None,
-) -> np.ndarray:
-    """Level ``n``'s values (flat, ``dtype``) from level ``n - 1``'s (``None`` for level 0), in this process: the
-    max turn, with ``outcomes`` the fixed policy's turn (:func:`policy_turn`), with ``strategy`` (a table's level
-    ``n - 1``) the turn that table's max turn plays, valued by ``below`` (:func:`follow_turn`).
-
-    ``out`` (the level's values, e.g. a memory-mapped file) receives them, and ``runs`` (of
-    :func:`~yacht_env.duel.layout.chunks` at :data:`CHUNK_COLUMNS`) limits them to those states' spans.
-    """
-    level = layout.level(n)
-    out = np.empty(level.num_values, dtype=dtype) if out is None else out
-    if n == 0:
-        out[:] = 0.5  # both sheets full, level: a tie
-        return out
-    for s0, s1 in chunks(level, CHUNK_COLUMNS) if runs is None else runs:
-        span = slice(level.offset[s0], level.offset[s1])
-        if strategy is not None:
-            out[span] = follow_turn(layout, level, strategy, below, s0, s1)
-        elif outcomes is None:
-            out[span] = max_turn(layout, level, below, s0, s1)
-        else:
-            out[span] = policy_turn(layout, level, below, s0, s1, outcomes)
-    return out
+MAX_NPY_HEADER = 4096  # a level file's bytes beyond its values: numpy's header (128 bytes for ours)
+LEVEL_DTYPES = ("float32", "float64", "uint16")
 
 
 def tasks(level: Level, workers: int) -> list[list[tuple[int, int]]]:
@@ -165,16 +77,79 @@ def _file_crc(path: Path) -> int:
     return checksum
 
 
-def read_manifest(folder: Path) -> dict | None:
-    """The folder's manifest, or ``None`` if it is missing or not one of ours."""
-    path = folder / "manifest.json"
+def _regular_size(path: Path) -> int | None:
+    """The size of the regular file at ``path`` (through symlinks), or ``None``: missing, a device, a FIFO, ...
+    (none of which is opened: ``/dev/zero`` never ends, a FIFO blocks).
+    """
     try:
-        if path.stat().st_size > MAX_MANIFEST_BYTES:  # ours are a few kB: a huge one is not read into memory
-            return None
-        manifest = json.loads(path.read_text())
+        status = path.stat()
     except (OSError, ValueError):
         return None
-    return manifest if isinstance(manifest, dict) and manifest.get("format") == FORMAT_VERSION else None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
+
+
+def read_manifest(folder: Path) -> dict | None:
+    """The folder's manifest, or ``None`` if it is missing or not one of ours.
+
+    Raises:
+        ValueError: one of ours (its format) whose structure is damaged, e.g. by an edit.
+    """
+    path = folder / "manifest.json"
+    size = _regular_size(path)
+    if size is None or size > MAX_MANIFEST_BYTES:  # ours are a few kB: a huge one is not read into memory
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the parser's depth
+        return None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
+        return None
+    problem = manifest_problem(manifest)
+    if problem is not None:
+        raise ValueError(
+            f"the two-player solution in {folder} is damaged (its manifest: {problem}): remove the folder to rebuild it"
+        )
+    return manifest
+
+
+def manifest_problem(manifest: dict) -> str | None:
+    """What is wrong with the structure of a manifest of ours (a phrase), or ``None``."""
+    kind, levels = manifest.get("kind"), manifest.get("levels")
+    if not isinstance(manifest.get("key"), str) or kind not in TABLES:
+        return "no key or no kind of solve"
+    if not isinstance(levels, dict) or not isinstance(manifest.get("complete"), bool):
+        return "no levels or no completion flag"
+    for name, entry in levels.items():
+        problem = _entry_problem(name, entry, TABLES[kind])
+        if problem is not None:
+            return f"level {name!r}: {problem}"
+    if not _is_number(manifest.get("seconds", 0.0)) or not isinstance(manifest.get("level_seconds", {}), dict):
+        return "its times"
+    values = manifest.get("values")
+    if manifest["complete"] and not (
+        isinstance(values, dict)
+        and sorted(values) == sorted(TABLES[kind])
+        and all(_is_number(v) and 0.0 <= v <= 1.0 for v in values.values())
+    ):
+        return f"values {values!r}"
+    return None
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and bool(np.isfinite(value))
+
+
+def _entry_problem(name: str, entry, tables: tuple[str, ...]) -> str | None:
+    match = re.fullmatch(r"([A-Z])([0-9]{2})(q?)", name)
+    if match is None or match[1] not in tables:
+        return "not a level of this kind of solve"
+    file = f"{match[1]}{match[2]}{'.u16' if match[3] else ''}.npy"
+    if not isinstance(entry, dict) or entry.get("file") != file:
+        return f"its file is not {file!r}"
+    count, crc = entry.get("count"), entry.get("crc32")
+    if entry.get("dtype") not in LEVEL_DTYPES or not isinstance(count, int) or not isinstance(crc, int):
+        return "its dtype, count or checksum"
+    return None
 
 
 def write_manifest(folder: Path, manifest: dict) -> None:
@@ -204,8 +179,13 @@ def _write_level(folder: Path, name: str, count: int, dtype, fill: Callable[[np.
 
 
 def load_level(folder: Path, entry: dict, mmap: bool = True, verify: bool = True) -> np.ndarray | None:
-    """A level file of the manifest ``entry`` (memory-mapped), or ``None`` if it is missing or damaged."""
+    """A level file of the manifest ``entry`` (memory-mapped), or ``None`` if it is missing or damaged (its
+    checksum, size, shape or type; what is not a regular file of about its size is not read).
+    """
     path = folder / entry["file"]
+    size, data = _regular_size(path), entry["count"] * np.dtype(entry["dtype"]).itemsize
+    if size is None or not data <= size <= data + MAX_NPY_HEADER:
+        return None
     try:
         if verify and _file_crc(path) != entry["crc32"]:
             return None
@@ -250,13 +230,22 @@ def _clock(seconds: float) -> str:
 
 
 class _Compute:
-    """Where a build computes a level: on the device, in the worker processes (started at the first big level and
-    kept for the rest of the build) or in this process; a context manager that stops the workers.
+    """Where a build computes a level: on its array backend in this process (a device's, or numpy's) or in the worker
+    processes (numpy's big levels: started at the first one and kept for the rest of the build); a context manager
+    that stops the workers.
+
+    Args:
+        layout: The game's layout.
+        outcomes: The fixed policy's turn outcomes (``None``: no policy turn).
+        strategy: The followed table's levels (``None``: no followed turn).
+        dtype: The values' float type.
+        xp: The array backend.
+        workers: The worker processes for numpy's big levels.
     """
 
-    def __init__(self, layout: Layout, outcomes, dtype, device_turn: DeviceTurn | None, workers: int):
-        self.layout, self.outcomes, self.dtype = layout, outcomes, dtype
-        self.device_turn, self.workers, self.pool = device_turn, workers, None
+    def __init__(self, layout: Layout, outcomes, strategy, dtype, xp: Arrays, workers: int):
+        self.layout, self.outcomes, self.strategy, self.dtype = layout, outcomes, strategy, dtype
+        self.xp, self.workers, self.pool = xp, workers, None
 
     def __enter__(self) -> _Compute:
         return self
@@ -265,18 +254,17 @@ class _Compute:
         if self.pool is not None:
             self.pool.close()
 
-    def fill(self, out: np.ndarray, n: int, below, policy, strategy, on_values: Callable[[int], None]) -> None:
-        """Level ``n``'s values into ``out`` (as :func:`solve_level`'s, with ``policy`` its ``outcomes``)."""
+    def fill(self, out: np.ndarray, n: int, turn: Turn, below, on_values: Callable[[int], None]) -> None:
+        """Level ``n``'s values into ``out``: ``turn`` over ``below`` (:func:`~yacht_env.duel.levels.solve_level`)."""
         level = self.layout.level(n)
-        if self.device_turn is not None and n > 0:
-            out[:] = self.device_turn.solve_level(n, below, policy, strategy)
-        elif self.workers > 1 and level.num_values >= WORKER_VALUES:
+        plan = self.strategy[n - 1] if turn == Turn.FOLLOW and n > 0 else None
+        if self.xp is NUMPY and self.workers > 1 and level.num_values >= WORKER_VALUES:
             if self.pool is None:
                 self.pool = Workers(self.layout.rules, self.outcomes, self.workers)
-            work = tasks(level, self.workers)
-            self.pool.solve_level(n, work, below, policy is not None, strategy, out, on_values)
-        else:
-            solve_level(self.layout, n, below, policy, dtype=self.dtype, strategy=strategy, out=out)
+            self.pool.solve_level(n, tasks(level, self.workers), below, turn, plan, out, on_values)
+            return
+        runs = chunks(level, CHUNK_COLUMNS if self.xp is NUMPY else DEVICE_COLUMNS)  # a core's cache; a GPU's fill
+        solve_level(self.layout, n, below, turn, outcomes=self.outcomes, strategy=plan, out=out, runs=runs, xp=self.xp)
 
 
 def build(
@@ -311,75 +299,84 @@ def build(
         strategy: The evaluation's strategy: the equilibrium's levels (its ``E`` table, memory-mapped files),
             whose max turn ``P`` plays against the fixed policy.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    manifest = read_manifest(folder)
-    if manifest is None or manifest.get("key") != key:
-        manifest = {"format": FORMAT_VERSION, "key": key, "kind": kind, "levels": {}, "complete": False}
-    if manifest["complete"]:
+    with _claimed(folder):
+        manifest = read_manifest(folder)
+        if manifest is None or manifest.get("key") != key:
+            manifest = {"format": FORMAT_VERSION, "key": key, "kind": kind, "levels": {}, "complete": False}
+        if manifest["complete"]:
+            return manifest
+        steps = KINDS[kind]
+        tables = TABLES[kind]
+        done, below = _last_finished(folder, manifest, tables, layout)
+        xp = arrays_for(device)
+        weights = [layout.level(n).num_values for n in range(layout.num_levels)]
+        meter = Progress(float(sum(weights)), progress, f"duel {layout.rules.name} {kind}")
+        meter.advance(float(sum(weights[: done + 1])), f"resuming after level {done}" if done >= 0 else "start")
+        with _Compute(layout, outcomes, strategy, dtype, xp, workers) as compute:
+            for n in range(done + 1, layout.num_levels):
+                start, before, note = time.monotonic(), meter.done, f"level {n}/{layout.num_levels - 1}"
+
+                def on_values(count: int, note=note) -> None:  # a worker's task: the line moves on a terminal
+                    meter.advance(count / len(tables), note, show=meter.tty)
+
+                for step in steps:
+                    name = f"{step.table}{n:02d}"
+                    fill = functools.partial(
+                        compute.fill, n=n, turn=step.turn, below=below.get(step.below), on_values=on_values
+                    )
+                    manifest["levels"][name] = _write_level(folder, name, weights[n], dtype, fill)
+                below = {t: load_level(folder, manifest["levels"][f"{t}{n:02d}"], verify=False) for t in tables}
+                spent = time.monotonic() - start
+                manifest["seconds"] = manifest.get("seconds", 0.0) + spent
+                manifest.setdefault("level_seconds", {})[str(n)] = round(spent, 3)
+                write_manifest(folder, manifest)
+                meter.done = before  # the level counts whole once it is on disk
+                meter.advance(float(weights[n]), note)
+                if on_level is not None:
+                    on_level(n)
+        meter.close()
+        manifest["values"] = {t: float(below[t][0]) for t in tables}  # the one state of the top level, lead 0
+        manifest["peak_rss_bytes"], manifest["peak_worker_rss_bytes"] = _peak_memory(), _peak_memory(children=True)
+        manifest["workers"] = workers if xp is NUMPY else 0
+        manifest["device"] = xp.name
+        if dtype == np.float32:  # float64 (small games, exact) keeps its files as they are
+            _quantise(folder, manifest, keep_float32)
+        manifest["complete"] = True
+        write_manifest(folder, manifest)
         return manifest
-    tables = TABLES[kind]
-    done, below = _last_finished(folder, manifest, tables, layout.num_levels)
-    accelerator = device_for(device)
-    device_turn = None if accelerator is None else DeviceTurn(layout, accelerator, dtype)
-    weights = [layout.level(n).num_values for n in range(layout.num_levels)]
-    meter = Progress(float(sum(weights)), progress, f"duel {layout.rules.name} {kind}")
-    meter.advance(float(sum(weights[: done + 1])), f"resuming after level {done}" if done >= 0 else "start")
-    with _Compute(layout, outcomes, dtype, device_turn, workers) as compute:
-        for n in range(done + 1, layout.num_levels):
-            start, before, note = time.monotonic(), meter.done, f"level {n}/{layout.num_levels - 1}"
-            if kind == "equilibrium":
-                steps = {"E": (below.get("E"), None, None)}
-            elif kind == "evaluation":
-                steps = {
-                    "P": (below.get("Q"), None, strategy[n - 1] if n else None),
-                    "Q": (below.get("P"), outcomes, None),
-                }
-            else:
-                steps = {"A": (below.get("B"), None, None), "B": (below.get("A"), outcomes, None)}
-
-            def on_values(count: int, note=note) -> None:  # a worker's task: the line moves on a terminal
-                meter.advance(count / len(tables), note, show=meter.tty)
-
-            for t, step in steps.items():
-                name = f"{t}{n:02d}"
-                fill = functools.partial(
-                    compute.fill, n=n, below=step[0], policy=step[1], strategy=step[2], on_values=on_values
-                )
-                manifest["levels"][name] = _write_level(folder, name, weights[n], dtype, fill)
-            below = {t: load_level(folder, manifest["levels"][f"{t}{n:02d}"], verify=False) for t in tables}
-            spent = time.monotonic() - start
-            manifest["seconds"] = manifest.get("seconds", 0.0) + spent
-            manifest.setdefault("level_seconds", {})[str(n)] = round(spent, 3)
-            write_manifest(folder, manifest)
-            meter.done = before  # the level counts whole once it is on disk
-            meter.advance(float(weights[n]), note)
-            if on_level is not None:
-                on_level(n)
-    meter.close()
-    manifest["values"] = {t: float(below[t][0]) for t in tables}  # the one state of the top level, lead 0
-    manifest["peak_rss_bytes"], manifest["peak_worker_rss_bytes"] = _peak_memory(), _peak_memory(children=True)
-    manifest["workers"] = 0 if device_turn is not None else workers
-    manifest["device"] = "numpy" if accelerator is None else str(accelerator)
-    if dtype == np.float32:  # float64 (small games, exact) keeps its files as they are
-        _quantise(folder, manifest, keep_float32)
-    manifest["complete"] = True
-    write_manifest(folder, manifest)
-    return manifest
 
 
-def _last_finished(folder: Path, manifest: dict, tables: tuple[str, ...], num_levels: int):
-    """``(n, values)``: the last level whose every table is on disk and sound, with its values (``-1, {}``: none)."""
-    levels, done = manifest["levels"], -1
-    for n in range(num_levels):
-        if not all(f"{t}{n:02d}" in levels for t in tables):
+@contextlib.contextmanager
+def _claimed(folder: Path) -> Iterator[None]:
+    """Creates ``folder`` and holds it for one build: another build of it at once is refused, the temporary files
+    of a build killed mid-level are removed, and a folder that cannot be written is one ``ValueError``.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        busy = (
+            f"another build of this two-player solution is running in {folder}: let it finish (or stop it) and run "
+            "again"
+        )
+        with folder_lock(folder, busy):
+            remove_stale_temps(folder)
+            yield
+    except OSError as error:
+        raise ValueError(f"cannot build the two-player solution in {folder}: {error.strerror or error}") from error
+
+
+def _last_finished(folder: Path, manifest: dict, tables: tuple[str, ...], layout: Layout):
+    """``(n, values)``: the last level below which every level of every table is on disk and sound (its checksum
+    verified: a resume builds on them all), with its values (``-1, {}``: none).
+    """
+    levels, done, below = manifest["levels"], -1, {}
+    for n in range(layout.num_levels):
+        entries = [levels.get(f"{t}{n:02d}") for t in tables]
+        if any(entry is None or entry["count"] != layout.level(n).num_values for entry in entries):
             break
-        done = n
-    below = {}
-    for t in tables if done >= 0 else ():
-        values = load_level(folder, levels[f"{t}{done:02d}"])
-        if values is None:
-            return -1, {}
-        below[t] = values
+        values = [load_level(folder, entry) for entry in entries]
+        if any(v is None for v in values):
+            break
+        done, below = n, dict(zip(tables, values, strict=True))
     return done, below
 
 
@@ -401,8 +398,9 @@ def _quantise(folder: Path, manifest: dict, keep_float32: bool) -> None:
     for name in sorted(levels):
         if name.endswith("q"):
             continue
-        entry = levels[name]
-        values = load_level(folder, entry, mmap=True, verify=False)
+        values = load_level(folder, levels[name])  # verified: the uint16 file gets a checksum of its own
+        if values is None:
+            raise ValueError(f"level {name} in {folder} changed after it was built: run the build again to rebuild it")
         quantised = np.rint(np.asarray(values, dtype=np.float64) * QUANT).astype(np.uint16)
         levels[name + "q"] = _save_level(folder, name + ".u16", quantised)
     manifest["float32"] = keep_float32
@@ -414,9 +412,38 @@ def _quantise(folder: Path, manifest: dict, keep_float32: bool) -> None:
             del levels[name]
 
 
-def level_entries(manifest: dict, table: str, n: int, quantised_first: bool = True) -> Iterator[dict]:
-    """The manifest entries holding ``table``'s level ``n``: the uint16 file first (or the float one first)."""
-    names = (f"{table}{n:02d}q", f"{table}{n:02d}")
-    for name in names if quantised_first else names[::-1]:
-        if name in manifest["levels"]:
-            yield manifest["levels"][name]
+def load_tables(folder: Path, manifest: dict, layout: Layout, storage: str = "compact") -> dict[str, list[np.ndarray]]:
+    """A finished solution's tables, level by level, memory-mapped, every file's checksum verified.
+
+    Args:
+        folder: The solution's folder.
+        manifest: Its manifest (:func:`read_manifest`, complete).
+        layout: The game's layout.
+        storage: ``"compact"``: the uint16 files first; ``"exact"``: the float files first.
+
+    Raises:
+        ValueError: a level missing or damaged, or a manifest whose values are not those of its levels.
+    """
+    names = ("q", "") if storage == "compact" else ("", "q")
+    tables = {}
+    for table in TABLES[manifest["kind"]]:
+        levels = []
+        for n in range(layout.num_levels):
+            entries = [manifest["levels"].get(f"{table}{n:02d}{q}") for q in names]
+            count = layout.level(n).num_values
+            found = (load_level(folder, e) for e in entries if e is not None and e["count"] == count)
+            values = next((v for v in found if v is not None), None)
+            if values is None:
+                raise ValueError(
+                    f"the two-player solution in {folder} is damaged (level {table}{n:02d}): remove the folder to "
+                    "rebuild it"
+                )
+            levels.append(values)
+        top, value = levels[-1][0], manifest["values"][table]  # the top level's one state, lead 0
+        if (np.rint(value * QUANT) if top.dtype == np.uint16 else value) != top:
+            raise ValueError(
+                f"the two-player solution in {folder} is damaged (its manifest's value of {table}, {value!r}, is not "
+                "its top level's): remove the folder to rebuild it"
+            )
+        tables[table] = levels
+    return tables

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from yacht_env import family_solver as F
 from yacht_env import rules as R
 from yacht_env.duel.layout import Layout
-from yacht_env.duel.turn import QUANT, after_picks, best_of_rows, keep_values, pick_rows
+from yacht_env.duel.levels import KINDS
+from yacht_env.duel.turn import QUANT, after_picks, best_of_rows, pick_rows
+from yacht_env.turn_rows import KEEP_ROW, turn_values
 
 
 def _ints(name: str, value, low: int, high: int, what: str) -> np.ndarray:
@@ -52,15 +53,10 @@ class DuelSolution:
         self.kind = kind
         self._tables = tables
         self.folder = folder
-        if kind == "equilibrium":
-            self.first_player_value = float(values["E"])
-            self.seat_values = (self.first_player_value, 1.0 - self.first_player_value)
-            self._own, self._next = "E", "E"
-        else:
-            own, other = ("A", "B") if kind == "best_response" else ("P", "Q")
-            self.first_player_value = float(values[own])
-            self.seat_values = (self.first_player_value, 1.0 - float(values[other]))
-            self._own, self._next = own, other
+        own, other = KINDS[kind][0], KINDS[kind][-1]  # the solution's player; its opponent (the same table: E)
+        self._own, self._next = own.table, own.below
+        self.first_player_value = float(values[own.table])
+        self.seat_values = (self.first_player_value, 1.0 - float(values[other.table]))
 
     def __repr__(self) -> str:
         value = self.first_player_value
@@ -158,12 +154,12 @@ class DuelSolution:
             )
             column = np.arange(len(at))
             out[at, R.PICK_OFFSET :] = picks[rows.of_sorted_roll[roll[at]], column[:, None]]
-            pick_value = best_of_rows(picks, rows.of_roll)
-            for t in (1, 2):
+            (pick_value,) = best_of_rows((picks,), rows.of_roll)
+            for t in range(1, R.MAX_ROLLS_LEFT + 1):
                 here = np.flatnonzero(rolls_left[at] == t)
                 if len(here):
-                    keeps = keep_values(pick_value[:, here], t)
-                    out[at[here], : R.NUM_KEEPS] = keeps[F.KEEP_ROW[roll[at[here]]], np.arange(len(here))[:, None]]
+                    keeps = turn_values((pick_value[:, here],), t)
+                    out[at[here], : R.NUM_KEEPS] = keeps[KEEP_ROW[roll[at[here]]], np.arange(len(here))[:, None]]
         legal = R.legal_action_mask(roll, rolls_left, mover, True, rules.num_categories)
         out = np.where(legal, out, -np.inf)
         return out.reshape(*shape, rules.num_actions)

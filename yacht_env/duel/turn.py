@@ -1,6 +1,6 @@
 """One turn of the two-player game: the mover's chance to win over rolls and leads, from the level below.
 
-A turn is the solo solver's turn (:mod:`yacht_env.family_solver`'s row layout and its two passes, the expected
+A turn is the solo solver's turn (:mod:`yacht_env.turn_rows`: its row layout and its two passes, the expected
 value of each kept multiset one fresh die at a time and the best sub-multiset of each roll) with a column per
 ``(state, lead)`` in place of a column per state: every step is the same whole-row operation, and nothing
 depends on which columns sit together, so a chunk of the build and a batch of positions an agent asks about go
@@ -14,12 +14,13 @@ are ``(box, score)`` pairs and a roll's pick value is the best of its boxes' row
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 import numpy as np
 
-from yacht_env import family_solver as F
 from yacht_env import rules as R
 from yacht_env.duel.layout import Layout
+from yacht_env.turn_rows import NUMPY, ROLL_ORDER, Arrays, best_of
 
 #: Below every chance to win: the value of a closed box's rows, so a max never takes them.
 CLOSED = -1.0
@@ -34,7 +35,7 @@ class PickRows:
         points: ``(rows,)`` int64: each row's score.
         start: ``(num_categories + 1,)``: box ``c``'s rows are ``start[c]:start[c + 1]``.
         of_roll: ``(252, num_categories)``: the row of roll-row ``i``'s score in box ``c`` (rolls in the turn's
-            row order, :data:`yacht_env.family_solver._ROLL_ORDER`).
+            row order, :data:`yacht_env.turn_rows.ROLL_ORDER`).
         of_sorted_roll: ``(252, num_categories)``: the same by roll index (:data:`yacht_env.rules.ROLLS`).
     """
 
@@ -51,7 +52,7 @@ class PickRows:
         self.points = np.array(points, dtype=np.int64)
         self.start = np.array(start, dtype=np.intp)
         self.of_sorted_roll = np.stack(inverse, axis=1)
-        self.of_roll = self.of_sorted_roll[F._ROLL_ORDER]
+        self.of_roll = self.of_sorted_roll[ROLL_ORDER]
 
 
 @functools.cache
@@ -60,11 +61,9 @@ def pick_rows(rules: R.Rules) -> PickRows:
     return PickRows(rules)
 
 
-def after_picks(
-    layout: Layout, n: int, below: np.ndarray, mover: np.ndarray, other: np.ndarray, lead: np.ndarray
-) -> np.ndarray:
-    """The mover's chance to win after each pick, ``(rows, columns)`` of ``below``'s float dtype (uint16 values
-    are read as float32), in :class:`PickRows`' rows.
+def after_picks(layout: Layout, n: int, below, mover, other, lead, xp: Arrays = NUMPY):
+    """The mover's chance to win after each pick, ``(rows, columns)`` of ``below``'s float dtype (stored uint16
+    values are read as float32, ``stored / QUANT``), in :class:`PickRows`' rows.
 
     Args:
         layout: The game's :class:`~yacht_env.duel.layout.Layout`.
@@ -73,98 +72,38 @@ def after_picks(
         mover: ``(columns,)`` int64: each column's mover's open mask.
         other: ``(columns,)`` int64: the other player's open mask.
         lead: ``(columns,)`` int64: the mover's total minus the other's.
+        xp: The array backend of every array here (:class:`~yacht_env.turn_rows.Arrays`).
 
     Returns:
         Every ``(box, score)`` row; the rows of a box the column's mover has filled are :data:`CLOSED`.
     """
     rows = pick_rows(layout.rules)
     level = layout.level(n - 1)
-    dtype = np.float32 if below.dtype == np.uint16 else below.dtype.type
-    one, zero = dtype(1.0), dtype(0.0)
-    out = np.full((len(rows.points), len(lead)), CLOSED, dtype=dtype)
+    stored = not xp.is_float(below)
+    dtype = xp.float32 if stored else below.dtype
+    rank, low, length, offset, points = (
+        xp.table(a) for a in (layout.rank, level.low, level.length, level.offset, rows.points)
+    )
+    out = xp.full((len(rows.points), len(lead)), CLOSED, dtype)
     for c in range(layout.rules.num_categories):
         bit = 1 << c
         is_open = (mover & bit) != 0
         if not is_open.any():
             continue
-        state = layout.rank[other] * len(level.others) + layout.rank[mover & ~bit]
-        state = np.where(is_open, state, 0)
-        first = -lead - level.low[state]  # the next state's lead -(lead + u) as a window position, for u = 0
-        length, start = level.length[state], level.offset[state]
-        points = rows.points[rows.start[c] : rows.start[c + 1], None]
-        at = first[None] - points
-        value = below[start + np.clip(at, 0, length - 1)]
-        if value.dtype == np.uint16:
-            value = value.astype(dtype) * dtype(1 / QUANT)
-        value = np.where(at < 0, zero, np.where(at >= length, one, value))
-        out[rows.start[c] : rows.start[c + 1]] = np.where(is_open, one - value, dtype(CLOSED))
+        state = xp.where(is_open, rank[other] * len(level.others) + rank[mover & ~bit], 0)
+        first = -lead - low[state]  # the next state's lead -(lead + u) as a window position, for u = 0
+        size, start = length[state], offset[state]
+        at = first[None] - points[rows.start[c] : rows.start[c + 1], None]
+        value = below[start + xp.clip(at, 0, size - 1)]
+        if stored:
+            value = xp.astype(value, dtype) * (1 / QUANT)
+        value = xp.where(at < 0, 0.0, xp.where(at >= size, 1.0, value))
+        out[rows.start[c] : rows.start[c + 1]] = xp.where(is_open, 1.0 - value, CLOSED)
     return out
 
 
-def best_of_rows(picks: np.ndarray, of_roll: np.ndarray) -> np.ndarray:
-    """``V0`` ``(252, columns)``: per roll (row order), the best of its rows ``of_roll[i]`` of ``picks``."""
-    value = picks[of_roll[:, 0]]
-    for j in range(1, of_roll.shape[1]):
-        np.maximum(value, picks[of_roll[:, j]], out=value)
-    return value
-
-
-def keep_values(pick_value: np.ndarray, rolls_left: int) -> np.ndarray:
-    """``EK_t`` ``(210, columns)`` for ``t = rolls_left`` (1 or 2): the value of each kept multiset (the turn's
-    row order, :data:`yacht_env.family_solver.KEEP_ROW`), from ``V0`` ``(252, columns)``.
+def best_of_rows(picks: Sequence, of_roll, xp: Arrays = NUMPY) -> list:
+    """``V0`` ``(252, columns)``: per roll (row order), the best of its rows ``of_roll[i]`` of ``picks``: ``[values]``
+    or ``[decide, value]``, the best by ``decide`` carrying ``value`` along (:func:`~yacht_env.turn_rows.best_of`).
     """
-    value = pick_value
-    for _ in range(rolls_left - 1):
-        value = np.maximum(F._best_keeps(F._expected_keeps(value)), pick_value)
-    return F._expected_keeps(value)
-
-
-def turn_start(pick_value: np.ndarray) -> np.ndarray:
-    """``(columns,)``: the chance to win at the start of the turn (a roll of all five dice, two re-rolls)."""
-    value = pick_value
-    for _ in range(R.MAX_ROLLS_LEFT):
-        value = np.maximum(F._best_keeps(F._expected_keeps(value)), pick_value)
-    return F._FIRST_ROLL.astype(value.dtype) @ value
-
-
-# --------------------------------------------------------------------------------------------------
-# A turn played by one table's decisions and valued by another's (the exact evaluation of a strategy)
-# --------------------------------------------------------------------------------------------------
-def _follow(decide: np.ndarray, value: np.ndarray, decide_other: np.ndarray, value_other: np.ndarray) -> None:
-    """Where ``decide_other`` beats ``decide`` (strictly: a tie keeps the first), takes it and its value, in place."""
-    better = decide_other > decide
-    np.copyto(decide, decide_other, where=better)
-    np.copyto(value, value_other, where=better)
-
-
-def follow_best_of_rows(decide: np.ndarray, value: np.ndarray, of_roll: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`best_of_rows` by ``decide``'s picks: ``(V0 of decide, the value of the same picks)``."""
-    best, worth = decide[of_roll[:, 0]], value[of_roll[:, 0]]
-    for j in range(1, of_roll.shape[1]):
-        _follow(best, worth, decide[of_roll[:, j]], value[of_roll[:, j]])
-    return best, worth
-
-
-def _follow_best_keeps(decide: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`yacht_env.family_solver._best_keeps` by ``decide``'s keeps, carrying ``value`` along."""
-    for lo, hi, children, prefixes in F._SUBSETS:
-        below, worth = decide[children[:, 0]], value[children[:, 0]]
-        for c, count in enumerate(prefixes[1:], 1):
-            _follow(below[:count], worth[:count], decide[children[:count, c]], value[children[:count, c]])
-        _follow(decide[lo:hi], value[lo:hi], below, worth)
-    children, prefixes = F._ROLL_SUBSETS
-    best, worth = decide[children[:, 0]], value[children[:, 0]]
-    for c, count in enumerate(prefixes[1:], 1):
-        _follow(best[:count], worth[:count], decide[children[:count, c]], value[children[:count, c]])
-    return best, worth
-
-
-def follow_turn_start(decide: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """``(columns,)``: the value at the turn's start of the turn :func:`turn_start` plays by ``decide`` (its pick
-    values ``V0``), valued by ``value`` (the same picks' values under another table).
-    """
-    best, worth = decide, value
-    for _ in range(R.MAX_ROLLS_LEFT):
-        best, worth = _follow_best_keeps(F._expected_keeps(best), F._expected_keeps(worth))
-        _follow(best, worth, decide, value)  # a tie re-rolls, as the agent's first best action (keeps come first)
-    return F._FIRST_ROLL.astype(worth.dtype) @ worth
+    return best_of(picks, of_roll, [len(of_roll)] * of_roll.shape[1], xp)

@@ -22,6 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from yacht_env.duel.layout import Layout
+from yacht_env.duel.levels import Turn, solve_level
+
 _SINGLE_THREADED = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
 
@@ -116,21 +119,21 @@ class Workers:
         n: int,
         tasks: list[list[tuple[int, int]]],
         below: np.ndarray,
-        policy: bool,
+        turn: Turn,
         strategy: np.ndarray | None,
         out: np.ndarray,
         on_values=None,
     ) -> None:
         """Computes level ``n``'s runs of states, a list of runs per task, into ``out`` (a memory-mapped file):
-        the max turn over ``below``, the policy's turn (``policy``) or the turn ``strategy``'s max turn plays;
-        ``on_values`` is called with each finished task's number of values.
+        ``turn`` over ``below`` (:func:`~yacht_env.duel.levels.solve_level`, ``strategy`` the followed table's level
+        below); ``on_values`` is called with each finished task's number of values.
         """
         files = (mapped(below), mapped(strategy), mapped(out))
         pending = list(reversed(tasks))
         with selectors.DefaultSelector() as selector:
             for process in self.processes:
                 if pending:
-                    self._send(process, (n, pending.pop(), policy, *files))
+                    self._send(process, (n, pending.pop(), int(turn), *files))
                     selector.register(process.stdout, selectors.EVENT_READ, process)
             while selector.get_map():
                 for key, _ in selector.select():
@@ -139,16 +142,13 @@ class Workers:
                     if on_values is not None:
                         on_values(values)
                     if pending:
-                        self._send(process, (n, pending.pop(), policy, *files))
+                        self._send(process, (n, pending.pop(), int(turn), *files))
                     else:
                         selector.unregister(process.stdout)
 
 
 def serve() -> None:
     """The worker's loop: the rules and the fixed policy, then tasks until its input closes."""
-    from yacht_env.duel.builder import solve_level
-    from yacht_env.duel.layout import Layout
-
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but answers on the pipe
     rules, outcomes = pickle.load(stdin)
@@ -156,7 +156,7 @@ def serve() -> None:
     inputs: dict[tuple, np.ndarray] = {}  # the level below and the strategy, mapped once per level
     while True:
         try:
-            n, runs, policy, below, strategy, out = pickle.load(stdin)
+            n, runs, turn, below, strategy, out = pickle.load(stdin)
         except EOFError:
             return
         try:
@@ -164,8 +164,7 @@ def serve() -> None:
                 inputs.clear()
             source, plan = (None if d is None else inputs.setdefault((n, d), _open(d)) for d in (below, strategy))
             target = _open(out, "r+")  # the page cache is shared: the build reads what is written, no flush needed
-            fixed = outcomes if policy else None
-            solve_level(layout, n, source, fixed, dtype=target.dtype, strategy=plan, out=target, runs=runs)
+            solve_level(layout, n, source, Turn(turn), outcomes=outcomes, strategy=plan, out=target, runs=runs)
             del target
             offset = layout.level(n).offset
             answer = sum(int(offset[s1] - offset[s0]) for s0, s1 in runs)

@@ -19,16 +19,6 @@ from helpers import REPO
 PACKAGES = {"yacht_env": REPO / "yacht_env", "yacht_agents": REPO / "agents", "yacht_lab": REPO / "yacht_lab"}
 MAX_LINES = 600
 
-#: What branch ``duel-kernels`` removes (the duel's level kernels leave ``builder``, and ``family_solver``'s
-#: kept-multiset tables become public names of their own module): the tests fail until these lists are deleted after
-#: its merge.
-PENDING_CYCLE_EDGES = {("yacht_env.duel.worker", "yacht_env.duel.builder")}  # worker.serve()'s call-time import
-PENDING_PRIVATE_USES = {
-    ("yacht_env.duel.accel", name) for name in ("_SIZE_SPANS", "_SUPERSETS", "_SUBSETS", "_ROLL_SUBSETS", "_FIRST_ROLL")
-} | {
-    ("yacht_env.duel.turn", name)
-    for name in ("_SUBSETS", "_ROLL_SUBSETS", "_expected_keeps", "_best_keeps", "_ROLL_ORDER", "_FIRST_ROLL")
-}
 #: pgx's convention, not a private name: a pgx ``State``'s own fields start with an underscore (pgx's
 #: ``_step_count``, ``_x``), and the JAX faces' checker reads the core's table in ``YachtPgx``'s states as pgx's
 #: ``api_test`` reads those.
@@ -103,9 +93,6 @@ def cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_packages_have_no_import_cycle():
     graph = imports()
-    for importer, imported in PENDING_CYCLE_EDGES:
-        assert imported in graph[importer], f"{importer} -> {imported} is gone: delete it from PENDING_CYCLE_EDGES"
-        graph[importer].discard(imported)
     assert cycle(graph) is None, " -> ".join(cycle(graph))
 
 
@@ -181,9 +168,7 @@ def test_no_module_uses_another_modules_private_names():
     for script in sorted(REPO.glob("*.py")):
         found[script.stem] = (script, ast.parse(script.read_text()))
     uses = private_uses(found)
-    for use in sorted(PENDING_PRIVATE_USES):
-        assert use in uses, f"{use} is gone: delete it from PENDING_PRIVATE_USES"
-    left = {use: line for use, line in uses.items() if use not in PENDING_PRIVATE_USES | PGX_STATE_FIELDS}
+    left = {use: line for use, line in uses.items() if use not in PGX_STATE_FIELDS}
     assert left == {}, [f"{module}:{line} uses {name}" for (module, name), line in sorted(left.items())]
 
 

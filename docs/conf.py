@@ -14,13 +14,14 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import inspect
 import pkgutil
 import re
 import shutil
 import sys
 from pathlib import Path
 
-from sphinx.ext.autodoc.mock import mock
+from sphinx.ext.autodoc.mock import ismock, mock
 
 import yacht_env
 
@@ -179,7 +180,22 @@ def markdown_docstrings(app, what, name, obj, options, lines) -> None:
     lines[:] = [first, "", f"The full reference is the page :doc:`{page}`." if page else ""]
 
 
+def skip_mocked(app, what, name, obj, skip, options):
+    """Skips a member that is only a mock where its library is not installed (a method of a class made by a mocked
+    decorator, such as ``YachtPgx``'s state under pgx's ``dataclass``): there is nothing of it to document.
+    """
+    if ismock(obj):
+        return True
+    if inspect.isfunction(obj):  # a method of a class that a mocked decorator replaced by a mock
+        owner, _, member = obj.__qualname__.partition(".")
+        module = sys.modules.get(obj.__module__)
+        if member and ismock(getattr(module, owner, None)):
+            return True
+    return None
+
+
 def setup(app) -> None:
+    app.connect("autodoc-skip-member", skip_mocked)
     app.connect("builder-inited", write_api_pages)
     app.connect("autodoc-process-docstring", markdown_docstrings)
     app.connect("missing-reference", resolve_reexports)

@@ -256,9 +256,9 @@ def test_a_request_that_creates_nothing_gets_no_visitor():
 
 
 def test_a_flood_of_new_visitors_never_drops_a_players_game():
-    from yacht_lab.web.visitors import VisitorGameStore
+    from yacht_lab.web.games import GameStore
 
-    app = _app(games=VisitorGameStore(capacity=4, per_visitor=2))
+    app = _app(games=GameStore(capacity=4, per_visitor=2))
     player = _test_client()(app)
     mine = player.post("/api/games", json={"seats": ["human"], "seed": 1}).json()
     statuses = []
@@ -278,9 +278,9 @@ def test_a_flood_of_new_visitors_never_drops_a_players_game():
 
 
 def test_the_default_store_keeps_games_from_a_flood():
-    from yacht_lab.web.visitors import VisitorGameStore
+    from yacht_lab.web.games import GameStore
 
-    assert type(_app().state.games) is VisitorGameStore
+    assert type(_app().state.games) is GameStore
 
 
 # --------------------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from yacht_env.render import game_title
 from yacht_lab.record import Record, parse_json, read_record, read_record_file, record_lines
 from yacht_lab.web.games import COACH_MODES, MAX_SEATS, GameStore, WebError, new_game
 from yacht_lab.web.replays import MAX_UPLOAD_BYTES, MAX_UPLOADS_IN_FLIGHT, UPLOAD_SECONDS, ReplayStore
-from yacht_lab.web.visitors import VisitorGameStore, VisitorIds
+from yacht_lab.web.visitors import VisitorIds
 
 COOKIE = "yacht_visitor"
 MAX_JSON_BYTES = 16 * 1024
@@ -312,7 +312,7 @@ def create_app(
             ``--agent``: e.g. ``ppo:runs/x/model.zip``).
         max_upload_bytes: The largest record a visitor may upload.
         allowed_hosts: The ``Host`` names requests may name (``["*"]``: any).
-        games: The game store (default: a new :class:`~yacht_lab.web.visitors.VisitorGameStore`).
+        games: The game store (default: a new :class:`~yacht_lab.web.games.GameStore`).
         max_uploads: How many uploads are read at once (another is a 503).
         upload_seconds: How long an upload's body may take to arrive (then a 408).
 
@@ -322,7 +322,7 @@ def create_app(
     replay_store = ReplayStore()
     for path in replays:
         replay_store.add_shared(read_record_file(path, MAX_REPLAY_FILE_BYTES), str(path))
-    store = games if games is not None else VisitorGameStore()
+    store = games if games is not None else GameStore()
     api = Api(store, replay_store, tuple(allowed_agents), max_upload_bytes, max_uploads, upload_seconds)
     ids = VisitorIds()
     page = resources.files("yacht_lab.web").joinpath("static/index.html").read_text(encoding="utf-8")

@@ -451,8 +451,9 @@ def _shown(value) -> str:
 # --------------------------------------------------------------------------------------------------
 class GameStore:
     """Games by id, each owned by one visitor: a game is found only with its owner's visitor id, at most
-    ``per_visitor`` games per visitor and ``capacity`` in all (the least recently used go first), and a game
-    untouched for ``idle_seconds`` is dropped.
+    ``per_visitor`` games per visitor (its least recently used go first) and ``capacity`` in all, and a game
+    untouched for ``idle_seconds`` is dropped. A full store never drops one visitor's game to make room for
+    another's: a flood of new visitors (each a new id) cannot evict the games of those already playing.
     """
 
     def __init__(
@@ -470,14 +471,23 @@ class GameStore:
         return len(self._games)
 
     def add(self, visitor: str, game: WebGame) -> None:
-        """Holds ``game`` for ``visitor``; past the bounds, the visitor's (then anyone's) least recently used go."""
+        """Holds ``game`` for ``visitor``; past the bounds, the visitor's own least recently used games go.
+
+        Raises:
+            WebError: the store is full and this visitor holds no game to give up (503).
+        """
         with self._lock:
             self._expire()
-            mine = [gid for gid, (owner, _, _) in self._games.items() if owner == visitor]
-            for gid in mine[: max(0, len(mine) - self.per_visitor + 1)]:
+            mine = [gid for gid, (owner, _, _) in self._games.items() if owner == visitor]  # in order of use
+            drop = max(0, len(mine) - self.per_visitor + 1)
+            if len(self._games) - drop >= self.capacity:
+                if drop == len(mine):
+                    raise WebError(
+                        f"the server holds as many games as it keeps ({self.capacity:,}): try again later", 503
+                    )
+                drop += 1
+            for gid in mine[:drop]:
                 del self._games[gid]
-            while len(self._games) >= self.capacity:
-                self._games.popitem(last=False)
             self._games[game.id] = (visitor, game, self.clock())
 
     def get(self, visitor: str, game_id: str) -> WebGame:

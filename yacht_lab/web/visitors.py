@@ -5,8 +5,8 @@ client cannot choose one (session fixation), and an id it did not issue (a forge
 restarted) is ignored and a fresh one issued. Issuing stores nothing: a request that creates nothing costs no memory,
 however many come without a cookie.
 
-The games are held in a :class:`VisitorGameStore`: a full store never drops one visitor's game to make room for
-another's, so a flood of new visitors (each a new id) cannot evict the games of those already playing.
+A full :class:`~yacht_lab.web.games.GameStore` never drops one visitor's game to make room for another's, so a flood
+of new visitors (each a new id) cannot evict the games of those already playing.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import base64
 import hashlib
 import hmac
 import secrets
-
-from yacht_lab.web.games import GameStore, WebError, WebGame
 
 #: The longest cookie value read as an id (an issued one is 49 characters).
 MAX_ID_LENGTH = 64
@@ -47,27 +45,3 @@ class VisitorIds:
     def _mac(self, nonce: str) -> str:
         digest = hmac.digest(self._key, nonce.encode("ascii"), hashlib.sha256)[:18]
         return base64.urlsafe_b64encode(digest).decode("ascii")
-
-
-class VisitorGameStore(GameStore):
-    """A :class:`~yacht_lab.web.games.GameStore` that never drops one visitor's game for another's: when it is full,
-    a visitor's new game takes the place of that visitor's own least recently used one, and a visitor holding none
-    is answered 503 until a game goes idle (``idle_seconds``) or its owner replaces it.
-    """
-
-    def add(self, visitor: str, game: WebGame) -> None:
-        """Holds ``game`` for ``visitor``.
-
-        Raises:
-            WebError: the store is full and this visitor holds no game to give up (503).
-        """
-        with self._lock:
-            self._expire()
-            if len(self._games) >= self.capacity:
-                mine = next((gid for gid, (owner, _, _) in self._games.items() if owner == visitor), None)
-                if mine is None:
-                    raise WebError(
-                        f"the server holds as many games as it keeps ({self.capacity:,}): try again later", 503
-                    )
-                del self._games[mine]  # the store is in order of use: this visitor's least recently used
-        super().add(visitor, game)

@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 
 # A PPO run of 2,048 steps in two rollouts of 1,024 (8 games x 128 steps), evaluated and checkpointed every rollout.
@@ -57,6 +55,8 @@ def merged(base: dict, changes: dict) -> dict:
 
 def write_config(path: Path, base: dict = TINY_PPO, **changes) -> Path:
     """Writes ``base`` (a tiny PPO run) with ``changes`` to ``path`` as YAML; returns the path."""
+    import yaml  # here, not at the top: the web extra's tests import this module without pyyaml
+
     path.write_text(yaml.safe_dump(merged(base, changes), sort_keys=False))
     return path
 

@@ -160,7 +160,7 @@ def env_dtypes(name: str, rules: str) -> tuple[dict[str, np.dtype], set[str]]:
         infos, keys, one = vector_infos(envs), SOLO_KEYS | family, False
     elif name == "AsyncVectorEnv":
         envs = gym.make_vec(
-            "Yacht-v0", num_envs=n, vectorization_mode="async", vector_kwargs={"context": "fork"}, rules=rules
+            "Yacht-v0", num_envs=n, vectorization_mode="async", vector_kwargs={"context": "forkserver"}, rules=rules
         )
         infos, keys, one = vector_infos(envs), SOLO_KEYS | family, False
     elif name == "YachtVersus-v0":

@@ -94,7 +94,7 @@ def test_make_vec_sync_thousands_of_steps_batched_info_and_episode_returns():
 
 def test_make_vec_async_steps_batched_info_and_same_seed_same_trajectory():
     def run():
-        envs = gym.make_vec("Yacht-v0", num_envs=4, vectorization_mode="async", vector_kwargs={"context": "fork"})
+        envs = gym.make_vec("Yacht-v0", num_envs=4, vectorization_mode="async", vector_kwargs={"context": "forkserver"})
         try:
             assert isinstance(envs, gym.vector.AsyncVectorEnv)
             return play_make_vec(envs, 1000, seed=3)

@@ -1,23 +1,9 @@
-"""Benchmark Yacht agents: ``python evaluate.py ARGS`` is ``yacht-evaluate ARGS``, with messages naming ``evaluate.py``.
+"""Benchmark Yacht agents: ``python evaluate.py ARGS`` is ``yacht-evaluate ARGS``
+(:mod:`yacht_lab.scripts.evaluate`)."""
 
-The program is :mod:`yacht_lab.scripts.evaluate` (``python evaluate.py --help``).
-"""
+from yacht_lab.scripts import script
 
-import os
-import sys
-
-from yacht_lab.scripts import evaluate as _script  # the standard library only: the project loads inside main()
-
-PROG = os.path.basename(__file__)
-
-
-def parse_args(argv=None):
-    return _script.parse_args(argv, prog=PROG)
-
-
-def main(argv=None):
-    return _script.main(argv, prog=PROG)
-
+parse_args, main = script("evaluate", __file__)
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -1,23 +1,8 @@
-"""Seed and hyperparameter sweeps: ``python sweep.py ARGS`` is ``yacht-sweep ARGS``, with messages naming ``sweep.py``.
+"""Seed and hyperparameter sweeps: ``python sweep.py ARGS`` is ``yacht-sweep ARGS`` (:mod:`yacht_lab.scripts.sweep`)."""
 
-The program is :mod:`yacht_lab.scripts.sweep` (``python sweep.py --help``).
-"""
+from yacht_lab.scripts import script
 
-import os
-import sys
-
-from yacht_lab.scripts import sweep as _script  # the standard library only: the project loads inside main()
-
-PROG = os.path.basename(__file__)
-
-
-def parse_args(argv=None):
-    return _script.parse_args(argv, prog=PROG)
-
-
-def main(argv=None):
-    return _script.main(argv, prog=PROG)
-
+parse_args, main = script("sweep", __file__)
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

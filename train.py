@@ -1,23 +1,8 @@
-"""Train MaskablePPO on Yacht: ``python train.py ARGS`` is ``yacht-train ARGS``, with messages naming ``train.py``.
+"""Train a policy for Yacht: ``python train.py ARGS`` is ``yacht-train ARGS`` (:mod:`yacht_lab.scripts.train`)."""
 
-The program is :mod:`yacht_lab.scripts.train` (``python train.py --help``).
-"""
+from yacht_lab.scripts import script
 
-import os
-import sys
-
-from yacht_lab.scripts import train as _script  # the standard library only: the project loads inside main()
-
-PROG = os.path.basename(__file__)
-
-
-def parse_args(argv=None):
-    return _script.parse_args(argv, prog=PROG)
-
-
-def main(argv=None):
-    return _script.main(argv, prog=PROG)
-
+parse_args, main = script("train", __file__)
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

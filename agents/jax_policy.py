@@ -1,4 +1,5 @@
-"""``JaxAgent`` (spec ``jax:PATH``): a policy trained by the JAX trainer (:mod:`yacht_lab.jax_ppo`), and its network.
+"""``JaxAgent`` (spec ``jax:PATH``): a policy trained by the JAX trainer (:mod:`yacht_lab.training.jax.ppo`), and its
+network.
 
 The network is :mod:`yacht_agents.policy`'s odds policy written in plain JAX: separate policy and value MLPs on the
 flat observation plus each open category's chase value (``chase_inputs``), and keep logits that add a learned

@@ -446,7 +446,7 @@ def load_model(
     :class:`yacht_agents.policy.OddsPolicy`); with ``inference`` the saved learning-rate schedules, closures
     pickled by value, are not unpickled; to continue training leave it off and set the run's schedules after
     loading (``yacht_lab``'s resume needs neither: it rebuilds the model from the run's config, see
-    ``yacht_lab.training.load_checkpoint``).
+    ``yacht_lab.training.sb3.ppo.load_checkpoint``).
 
     Both refuse a file that expands to more than :data:`MAX_MODEL_BYTES`, or whose ``data`` takes more than
     :data:`MAX_MODEL_DATA_BYTES`, before reading it.

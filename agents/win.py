@@ -35,7 +35,7 @@ solver's. ``WinAgent(base=agent)`` reads a solo agent's whole policy (:func:`pol
 (:func:`yacht_env.distributions.policy_distributions`) and plays to win assuming everyone plays *that* policy after
 the decision: one step of policy iteration for the win from the agent's own play, with no solver in it. Over the
 shipped score model (``PPOAgent("standard")``, which wins 48.4% against the solver) it wins about 51% against the
-solver; it is the teacher of the policy-iteration distillation (:mod:`yacht_lab.distill`).
+solver; it is the teacher of the policy-iteration distillation (:mod:`yacht_lab.training.sb3.distill`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Usage:
     python benchmarks/agent_speed.py [--agents random greedy optimal] [--batched-games 10000] [--single-games 200]
 
 Both paths do the same work per decision: the agent acts, the solver values the state (for regret) and the
-env steps. The batched path is :func:`yacht_lab.evaluation.play_games` (what ``evaluate.py`` runs); the single
+env steps. The batched path is :func:`yacht_lab.measure.evaluation.play_games` (what ``evaluate.py`` runs); the single
 path plays ``YachtEnv`` on the same dice (``game_streams(seed, [g])``), one ``act`` call per decision, and
 for the deterministic agents checks that its scores equal the batched path's game by game.
 """
@@ -23,7 +23,7 @@ from yacht_agents.base import Agent
 from yacht_env import YachtEnv
 from yacht_env.solver import Solution, solve
 from yacht_env.vector import game_streams
-from yacht_lab.evaluation import play_games
+from yacht_lab.measure.evaluation import play_games
 
 
 def play_one_by_one(agent: Agent, games: int, seed: int, solution: Solution) -> tuple[np.ndarray, float]:

@@ -11,12 +11,12 @@ build``) and exit status 2, unless ``--build`` asks for the build here (for ``st
 touched; the sum of the process's and ``workers`` times the worker's bounds the whole) and the size of its files; the
 exact win rates of the solution's player against its opponent in each seat (the equilibrium: ``V*`` and ``1 - V*``);
 and ``--deals`` deals of simulated games against the ``optimal`` agent, each deal played in both seats on the same two
-dice streams (``2 * deals`` games: :func:`yacht_lab.yardstick.seat_games`, as ``benchmarks/two_players.py`` plays any
-agent), with each seat's win rate (ties half), its 95% CI, whether the exact value lies in it (the best response; the
-equilibrium where its exact evaluation against the solver is built, ``python -m yacht_env.duel evaluate``, or with
-``--evaluate``, which builds it), and the games per second. With ``--float32`` (a build that kept its float32 files)
-it also measures what the uint16 storage loses: the largest difference of a stored value, and the same deals played
-from the float32 values.
+dice streams (``2 * deals`` games: :func:`yacht_lab.measure.yardstick.seat_games`, as ``benchmarks/two_players.py``
+plays any agent), with each seat's win rate (ties half), its 95% CI, whether the exact value lies in it (the best
+response; the equilibrium where its exact evaluation against the solver is built, ``python -m yacht_env.duel evaluate``,
+or with ``--evaluate``, which builds it), and the games per second. With ``--float32`` (a build that kept its float32
+files) it also measures what the uint16 storage loses: the largest difference of a stored value, and the same deals
+played from the float32 values.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from yacht_agents.duel import DuelAgent
 from yacht_agents.optimal import OptimalAgent
 from yacht_env import duel
 from yacht_env import rules as R
-from yacht_lab.cli import OneLineParser, number
-from yacht_lab.yardstick import check_built, seat_games
+from yacht_lab.measure.yardstick import check_built, seat_games
+from yacht_lab.scripts.cli import OneLineParser, number
 
 PROG = "duel.py"
 

@@ -9,7 +9,7 @@ figure is the median of ``--rounds`` timed calls.
 
 PPO: training steps/s of the recipe (``configs/ppo.yaml``: 64 envs x 256 steps, batch 4,096, 8 epochs, [256, 256],
 the odds policy) with SB3's MaskablePPO on the native vector env (torch, one thread) and with the JAX trainer
-(:mod:`yacht_lab.jax_ppo`, ``--jax-seeds`` seeds in one vmap), a few updates each after a warm-up one. With
+(:mod:`yacht_lab.training.jax.ppo`, ``--jax-seeds`` seeds in one vmap), a few updates each after a warm-up one. With
 ``--curves JAX_RUN SB3_RUN`` it also reads two run folders' learning curves for the time (wall minutes, steps) to
 95% and 98% of optimal.
 
@@ -114,7 +114,7 @@ def numpy_random_play(sizes: list[int], steps: int, rounds: int) -> list[dict]:
 
 
 def recipe():
-    from yacht_lab.config import TrainConfig, validate
+    from yacht_lab.training.config import TrainConfig, validate
 
     return validate(TrainConfig(max_minutes=None))
 
@@ -122,8 +122,8 @@ def recipe():
 def jax_training(updates: int, seeds: int) -> dict:
     import jax
 
-    from yacht_lab.config import JaxConfig
-    from yacht_lab.jax_ppo import make_trainer
+    from yacht_lab.training.config import JaxConfig
+    from yacht_lab.training.jax.ppo import make_trainer
 
     config = recipe()
     config.jax = JaxConfig(seeds=seeds)
@@ -145,8 +145,8 @@ def jax_training(updates: int, seeds: int) -> dict:
 def sb3_training(updates: int) -> dict:
     import torch
 
-    from yacht_lab.model import start_model
-    from yacht_lab.training import make_vec_env
+    from yacht_lab.training.sb3.model import start_model
+    from yacht_lab.training.sb3.ppo import make_vec_env
 
     config = recipe()
     torch.set_num_threads(config.torch_threads)

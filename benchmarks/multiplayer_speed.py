@@ -27,7 +27,7 @@ Each engine runs ``--rounds`` slices of ``--seconds``, interleaved with the othe
 reported, so a burst of load on a shared machine hits every engine alike. The ratios matter more than the
 absolute figures.
 
-The head to head (``--h2h-deals`` deals, 0 to skip): ``yacht_lab.head_to_head.head_to_head``, what
+The head to head (``--h2h-deals`` deals, 0 to skip): ``yacht_lab.measure.head_to_head.head_to_head``, what
 ``evaluate.py --players P --agents ...`` runs (its calibration included), for the same agents at 2 players (every
 pair: a round robin) and at 3 (the three at one table; ``--h2h-agents`` takes exactly three), ``--rounds`` times
 each, interleaved; the games/s are the head to head's own (``evaluate.py``'s figure), the median kept.
@@ -182,7 +182,7 @@ def measure(players: int, seconds: float, rounds: int, seed: int) -> dict[str, f
 def measure_head_to_head(agents: list[str], deals: int, rounds: int, seed: int) -> dict[str, float]:
     """Median games/s of the head to head of ``agents`` at 2 and at 3 players over ``rounds`` interleaved runs."""
     from yacht_agents import make_agent
-    from yacht_lab.head_to_head import head_to_head
+    from yacht_lab.measure.head_to_head import head_to_head
 
     tables = {players: [make_agent(spec, seed=seed) for spec in agents] for players in (2, 3)}
     for players, table in tables.items():  # warm-up: the solver's tables and score distributions, loaded once

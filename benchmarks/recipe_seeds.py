@@ -25,9 +25,9 @@ from scipy import stats
 
 from yacht_agents import make_agent
 from yacht_env.util import atomic_output
-from yacht_lab.cli import OneLineParser, number
-from yacht_lab.evaluation import evaluate
-from yacht_lab.runs import read_curve
+from yacht_lab.measure.evaluation import evaluate
+from yacht_lab.scripts.cli import OneLineParser, number
+from yacht_lab.training.runs import read_curve
 
 
 def first_reaching(rows: list[dict[str, float]], percent: float) -> dict[str, float] | None:

@@ -23,7 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from yacht_lab.sweep_spec import parse_sweep  # noqa: E402
+from yacht_lab.sweep.spec import parse_sweep  # noqa: E402
 
 
 def sweep_file(timesteps: int, trials: int) -> dict:

@@ -10,7 +10,7 @@ the same two dice streams (every agent meets each opponent on the same deals), a
 solver's own play, 100% the best response to it (exact, read from its built solution's manifest, else from
 ``benchmarks/duel/<rules>_best_response.json``). Against the equilibrium 50% is perfect play. ``--baseline SPEC``
 (one of the agents) adds every other agent's win rate minus the baseline's, deal by deal on the same deals, with its
-95% interval: a learner against its start. See :mod:`yacht_lab.yardstick`.
+95% interval: a learner against its start. See :mod:`yacht_lab.measure.yardstick`.
 
 It needs the equilibrium built (``python -m yacht_env.duel build --rules R``: for ``standard`` 29 minutes on 2 cores
 and 2.5 GB, 3 minutes on a GPU); where it is not, it says so in one line with that command and exits with status 2,
@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-from yacht_lab.cli import OneLineParser, number
+from yacht_lab.scripts.cli import OneLineParser, number
 
 HERE = Path(__file__).resolve().parent
 PROG = "two_players.py"
@@ -31,7 +31,7 @@ PROG = "two_players.py"
 
 def best_response(rules, cache_dir) -> tuple[float, str] | None:
     """The best response to the solver's exact win rate and where it was read: its solution, else the figures file."""
-    from yacht_lab.yardstick import best_response_value
+    from yacht_lab.measure.yardstick import best_response_value
 
     value = best_response_value(rules, cache_dir)
     if value is not None:
@@ -44,7 +44,7 @@ def best_response(rules, cache_dir) -> tuple[float, str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     from yacht_agents import AGENT_SPECS, parse_spec
-    from yacht_lab.evaluation import MAX_GAMES
+    from yacht_lab.measure.evaluation import MAX_GAMES
 
     parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--agents", nargs="+", required=True, metavar="SPEC", help=f"any of {', '.join(AGENT_SPECS)}")
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from yacht_env import rules as R
-    from yacht_lab.yardstick import build_command, check_built, make_agents, measure
+    from yacht_lab.measure.yardstick import build_command, check_built, make_agents, measure
 
     try:
         for spec in args.agents:

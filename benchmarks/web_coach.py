@@ -3,7 +3,7 @@
     python benchmarks/web_coach.py [--games 3] [--seed 0] [--tables yacht yahtzee duel]
     YACHT_RL_CACHE_DIR=/path/to/built/cache python benchmarks/web_coach.py --tables duel   # the exact odds
 
-Starts the app (yacht_lab.web) on a free localhost port in this process and times, over HTTP as the page asks:
+Starts the app (yacht_lab.table.web) on a free localhost port in this process and times, over HTTP as the page asks:
 
 * the coach (GET /api/games/{id}/coach: every legal option of the position with its expected final score, its loss
   and, at two players, its win chance) at every decision of seeded games played by random legal moves: solo
@@ -28,8 +28,8 @@ import urllib.request
 
 import numpy as np
 
-from yacht_lab.web.app import create_app
-from yacht_lab.web.server import running
+from yacht_lab.table.web.app import create_app
+from yacht_lab.table.web.server import running
 
 TABLES = (
     ("yacht", "coach, solo Yacht (standard)", "standard", ["human"]),

@@ -4,7 +4,7 @@
     python benchmarks/win_agent.py --players 2 2 2 2 2 2 --deals 20000 20000 20000 20000 20000 20000 \\
         --last-turns 1 2 3 4 6 12
 
-Plays :func:`yacht_lab.head_to_head.head_to_head` (common dice, dice and seat rotations: ``P * P`` games per
+Plays :func:`yacht_lab.measure.head_to_head.head_to_head` (common dice, dice and seat rotations: ``P * P`` games per
 deal) and prints, per table size, the win agent's win share (ties split) with its 95% CI against the
 ``1 / P`` of a seat that plays like the others, the mean score it gives up against the optimal agents, and
 the speed. With two players this is ``python evaluate.py --players 2 --agents win optimal --games N``;
@@ -35,7 +35,7 @@ from yacht_agents import make_agent
 from yacht_agents.optimal import OptimalAgent
 from yacht_agents.win import WinAgent
 from yacht_env import rules as R
-from yacht_lab.head_to_head import head_to_head
+from yacht_lab.measure.head_to_head import head_to_head
 
 
 class LastTurnsWinAgent(WinAgent):

@@ -2,7 +2,7 @@
 
     python benchmarks/yacht_chasing.py --deals 5000 --seed 0 --out benchmarks/win
 
-Plays ``win`` against ``optimal`` at two players (:func:`yacht_lab.head_to_head.head_to_head`: common dice, dice
+Plays ``win`` against ``optimal`` at two players (:func:`yacht_lab.measure.head_to_head.head_to_head`: common dice, dice
 and seat rotations, ``4 * deals`` games) and records, for both agents, every **Yacht-chasing opportunity**: a
 decision with the Yacht category open, a re-roll left, and three or four dice of one face showing (not already
 a Yacht). The agent **chases** when it keeps exactly the dice of that face and re-rolls the other one or two
@@ -25,7 +25,7 @@ from yacht_agents.base import Agent
 from yacht_agents.optimal import OptimalAgent
 from yacht_agents.win import WinAgent
 from yacht_env import rules as R
-from yacht_lab.head_to_head import head_to_head
+from yacht_lab.measure.head_to_head import head_to_head
 
 EDGES = np.arange(-70, 71, 10)  # bins: below -70, [-70, -60), ..., [60, 70), 70 and more
 _INDEX = {kept: i for i, kept in enumerate(R.KEPT)}

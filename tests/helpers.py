@@ -63,7 +63,7 @@ def write_config(path: Path, base: dict = TINY_PPO, **changes) -> Path:
 
 def tiny_distill(**changes):
     """A validated tiny distillation config: :data:`TINY_DISTILL` with ``changes`` to its ``distill`` section."""
-    from yacht_lab.config import DistillConfig, EvalConfig, PolicyConfig, TrainConfig, validate
+    from yacht_lab.training.config import DistillConfig, EvalConfig, PolicyConfig, TrainConfig, validate
 
     return validate(
         TrainConfig(

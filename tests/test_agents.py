@@ -14,7 +14,7 @@ from yacht_agents.greedy import SACRIFICE_ORDER
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
 from yacht_env.solver import solve
-from yacht_lab.evaluation import evaluate
+from yacht_lab.measure.evaluation import evaluate
 
 PRESET_NAMES = ("standard", "classic")
 BUILTIN_SPECS = ("random", "greedy", "optimal")

@@ -1,4 +1,5 @@
-"""Policy-iteration distillation (``yacht_lab/distill.py``): the learner learns the win agent's moves over its start.
+"""Policy-iteration distillation (``yacht_lab/training/sb3/distill.py``): the learner learns the win agent's moves over
+its start.
 
 * The positions are the learner's own decisions at its seat, as it sees the table; the labels are the teacher's moves
   and the gaps its win probabilities; an update raises the labels' odds and keeps the newest positions; an iteration
@@ -24,12 +25,12 @@ from helpers import REPO, run_script, tiny_distill
 from yacht_agents import make_agent
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
-from yacht_lab import distill
-from yacht_lab.config import DistillConfig, PolicyConfig, TrainConfig, from_dict, load_config, validate
-from yacht_lab.distill import CURVE_FIELDS, ITERATION_FIELDS, Distiller, exact_teacher, train_distill
-from yacht_lab.head_to_head import head_to_head
-from yacht_lab.model import start_model
-from yacht_lab.training import make_vec_env, train
+from yacht_lab.measure.head_to_head import head_to_head
+from yacht_lab.training.config import DistillConfig, PolicyConfig, TrainConfig, from_dict, load_config, validate
+from yacht_lab.training.sb3 import distill
+from yacht_lab.training.sb3.distill import CURVE_FIELDS, ITERATION_FIELDS, Distiller, exact_teacher, train_distill
+from yacht_lab.training.sb3.model import start_model
+from yacht_lab.training.sb3.ppo import make_vec_env, train
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +151,7 @@ def test_a_distill_run_writes_its_folder(tmp_path, monkeypatch):
     """The run's folder, with a quick teacher (the exact one reads the start's whole policy: a minute; the slow set
     runs it)."""
     from yacht_agents.ppo import PPOAgent
-    from yacht_lab.runs import read_curve
+    from yacht_lab.training.runs import read_curve
 
     monkeypatch.setattr(
         distill, "exact_teacher", lambda init, rules, players: make_agent("win", rules, players=players)
@@ -188,7 +189,7 @@ def test_a_distill_run_writes_its_folder(tmp_path, monkeypatch):
 def test_train_py_runs_the_selfplay_recipe_end_to_end_on_a_tiny_budget(tmp_path):
     """``configs/selfplay.yaml`` with only its budget made small: the distillation, its exact teacher, the run
     folder; the policy's moves differ from the teacher's less after its updates."""
-    from yacht_lab.runs import read_curve
+    from yacht_lab.training.runs import read_curve
 
     recipe = yaml.safe_load((REPO / "configs" / "selfplay.yaml").read_text())
     recipe["distill"].update(positions=8000, tables=300, iterations=3, eval_every=3, epochs=4, learning_rate=3e-4)
@@ -254,7 +255,7 @@ def test_the_recipes_read_from_yaml_and_a_distill_run_is_not_resumed_nor_trained
     path.write_text("reward: win\ninit: standard\ndistill:\n  sideways: 1\n")
     with pytest.raises(ValueError, match="unknown config key distill.sideways"):
         load_config(path)
-    with pytest.raises(ValueError, match="trains by yacht_lab.distill.train_distill, not by PPO"):
+    with pytest.raises(ValueError, match="trains by yacht_lab.training.sb3.distill.train_distill, not by PPO"):
         train(tiny_distill(), tmp_path)
     checkpoint = tmp_path / "run" / "checkpoints" / "iteration_2.zip"  # a distill run's folder
     checkpoint.parent.mkdir(parents=True)

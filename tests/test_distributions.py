@@ -12,7 +12,7 @@ from yacht_env import distributions as Dm
 from yacht_env import rules as R
 from yacht_env.solver import cache_path as solver_cache_path
 from yacht_env.solver import solve
-from yacht_lab.evaluation import play_games
+from yacht_lab.measure.evaluation import play_games
 
 YACHT = 1 << R.CATEGORIES.index("yacht")
 CHOICE = 1 << R.CATEGORIES.index("choice")

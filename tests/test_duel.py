@@ -262,7 +262,7 @@ def test_bad_states_are_one_value_error(cache):
 def _seat_win_rates(agents, rules, games: int, seed: int) -> np.ndarray:
     """Agent 0's win rate (ties half) in seat 0 and in seat 1 against agent 1, on the same dice in both seats."""
     from yacht_env.game import game_streams
-    from yacht_lab.head_to_head import play_tables
+    from yacht_lab.measure.head_to_head import play_tables
 
     dice = game_streams(seed, range(2 * games), rules).reshape(games, 2, *rules.stream_shape)
     rates = []
@@ -437,7 +437,7 @@ def test_the_torch_kernels_evaluate_the_same(precision, tmp_path):
 
 
 def test_the_coach_gives_exact_odds_at_two_players_where_the_solve_is_built(tmp_path):
-    from yacht_lab.table import Coach
+    from yacht_lab.table.terminal import Coach
 
     rules = _rules(("ones", "threes", "yacht"))
     assert Coach(rules, players=2, cache_dir=tmp_path).odds_source == "estimate"  # not built: the win agent's model

@@ -1,4 +1,4 @@
-"""Specification of the evaluation: ``yacht_lab.evaluation`` (statistics, common dice, regret) and the
+"""Specification of the evaluation: ``yacht_lab.measure.evaluation`` (statistics, common dice, regret) and the
 ``evaluate.py`` script end to end (outputs, determinism, and one clean error line for each bad input)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from helpers import REPO, run_script
 from yacht_agents import make_agent
 from yacht_env import rules as R
 from yacht_env.solver import solve
-from yacht_lab.evaluation import MAX_GAMES, evaluate, format_report
-from yacht_lab.report import Z_95
+from yacht_lab.measure.evaluation import MAX_GAMES, evaluate, format_report
+from yacht_lab.measure.report import Z_95
 
 SUMMARY_KEYS = {
     "mean",
@@ -465,7 +465,7 @@ def test_the_ctrl_c_tests_pass_when_the_suite_starts_with_sigint_ignored():
 PRESET_LISTS = {
     "yacht_lab/scripts/evaluate.py": "Every preset plays:",
     "yacht_lab/scripts/play.py": "takes every preset:",
-    "yacht_lab/schema.py": "Rules preset: a name of",
+    "yacht_lab/training/schema.py": "Rules preset: a name of",
     "docs/play.md": "`--rules` a preset",
 }
 

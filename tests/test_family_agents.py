@@ -26,9 +26,9 @@ from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder, chase_values
 from yacht_env.game import game_streams
 from yacht_env.vector import YachtVectorEnv
-from yacht_lab.evaluation import evaluate, format_report, render_json
-from yacht_lab.head_to_head import head_to_head
-from yacht_lab.report import Z_95
+from yacht_lab.measure.evaluation import evaluate, format_report, render_json
+from yacht_lab.measure.head_to_head import head_to_head
+from yacht_lab.measure.report import Z_95
 
 FAMILY = ("yahtzee", "yahtzee_forced_joker", "yahtzee_no_joker", "yahtzee_no_bonus", "yatzy", "clubhouse")
 

@@ -443,7 +443,7 @@ def snapshot(table) -> tuple:
 
 
 def test_head_to_head_with_adversarial_agents():
-    head_to_head = pytest.importorskip("yacht_lab.head_to_head").head_to_head
+    head_to_head = pytest.importorskip("yacht_lab.measure.head_to_head").head_to_head
 
     def play(*agents):
         return head_to_head(list(agents), 2, games=3, seed=4, calibration=False).to_dict()
@@ -466,9 +466,9 @@ def test_an_agent_writing_into_its_masks_cannot_cheat_the_solo_evaluation_or_the
     import io
 
     from yacht_agents import make_agent
-    from yacht_lab.evaluation import evaluate
-    from yacht_lab.screen import PlainScreen
-    from yacht_lab.table import TableGame
+    from yacht_lab.measure.evaluation import evaluate
+    from yacht_lab.table.screen import PlainScreen
+    from yacht_lab.table.terminal import TableGame
 
     class Cheat:
         name, rules, table_players = "cheat", R.get_rules("standard"), None

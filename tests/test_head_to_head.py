@@ -1,4 +1,5 @@
-"""Specification of the head-to-head benchmark: ``yacht_lab.head_to_head`` (common dice, seat and dice rotations,
+"""Specification of the head-to-head benchmark: ``yacht_lab.measure.head_to_head`` (common dice, seat and dice
+rotations,
 statistics over deals) and ``evaluate.py --players P`` end to end."""
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.game import TableState, game_streams
 from yacht_env.solver import solve
-from yacht_lab.evaluation import evaluate
-from yacht_lab.head_to_head import head_to_head, play_tables, seating, table_streams
-from yacht_lab.head_to_head_report import render_json
+from yacht_lab.measure.evaluation import evaluate
+from yacht_lab.measure.head_to_head import head_to_head, play_tables, seating, table_streams
+from yacht_lab.measure.head_to_head_report import render_json
 
 PAIR_KEYS = {
     "games",
@@ -418,8 +419,8 @@ def test_paired_differences_need_three_agents_of_the_head_to_head_at_two_players
 def test_a_rates_interval_stays_inside_its_range():
     """A win rate near 0 had a normal-approximation interval below it ("0.01% [-0.01, 0.04]"): rates, shares and
     their differences are clipped to their ranges, in the JSON and the text; a regret's interval stops at 0."""
-    from yacht_lab.head_to_head_report import format_report
-    from yacht_lab.report import mean_ci
+    from yacht_lab.measure.head_to_head_report import format_report
+    from yacht_lab.measure.report import mean_ci
 
     result = head_to_head([make_agent("random", seed=1), make_agent("greedy")], 2, 20, seed=2)
     report = result.to_dict()

@@ -307,7 +307,7 @@ def test_a_table_network_sits_at_play_py_and_the_browser_table(table_policy):
         import httpx2 as httpx
     except ImportError:
         httpx = pytest.importorskip("httpx")
-    from yacht_lab.web.app import create_app
+    from yacht_lab.table.web.app import create_app
 
     async def one_move() -> tuple[dict, dict]:
         transport = httpx.ASGITransport(app=create_app(allowed_agents=(spec,), allowed_hosts=["testserver"]))

@@ -18,7 +18,7 @@ from helpers import TINY_PPO, merged, run_script, write_config  # noqa: E402
 
 from yacht_agents import make_agent, parse_spec  # noqa: E402
 from yacht_env.game import game_streams  # noqa: E402
-from yacht_lab.config import from_dict, validate  # noqa: E402
+from yacht_lab.training.config import from_dict, validate  # noqa: E402
 
 TINY_JAX = merged(TINY_PPO, {"jax": {"seeds": 2}})
 # Self-play at two-seat tables on the win reward: 2,048 decisions in two updates, 20 deals (80 games) per evaluation.
@@ -193,8 +193,8 @@ def test_a_solo_network_widened_to_a_table_plays_exactly_as_before():
 def test_gae_runs_along_each_seats_own_decisions():
     import jax.numpy as jnp
 
-    from yacht_lab.jax_learner import Transition, advantages
-    from yacht_lab.schema import PPOConfig
+    from yacht_lab.training.jax.learner import Transition, advantages
+    from yacht_lab.training.schema import PPOConfig
 
     # One table of two seats: a game ends at step 3 (seat 1's last pick; seat 0 wins +1), the next one runs on.
     seat = jnp.array([0, 0, 1, 1, 0, 1])[:, None]
@@ -245,8 +245,8 @@ def test_the_self_play_model_sits_at_a_two_player_table(table_run):
 
 
 def test_a_table_run_refuses_what_it_does_not_train(table_run, tmp_path):
-    from yacht_lab.jax_init import start_params
-    from yacht_lab.jax_learner import network_spec
+    from yacht_lab.training.jax.init import start_params
+    from yacht_lab.training.jax.learner import network_spec
 
     for changes, message in (
         ({"reward": "score"}, "at a table on reward: win"),
@@ -275,8 +275,8 @@ def test_a_shipped_ppo_model_starts_a_jax_run_as_the_same_network(rules):
     from yacht_agents.jax_policy import apply, odds_tables
     from yacht_env.game import GameState
     from yacht_env.rules import get_rules, prefix_codes
-    from yacht_lab.jax_init import sb3_params, start_params
-    from yacht_lab.jax_learner import network_spec
+    from yacht_lab.training.jax.init import sb3_params, start_params
+    from yacht_lab.training.jax.learner import network_spec
 
     pytest.importorskip("torch")
     params, spec = sb3_params(rules)
@@ -323,7 +323,7 @@ def test_a_multi_seed_run_reports_the_seeds_median_and_iqm_and_measures_its_choi
 
 
 def test_iqm_is_the_mean_of_the_middle_half():
-    from yacht_lab.jax_report import aggregate, iqm
+    from yacht_lab.training.jax.report import aggregate, iqm
 
     assert iqm([1, 2, 3, 4]) == 2.5 and iqm([5, 1, 100, 2, 3, 4, 6, 7]) == 4.5  # cuts 2 from each end of 8
     assert iqm([1, 2, 3, 4, 100]) == 3.0 and iqm([7]) == 7.0
@@ -337,8 +337,8 @@ def test_a_jax_run_stopped_by_sigint_resumes_to_the_same_parameters(tmp_path, mo
     import os
     import signal
 
-    from yacht_lab.jax_ppo import train_jax
-    from yacht_lab.run_context import RunContext, resume_config
+    from yacht_lab.training.jax.ppo import train_jax
+    from yacht_lab.training.run_context import RunContext, resume_config
 
     # Four updates of 1,024 steps, a checkpoint after each; one seed; evaluated at the start and the end.
     config = validate(
@@ -394,7 +394,7 @@ def test_a_three_seat_table_trains_and_its_start_splits_every_deal_evenly():
     import jax
     import jax.numpy as jnp
 
-    from yacht_lab.jax_ppo import make_trainer
+    from yacht_lab.training.jax.ppo import make_trainer
 
     config = validate(
         from_dict(merged(TINY_TABLE, {"n_envs": 4, "ppo": {"n_steps": 64, "batch_size": 128}, "jax": {"players": 3}}))

@@ -113,7 +113,7 @@ def f():
     assert edges == {"pkg.a", "pkg.b", "pkg", "pkg.c", "pkg.d", "pkg.e", "pkg.f"}  # pkg: for CONSTANT
     assert imports_of("pkg", Path("pkg/__init__.py"), ast.parse("from .a import x"), known) == {"pkg.a"}
     graph = imports()
-    assert "yacht_lab.config" in graph["yacht_lab.training"]  # the walk sees the three packages
+    assert "yacht_lab.training.config" in graph["yacht_lab.training.sb3.ppo"]  # the walk sees the three packages
     assert "yacht_env.rules" in graph["yacht_env.encoding"] and "yacht_env" not in graph["yacht_env.encoding"]
     assert "yacht_env.rules.dice" in graph["yacht_env.rules.picks"]
     assert {"yacht_agents.base", "yacht_env.encoding"} <= graph["yacht_agents.win"]
@@ -205,11 +205,86 @@ def test_the_cycle_finder_finds_one():
 def test_the_trainers_stand_apart_and_the_schema_and_tasks_below_the_league():
     graph = imports()
     assert (
-        "yacht_lab.training" not in graph["yacht_lab.distill"]
-        and "yacht_lab.distill" not in graph["yacht_lab.training"]
+        "yacht_lab.training.sb3.ppo" not in graph["yacht_lab.training.sb3.distill"]
+        and "yacht_lab.training.sb3.distill" not in graph["yacht_lab.training.sb3.ppo"]
     )
-    for low in ("yacht_lab.schema", "yacht_lab.config", "yacht_lab.tasks"):
-        assert "yacht_lab.league" not in graph[low]
+    for low in ("yacht_lab.training.schema", "yacht_lab.training.config", "yacht_lab.training.sb3.tasks"):
+        assert "yacht_lab.training.sb3.league" not in graph[low]
+
+
+#: The lab's jobs, each a folder, and the jobs each may import (besides itself and the shared modules at the lab's top):
+#: ``table`` stands alone, ``measure`` reads ``table``'s game record, ``training`` may measure (its curves evaluate),
+#: ``sweep`` may use both, and the command-line programs stand on all of them.
+JOBS = {
+    "table": set(),
+    "measure": {"table"},
+    "training": {"measure", "table"},
+    "sweep": {"training", "measure", "table"},
+    "scripts": {"training", "measure", "sweep", "table"},
+}
+#: The modules at the lab's top that the jobs share; they import no job.
+SHARED = {"yacht_lab", "yacht_lab.__main__", "yacht_lab.ray_cluster"}
+#: The trainer families under ``training/``: neither imports the other.
+FAMILIES = ("yacht_lab.training.sb3", "yacht_lab.training.jax")
+
+
+def job_of(module: str) -> str | None:
+    """The job folder of a module of ``yacht_lab`` (``training`` for ``yacht_lab.training.sb3.ppo``), or ``None``."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "yacht_lab" and len(parts) > 1 and parts[1] in JOBS else None
+
+
+def lab_import_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of ``graph`` that crosses the lab's job folders against :data:`JOBS`, or leaves the shared
+    modules for a job, or joins the two trainer families."""
+    wrong = []
+    for module, targets in sorted(graph.items()):
+        if not module.startswith("yacht_lab"):
+            continue
+        job = job_of(module)
+        for target in sorted(t for t in targets if t.startswith("yacht_lab")):
+            other = job_of(target)
+            if other is None:
+                continue
+            if job is None and module in SHARED and module not in ("yacht_lab", "yacht_lab.__main__"):
+                wrong.append(f"{module} -> {target}: a shared module imports no job")
+            elif job is not None and other != job and other not in JOBS[job]:
+                wrong.append(f"{module} -> {target}: {job} may not import {other}")
+            family = next((f for f in FAMILIES if module.startswith(f + ".") or module == f), None)
+            if family and any(target.startswith(f) for f in FAMILIES if f != family):
+                wrong.append(f"{module} -> {target}: one trainer family imports another")
+    return wrong
+
+
+def test_the_lab_is_one_folder_per_job_and_its_imports_run_one_way():
+    top = {
+        path.name
+        for path in (REPO / "yacht_lab").iterdir()
+        if path.name not in ("__init__.py", "__main__.py", "__pycache__")
+        and (path.suffix == ".py" or (path / "__init__.py").is_file())
+    }
+    assert top == {*JOBS, *(name.split(".")[-1] + ".py" for name in SHARED - {"yacht_lab", "yacht_lab.__main__"})}
+    assert len(top) <= 8, sorted(top)
+    for job in JOBS:
+        doc = ast.get_docstring(modules()[f"yacht_lab.{job}"][1])
+        assert doc, f"yacht_lab/{job}/__init__.py says what it holds and what it may import"
+    assert lab_import_violations(imports()) == []
+
+
+def test_the_job_rule_sees_a_wrong_import():
+    graph = {
+        "yacht_lab.table.game": {"yacht_lab.measure.report"},
+        "yacht_lab.measure.evaluation": {"yacht_lab.table.record", "yacht_lab.training.config"},
+        "yacht_lab.training.sb3.ppo": {"yacht_lab.measure.evaluation", "yacht_lab.training.jax.ppo"},
+        "yacht_lab.sweep.run": {"yacht_lab.training.config", "yacht_lab.measure.report", "yacht_lab.ray_cluster"},
+        "yacht_lab.ray_cluster": {"yacht_lab.sweep.run"},
+    }
+    assert lab_import_violations(graph) == [
+        "yacht_lab.measure.evaluation -> yacht_lab.training.config: measure may not import training",
+        "yacht_lab.ray_cluster -> yacht_lab.sweep.run: a shared module imports no job",
+        "yacht_lab.table.game -> yacht_lab.measure.report: table may not import measure",
+        "yacht_lab.training.sb3.ppo -> yacht_lab.training.jax.ppo: one trainer family imports another",
+    ]
 
 
 @pytest.mark.parametrize("package", sorted(PACKAGES))

@@ -4,8 +4,8 @@
   the env's generator by the documented inverse-CDF rule, reproducibly and in the weights' proportions; games in
   flight keep their members; the members act in batches equal to acting table by table; a fixed lineup plays
   exactly the games it played before the pool existed.
-* The lab (:mod:`yacht_lab.league`): PFSP's weights and the draw probabilities to the bit, results folded as
-  documented, snapshots written as model files and read back by the safe loader, a league state that a resume
+* The lab (:mod:`yacht_lab.training.sb3.league`): PFSP's weights and the draw probabilities to the bit, results folded
+  as documented, snapshots written as model files and read back by the safe loader, a league state that a resume
   restores with the same members and draws, one-line config errors, and ``train.py`` end to end with ``--init``.
 """
 
@@ -27,8 +27,8 @@ from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
 from yacht_env.game import game_streams
 from yacht_env.sb3 import YachtSB3VecEnv
 from yacht_env.versus import YachtVersusVectorEnv, act_at_tables
-from yacht_lab.config import LeagueConfig, PPOConfig, TrainConfig, dataclass_from_dict, load_config, validate
-from yacht_lab.league import League, draw_probabilities, pfsp_weights, read_league_curve
+from yacht_lab.training.config import LeagueConfig, PPOConfig, TrainConfig, dataclass_from_dict, load_config, validate
+from yacht_lab.training.sb3.league import League, draw_probabilities, pfsp_weights, read_league_curve
 
 
 def uniform_legal(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
@@ -285,8 +285,8 @@ def test_results_are_pairwise_and_folded_with_the_decay(tmp_path):
 
 
 def started_league(tmp_path, **league):
-    from yacht_lab.model import make_model
-    from yacht_lab.training import task_for
+    from yacht_lab.training.sb3.model import make_model
+    from yacht_lab.training.sb3.ppo import task_for
 
     config = league_config(**league)
     task = task_for(config)

@@ -44,9 +44,9 @@ sys.modules["agents"] = foreign
 
 from yacht_agents import make_agent
 from yacht_agents.policy import OddsPolicy
-from yacht_lab.config import TrainConfig
-from yacht_lab.evaluation import evaluate
-from yacht_lab.training import load_checkpoint
+from yacht_lab.training.config import TrainConfig
+from yacht_lab.measure.evaluation import evaluate
+from yacht_lab.training.sb3.ppo import load_checkpoint
 
 repo, games, seed, legacy = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
 out = {}
@@ -250,8 +250,8 @@ def test_the_repository_scripts_are_aliases_importing_only_the_standard_library(
 # --------------------------------------------------------------------------------------------------
 def test_train_without_a_config_takes_the_dataclass_defaults_which_configs_ppo_yaml_lists():
     pytest.importorskip("yaml")
-    from yacht_lab.config import TrainConfig, load_config
     from yacht_lab.scripts.train import default_config
+    from yacht_lab.training.config import TrainConfig, load_config
 
     assert default_config({}) == TrainConfig() == load_config(REPO / "configs" / "ppo.yaml")
     assert default_config({"seed": 3, "rules": None}).seed == 3
@@ -347,7 +347,8 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
             "jax_yahtzee_gpu",
         )
     }
-    static = {f"yacht_lab/web/static/{name}" for name in ("index.html", "app.css", "app.js")}  # the web table's page
+    # the web table's page
+    static = {f"yacht_lab/table/web/static/{name}" for name in ("index.html", "app.css", "app.js")}
     assert data == models | configs | static  # no run folder, no checkpoint, no benchmark
     # every model and config of the repository, none forgotten as new ones come
     assert {f"yacht_agents/models/{path.name}" for path in (REPO / "models").glob("*.zip")} == models

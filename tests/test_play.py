@@ -1,6 +1,7 @@
-"""Specification of ``play.py`` and ``yacht_lab.table`` (with ``yacht_lab.commands`` and ``yacht_lab.screen``): the
-commands a person types, the coach's numbers (the solver's own action values), whole games through the loop and
-through the script, every bad input (one line, the game goes on), clean exits, reproducible transcripts and
+"""Specification of ``play.py`` and ``yacht_lab.table.terminal`` (with ``yacht_lab.table.commands`` and
+``yacht_lab.table.screen``): the commands a person types, the coach's numbers (the solver's own action values), whole
+games through the loop and through the script, every bad input (one line, the game goes on), clean exits, reproducible
+transcripts and
 one-line argument errors."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from yacht_env import rules as R
 from yacht_env.env import YachtEnv
 from yacht_env.game import GameState, game_streams, parse_dice_stream
 from yacht_env.solver import solve
-from yacht_lab.commands import (
+from yacht_lab.table.commands import (
     ALIASES,
     HELP,
     Command,
@@ -35,8 +36,8 @@ from yacht_lab.commands import (
     pick_words,
     resolve,
 )
-from yacht_lab.screen import PlainScreen, RichScreen
-from yacht_lab.table import Quit, TableGame, default_names
+from yacht_lab.table.screen import PlainScreen, RichScreen
+from yacht_lab.table.terminal import Quit, TableGame, default_names
 
 STANDARD = R.get_rules("standard")
 SCORE = R.score_table(STANDARD)
@@ -556,7 +557,7 @@ def test_ctrl_c_leaves_cleanly():
         "import os, runpy, signal, sys\n"
         "class At:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'yacht_lab.table':\n"
+        "        if name == 'yacht_lab.table.terminal':\n"
         "            os.kill(os.getpid(), signal.SIGINT)\n"
         "sys.meta_path.insert(0, At())\n"
         "sys.argv = sys.argv[1:]\n"

@@ -33,9 +33,9 @@ from yacht_env.encoding import (
     par_chase_values,
 )
 from yacht_env.sb3 import YachtSB3VecEnv
-from yacht_lab.config import TrainConfig
-from yacht_lab.model import make_model
-from yacht_lab.training import make_vec_env
+from yacht_lab.training.config import TrainConfig
+from yacht_lab.training.sb3.model import make_model
+from yacht_lab.training.sb3.ppo import make_vec_env
 
 PRESETS = ["standard", "classic"]
 

@@ -1,6 +1,7 @@
-"""Specification of the agents' ratings (``yacht_lab.ratings``: a Bradley-Terry fit on the Elo scale, intervals from a
-bootstrap over deals), ``evaluate.py --ratings``, and the head to head's tables played apart and put back together
-(``merge_lineups``; on Ray with ``--address``: ``yacht_lab.head_to_head_ray``)."""
+"""Specification of the agents' ratings (``yacht_lab.measure.ratings``: a Bradley-Terry fit on the Elo scale, intervals
+from a bootstrap over deals), ``evaluate.py --ratings``, and the head to head's tables played apart and put back
+together
+(``merge_lineups``; on Ray with ``--address``: ``yacht_lab.measure.head_to_head_ray``)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from helpers import run_script
 
 from yacht_agents import make_agent
 from yacht_agents.greedy import GreedyAgent
-from yacht_lab.head_to_head import head_to_head, merge_lineups
-from yacht_lab.head_to_head_report import format_report, render_json
-from yacht_lab.ratings import CENTER, ELO, bradley_terry, fit, fit_ratings
+from yacht_lab.measure.head_to_head import head_to_head, merge_lineups
+from yacht_lab.measure.head_to_head_report import format_report, render_json
+from yacht_lab.measure.ratings import CENTER, ELO, bradley_terry, fit, fit_ratings
 
 RATING_KEYS = {"rank", "rating", "rating_ci95", "games", "above_next", "above_next_ci95", "never_beat"}
 
@@ -154,7 +155,7 @@ def test_pairs_played_apart_merge_into_the_round_robin_byte_for_byte():
 @pytest.mark.slow
 def test_the_round_robin_on_ray_is_the_local_one():
     ray = pytest.importorskip("ray")
-    from yacht_lab.head_to_head_ray import head_to_head_on_ray
+    from yacht_lab.measure.head_to_head_ray import head_to_head_on_ray
 
     specs = ["greedy", "optimal", "win"]
     local = head_to_head([make_agent(spec) for spec in specs], 2, 16, seed=3, batch_size=40)
@@ -170,7 +171,7 @@ def test_the_round_robin_on_ray_is_the_local_one():
 
 def test_ray_is_not_started_behind_the_callers_back():
     pytest.importorskip("ray")
-    from yacht_lab.head_to_head_ray import head_to_head_on_ray
+    from yacht_lab.measure.head_to_head_ray import head_to_head_on_ray
 
     with pytest.raises(ValueError, match="no Ray to run on"):
         head_to_head_on_ray(["greedy", "optimal"], 2, 5)

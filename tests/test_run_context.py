@@ -1,6 +1,6 @@
-"""Specification of the run context every trainer runs in (``yacht_lab.run_context``) and of the one place that chooses
-a config's trainer (``yacht_lab.train``): the folder claimed and locked, the files, checkpoints and their cadence,
-Ctrl-C and SIGTERM, resume, and each trainer refusing another's config in one line.
+"""Specification of the run context every trainer runs in (``yacht_lab.training.run_context``) and of the one place that
+chooses a config's trainer (``yacht_lab.train``): the folder claimed and locked, the files, checkpoints and their
+cadence, Ctrl-C and SIGTERM, resume, and each trainer refusing another's config in one line.
 
 The context's tests use a trainer of a few lines (:class:`Counter`), so they take no time and need no extra.
 """
@@ -18,9 +18,9 @@ import pytest
 from helpers import TINY_DISTILL, TINY_PPO, merged
 
 import yacht_lab
-from yacht_lab.config import from_dict, load_config, validate
-from yacht_lab.run_context import Abort, RunContext, resume_checkpoint, resume_config
-from yacht_lab.runs import run_folder_lock
+from yacht_lab.training.config import from_dict, load_config, validate
+from yacht_lab.training.run_context import Abort, RunContext, resume_checkpoint, resume_config
+from yacht_lab.training.runs import run_folder_lock
 
 FIELDS = ("timesteps", "wall_minutes", "value")
 
@@ -270,13 +270,13 @@ def test_each_config_names_its_trainer():
 @pytest.mark.parametrize(
     ("make", "module", "function"),
     [
-        (config, "yacht_lab.training", "train"),
-        (distill_config, "yacht_lab.distill", "train_distill"),
-        (jax_config, "yacht_lab.jax_ppo", "train_jax"),
+        (config, "yacht_lab.training.sb3.ppo", "train"),
+        (distill_config, "yacht_lab.training.sb3.distill", "train_distill"),
+        (jax_config, "yacht_lab.training.jax.ppo", "train_jax"),
     ],
 )
 def test_yacht_lab_train_runs_the_configs_trainer(make, module, function, monkeypatch, tmp_path):
-    if module == "yacht_lab.jax_ppo":
+    if module == "yacht_lab.training.jax.ppo":
         pytest.importorskip("jax")
     else:
         pytest.importorskip("sb3_contrib")
@@ -299,32 +299,34 @@ def test_yacht_lab_train_runs_the_configs_trainer(make, module, function, monkey
     [
         (
             jax_config,
-            "yacht_lab.training",
+            "yacht_lab.training.sb3.ppo",
             "train",
-            "a config with a jax section trains by yacht_lab.jax_ppo.train_jax, not by PPO",
+            "a config with a jax section trains by yacht_lab.training.jax.ppo.train_jax, not by PPO",
         ),
         (
             config,
-            "yacht_lab.distill",
+            "yacht_lab.training.sb3.distill",
             "train_distill",
-            "a config with neither a distill nor a jax section trains by yacht_lab.training.train, not by distillation",
+            "a config with neither a distill nor a jax section trains by yacht_lab.training.sb3.ppo.train, "
+            "not by distillation",
         ),
         (
             distill_config,
-            "yacht_lab.jax_ppo",
+            "yacht_lab.training.jax.ppo",
             "train_jax",
-            "a config with a distill section trains by yacht_lab.distill.train_distill, not by JAX PPO",
+            "a config with a distill section trains by yacht_lab.training.sb3.distill.train_distill, not by JAX PPO",
         ),
         (
             config,
-            "yacht_lab.jax_ppo",
+            "yacht_lab.training.jax.ppo",
             "train_jax",
-            "a config with neither a distill nor a jax section trains by yacht_lab.training.train, not by JAX PPO",
+            "a config with neither a distill nor a jax section trains by yacht_lab.training.sb3.ppo.train, "
+            "not by JAX PPO",
         ),
     ],
 )
 def test_each_trainer_refuses_another_trainers_config_in_one_line(make, module, function, message, tmp_path):
-    pytest.importorskip("jax" if module == "yacht_lab.jax_ppo" else "sb3_contrib")
+    pytest.importorskip("jax" if module == "yacht_lab.training.jax.ppo" else "sb3_contrib")
     trainer = getattr(__import__(module, fromlist=[function]), function)
     with pytest.raises(ValueError) as refused:
         trainer(make(), tmp_path / "runs", command="c", progress=False)
@@ -333,7 +335,7 @@ def test_each_trainer_refuses_another_trainers_config_in_one_line(make, module, 
 
 
 def test_a_missing_extra_is_one_line_naming_it(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "yacht_lab.jax_ppo", None)  # as if jax were not installed
+    monkeypatch.setitem(sys.modules, "yacht_lab.training.jax.ppo", None)  # as if jax were not installed
     with pytest.raises(ValueError) as refused:
         yacht_lab.train(jax_config(), tmp_path)
     assert str(refused.value).startswith(
@@ -382,8 +384,8 @@ class Blocked(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Blocked())
-import yacht_lab, yacht_lab.run_context, yacht_lab.scripts.train
-from yacht_lab.config import from_dict, validate
+import yacht_lab, yacht_lab.training.run_context, yacht_lab.scripts.train
+from yacht_lab.training.config import from_dict, validate
 config = validate(from_dict({"jax": {"seeds": 2}, "device": "cuda:7"}))  # torch's device: not the JAX trainer's
 print(config.trainer)
 """

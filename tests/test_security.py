@@ -20,9 +20,9 @@ pytest.importorskip("sb3_contrib")
 
 from yacht_agents import make_agent  # noqa: E402
 from yacht_agents.ppo import MAX_MODEL_BYTES, load_model, read_model  # noqa: E402
-from yacht_lab.config import TrainConfig  # noqa: E402
-from yacht_lab.evaluation import evaluate  # noqa: E402
-from yacht_lab.training import load_checkpoint  # noqa: E402
+from yacht_lab.measure.evaluation import evaluate  # noqa: E402
+from yacht_lab.training.config import TrainConfig  # noqa: E402
+from yacht_lab.training.sb3.ppo import load_checkpoint  # noqa: E402
 
 
 class Touch:

@@ -1,4 +1,4 @@
-"""sweep.py and yacht_lab/sweep.py: seed and hyperparameter sweeps on Ray Tune (docs/sweeps.md).
+"""sweep.py and yacht_lab/sweep/run.py: seed and hyperparameter sweeps on Ray Tune (docs/sweeps.md).
 
 End to end on tiny budgets: a 2-configuration x 2-seed sweep on a local Ray, interrupted with Ctrl-C and
 continued with ``--resume``; the same sweep on a simulated two-node cluster (``ray.cluster_utils.Cluster``),
@@ -23,10 +23,10 @@ pytest.importorskip("ray")
 pytest.importorskip("rliable")
 
 import sweep as sweep_script  # noqa: E402
-from yacht_lab.runs import read_curve  # noqa: E402
-from yacht_lab.sweep import run_folder_name  # noqa: E402
-from yacht_lab.sweep_spec import load_sweep, parse_sweep  # noqa: E402
-from yacht_lab.training import resume_config  # noqa: E402
+from yacht_lab.sweep.run import run_folder_name  # noqa: E402
+from yacht_lab.sweep.spec import load_sweep, parse_sweep  # noqa: E402
+from yacht_lab.training.runs import read_curve  # noqa: E402
+from yacht_lab.training.sb3.ppo import resume_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP = 1024  # n_envs 16 x n_steps 64: one rollout
@@ -414,8 +414,8 @@ def test_where_ray_runs_is_checked_before_it_starts(address, env, message, tmp_p
 
 
 def test_a_damaged_tune_state_is_one_error_line(tmp_path, capsys):
-    from yacht_lab.sweep import save_sweep
-    from yacht_lab.sweep_spec import parse_sweep
+    from yacht_lab.sweep.run import save_sweep
+    from yacht_lab.sweep.spec import parse_sweep
 
     folder = tmp_path / "sweeps" / "tiny"
     folder.mkdir(parents=True)
@@ -452,7 +452,7 @@ def test_an_existing_sweep_folder_is_not_overwritten(tmp_path, capsys):
 # The sweep file
 # --------------------------------------------------------------------------------------------------
 def test_the_shipped_sweep_file_is_valid_and_its_base_is_train_pys_default():
-    from yacht_lab.config import load_config
+    from yacht_lab.training.config import load_config
 
     sweep = load_sweep(ROOT / "configs" / "sweep.yaml")
     default = load_config(ROOT / "configs" / "ppo.yaml")
@@ -492,7 +492,7 @@ def test_the_sweep_file_and_flags_reach_tune(tmp_path, monkeypatch):
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
-    import yacht_lab.sweep as sweep_module
+    import yacht_lab.sweep.run as sweep_module
 
     seen = {}
 
@@ -587,7 +587,7 @@ def server(request):
     indirect=["server"],
 )
 def test_an_address_where_ray_does_not_listen_is_refused_in_seconds(server, message):
-    from yacht_lab.sweep import check_ray_address
+    from yacht_lab.ray_cluster import check_ray_address
 
     start = time.monotonic()
     with pytest.raises(ValueError) as error:
@@ -600,7 +600,7 @@ def test_an_address_where_ray_does_not_listen_is_refused_in_seconds(server, mess
 
 @pytest.mark.parametrize("server", ["gRPC"], indirect=True)
 def test_an_address_that_answers_as_ray_s_gcs_passes_the_check(server):
-    from yacht_lab.sweep import check_ray_address
+    from yacht_lab.ray_cluster import check_ray_address
 
     check_ray_address(f"127.0.0.1:{server}", timeout=1.0)
 

@@ -1,4 +1,4 @@
-"""Specification of a sweep's aggregate statistics (``yacht_lab.sweep_report``): final values, mean and IQM
+"""Specification of a sweep's aggregate statistics (``yacht_lab.sweep.report``): final values, mean and IQM
 with stratified bootstrap CIs, probability of improvement, IQM learning curves at the common steps, the
 table and the plot. The expected values are worked out by hand; bootstraps run few repetitions here."""
 
@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from yacht_lab.sweep_report import TrialResult, format_table, metric_label, render_curves, summarise
+from yacht_lab.sweep.report import TrialResult, format_table, metric_label, render_curves, summarise
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 METRIC = "percent_of_optimal"

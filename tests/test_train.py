@@ -1,4 +1,4 @@
-"""Specification of PPO training: ``yacht_lab.training`` (config loading and validation, one source of truth for
+"""Specification of PPO training: ``yacht_lab.training.sb3.ppo`` (config loading and validation, one source of truth for
 the defaults) and ``train.py`` end to end on a tiny budget (the run folder, the learning curve, checkpoints,
 stopping on Ctrl-C or SIGTERM and resuming, determinism, and one clean error line for each bad input)."""
 
@@ -27,15 +27,17 @@ from sb3_contrib import MaskablePPO
 
 from yacht_agents import make_agent
 from yacht_env.solver import solve
-from yacht_lab import model as model_module
-from yacht_lab import runs, tasks, training
-from yacht_lab.callbacks import Abort, StopFlag
-from yacht_lab.config import TrainConfig, load_config
-from yacht_lab.evaluation import evaluate
-from yacht_lab.model import make_model
-from yacht_lab.runs import CURVE_FIELDS, VERSUS_CURVE_FIELDS, claim_run_folder
-from yacht_lab.tasks import evaluate_model, evaluate_versus
-from yacht_lab.training import make_vec_env, train
+from yacht_lab.measure.evaluation import evaluate
+from yacht_lab.training import runs
+from yacht_lab.training.config import TrainConfig, load_config
+from yacht_lab.training.runs import CURVE_FIELDS, VERSUS_CURVE_FIELDS, claim_run_folder
+from yacht_lab.training.sb3 import model as model_module
+from yacht_lab.training.sb3 import ppo as training
+from yacht_lab.training.sb3 import tasks
+from yacht_lab.training.sb3.callbacks import Abort, StopFlag
+from yacht_lab.training.sb3.model import make_model
+from yacht_lab.training.sb3.ppo import make_vec_env, train
+from yacht_lab.training.sb3.tasks import evaluate_model, evaluate_versus
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CURVE_HEADER = "timesteps,wall_minutes,mean_score,score_ci95,percent_of_optimal,mean_regret,steps_per_second"
@@ -465,7 +467,7 @@ def test_the_printed_resume_command_keeps_the_runs_budget(interrupted, tmp_path)
 def test_a_run_folder_another_process_trains_in_cannot_be_resumed(e2e, tmp_path):
     """Two resumes of one run at once would overwrite each other's checkpoints, model and curve: the second is
     refused in one line and writes nothing, and a holder killed with -9 leaves no lock behind."""
-    from yacht_lab.runs import run_folder_lock
+    from yacht_lab.training.runs import run_folder_lock
 
     run = copy_run(e2e["run"], tmp_path)
     before = {path: path.read_bytes() for path in run.rglob("*") if path.is_file()}
@@ -475,7 +477,7 @@ def test_a_run_folder_another_process_trains_in_cannot_be_resumed(e2e, tmp_path)
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from yacht_lab.runs import run_folder_lock\n"
+            "import sys, time; from pathlib import Path; from yacht_lab.training.runs import run_folder_lock\n"
             "with run_folder_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(600)",
             str(run),
         ],
@@ -656,7 +658,7 @@ def test_a_bad_config_is_one_clear_error(tmp_path, case):
 
 @pytest.mark.parametrize("flow", [True, False])
 def test_the_yaml_reader_takes_values_64_deep_and_refuses_65(tmp_path, flow):
-    from yacht_lab.yaml_reader import MAX_YAML_DEPTH, read_yaml
+    from yacht_lab.training.yaml_reader import MAX_YAML_DEPTH, read_yaml
 
     def nested(depth: int) -> str:
         return (
@@ -1088,7 +1090,7 @@ def test_a_versus_config_yaml_holds_the_versus_keys(versus):
 
 
 def test_a_versus_model_sees_the_table_and_plays_at_it(versus):
-    from yacht_lab.head_to_head import head_to_head
+    from yacht_lab.measure.head_to_head import head_to_head
 
     model = versus["run"] / "model.zip"
     loaded = MaskablePPO.load(str(model), device="cpu")
@@ -1124,7 +1126,7 @@ def test_a_versus_learning_curve_has_the_win_rate_columns(versus):
 
 def test_evaluate_versus_counts_ties_half_and_agrees_with_head_to_head(versus):
     from yacht_agents.ppo import PPOAgent
-    from yacht_lab.head_to_head import head_to_head
+    from yacht_lab.measure.head_to_head import head_to_head
 
     model = MaskablePPO.load(str(versus["run"] / "model.zip"), device="cpu")
     result = evaluate_versus(model, "standard", ["greedy"], 20, 7)
@@ -1138,7 +1140,7 @@ def test_evaluate_versus_counts_ties_half_and_agrees_with_head_to_head(versus):
 
 def test_evaluate_versus_seats_copies_of_one_opponent_and_takes_the_margin_over_their_mean(tmp_path):
     from yacht_agents.ppo import PPOAgent
-    from yacht_lab.head_to_head import head_to_head
+    from yacht_lab.measure.head_to_head import head_to_head
 
     # A solo model (the 64-value view) may sit at any table; here at three players, against two greedy copies.
     config = load_config(write_config(tmp_path / "c.yaml"))
@@ -1244,7 +1246,7 @@ def test_a_named_run_folder_is_that_folder_and_never_an_existing_one(tmp_path):
 # The shipped configs by name (after a wheel install there is no configs/ beside the user)
 # --------------------------------------------------------------------------------------------------
 def test_a_shipped_config_is_read_by_its_name_from_any_folder(tmp_path, monkeypatch):
-    from yacht_lab.config import resolve_config, shipped_configs
+    from yacht_lab.training.config import resolve_config, shipped_configs
 
     shipped = shipped_configs()
     assert sorted(shipped) == sorted(p.stem for p in (REPO / "configs").glob("*.yaml") if p.stem != "sweep")

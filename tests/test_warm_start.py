@@ -18,10 +18,10 @@ from helpers import REPO
 
 from yacht_agents.ppo import build_model
 from yacht_env.sb3 import YachtSB3VecEnv
-from yacht_lab.config import TrainConfig
-from yacht_lab.model import make_model
-from yacht_lab.training import make_vec_env
-from yacht_lab.warm_start import warm_start
+from yacht_lab.training.config import TrainConfig
+from yacht_lab.training.sb3.model import make_model
+from yacht_lab.training.sb3.ppo import make_vec_env
+from yacht_lab.training.sb3.warm_start import warm_start
 
 STANDARD = REPO / "models" / "ppo_standard.zip"
 

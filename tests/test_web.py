@@ -18,8 +18,8 @@ from helpers import REPO
 from yacht_agents import make_agent
 from yacht_env import rules as R
 from yacht_env.solver import solve
-from yacht_lab.evaluation import evaluate
-from yacht_lab.record import MAX_LINE_BYTES, read_record, read_record_file
+from yacht_lab.measure.evaluation import evaluate
+from yacht_lab.table.record import MAX_LINE_BYTES, read_record, read_record_file
 
 # --------------------------------------------------------------------------------------------------
 # evaluate.py --record
@@ -67,7 +67,7 @@ def test_each_decision_is_the_solvers_view_of_its_state(recorded):
 
 
 def test_the_replay_shows_the_regret_of_evaluates_report(recorded):
-    from yacht_lab.web.replays import Replay
+    from yacht_lab.table.web.replays import Replay
 
     evaluation, path = recorded
     replay = Replay(read_record_file(path, 2**30), "games.jsonl")
@@ -230,7 +230,7 @@ def _test_client():
 @pytest.fixture(scope="module")
 def app():
     _test_client()
-    from yacht_lab.web.app import create_app
+    from yacht_lab.table.web.app import create_app
 
     return create_app(allowed_hosts=["testserver"])
 
@@ -293,7 +293,7 @@ def test_a_solo_game_played_by_the_coachs_moves_gives_nothing_away(client):
 def test_the_coachs_numbers_are_the_solvers(client):
     state = new(client, rules="yahtzee", coach="request", seed=4)
     solution = solve("yahtzee")
-    from yacht_lab.web.app import create_app  # noqa: F401 - the app is up
+    from yacht_lab.table.web.app import create_app  # noqa: F401 - the app is up
 
     for _ in range(8):
         coach = client.get(f"/api/games/{state['id']}/coach").json()
@@ -492,7 +492,7 @@ def test_unknown_paths_methods_and_hosts_are_refused(client, app):
 
 
 def test_the_store_is_bounded_and_forgets_idle_games():
-    from yacht_lab.web.games import GameStore, WebError, WebGame
+    from yacht_lab.table.web.games import GameStore, WebError, WebGame
 
     now = [0.0]
     store = GameStore(capacity=3, per_visitor=2, idle_seconds=10, clock=lambda: now[0])
@@ -580,7 +580,7 @@ def test_bad_uploads_and_foreign_replays_are_refused(app, client, record_bytes):
 
 def test_an_upload_over_the_limit_is_a_413(record_bytes):
     test_client = _test_client()
-    from yacht_lab.web.app import create_app
+    from yacht_lab.table.web.app import create_app
 
     small = test_client(create_app(max_upload_bytes=1000, allowed_hosts=["testserver"]))
     response = upload(small, record_bytes)
@@ -589,7 +589,7 @@ def test_an_upload_over_the_limit_is_a_413(record_bytes):
 
 def test_a_replay_the_server_was_started_with_is_everyones(tmp_path, record_bytes):
     _test_client()
-    from yacht_lab.web.app import create_app
+    from yacht_lab.table.web.app import create_app
 
     path = tmp_path / "games.jsonl"
     path.write_bytes(record_bytes)
@@ -608,8 +608,8 @@ def test_a_replay_the_server_was_started_with_is_everyones(tmp_path, record_byte
 def test_the_coach_view_gives_the_exact_two_player_values_where_built(tmp_path):
     from yacht_env import duel
     from yacht_env.game import TableState, game_streams, parse_dice_stream
-    from yacht_lab.table import Coach
-    from yacht_lab.web.games import coach_options
+    from yacht_lab.table.terminal import Coach
+    from yacht_lab.table.web.games import coach_options
 
     rules = R.Rules(name="ones-threes-yacht", categories=("ones", "threes", "yacht"))
     solution = duel.solve(rules, cache_dir=tmp_path)
@@ -629,7 +629,7 @@ def test_a_game_against_the_exact_two_player_agent_with_the_exact_odds(tmp_path,
     """At a two-player table of rules whose two-player solution is built, the duel agent sits and the coach's
     chances are the exact values (a small game, solved in seconds in a cache of its own)."""
     from yacht_env import duel
-    from yacht_lab.web.games import WebGame
+    from yacht_lab.table.web.games import WebGame
 
     monkeypatch.setenv("YACHT_RL_CACHE_DIR", str(tmp_path))
     rules = R.Rules(name="ones-threes-yacht", categories=("ones", "threes", "yacht"))
@@ -735,7 +735,7 @@ def test_importing_the_lab_needs_no_web_extra():
 
     code = (
         "import sys\n"
-        "import yacht_lab, yacht_lab.record, yacht_lab.evaluation, yacht_lab.scripts.web\n"
+        "import yacht_lab, yacht_lab.table.record, yacht_lab.measure.evaluation, yacht_lab.scripts.web\n"
         "print(sorted(m for m in ('starlette', 'uvicorn', 'httpx', 'playwright') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)

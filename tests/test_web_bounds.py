@@ -28,8 +28,8 @@ from helpers import REPO
 
 from yacht_agents import make_agent
 from yacht_env import rules as R
-from yacht_lab.evaluation import evaluate
-from yacht_lab.record import MAX_LINE_BYTES, read_record, read_record_file, record_lines
+from yacht_lab.measure.evaluation import evaluate
+from yacht_lab.table.record import MAX_LINE_BYTES, read_record, read_record_file, record_lines
 
 
 def _test_client():
@@ -83,7 +83,7 @@ def test_a_game_that_ends_before_its_last_pick_is_refused_at_upload_and_load(rec
     assert response.status_code == 400
     assert response.json() == {"error": f"not a record of evaluate.py --record: {message}"}
     (tmp_path / "short.jsonl").write_bytes(data)
-    from yacht_lab.web.app import create_app
+    from yacht_lab.table.web.app import create_app
 
     with pytest.raises(ValueError, match=re.escape(message)):  # --replay: refused at start, not a 500 for everyone
         create_app([tmp_path / "short.jsonl"])
@@ -156,7 +156,7 @@ def test_a_replay_path_must_be_a_regular_file(tmp_path):
 # --------------------------------------------------------------------------------------------------
 def _app(**kwargs):
     _test_client()
-    from yacht_lab.web.app import create_app
+    from yacht_lab.table.web.app import create_app
 
     return create_app(allowed_hosts=["testserver", "127.0.0.1"], **kwargs)
 
@@ -199,7 +199,7 @@ def test_a_name_with_a_surrogate_pair_is_text_and_shown():
 
 
 def test_a_request_out_of_memory_is_a_503_and_the_server_goes_on(monkeypatch, record_bytes):
-    from yacht_lab.web import app as web_app
+    from yacht_lab.table.web import app as web_app
 
     def no_memory(lines):
         raise MemoryError
@@ -236,7 +236,7 @@ def test_an_id_the_server_did_not_issue_is_ignored_and_a_fresh_one_issued():
 
 
 def test_visitor_ids_verify_only_their_own():
-    from yacht_lab.web.visitors import VisitorIds
+    from yacht_lab.table.web.visitors import VisitorIds
 
     ids, other = VisitorIds(b"k" * 32), VisitorIds(b"j" * 32)
     issued = ids.issue()
@@ -256,7 +256,7 @@ def test_a_request_that_creates_nothing_gets_no_visitor():
 
 
 def test_a_flood_of_new_visitors_never_drops_a_players_game():
-    from yacht_lab.web.games import GameStore
+    from yacht_lab.table.web.games import GameStore
 
     app = _app(games=GameStore(capacity=4, per_visitor=2))
     player = _test_client()(app)
@@ -278,7 +278,7 @@ def test_a_flood_of_new_visitors_never_drops_a_players_game():
 
 
 def test_the_default_store_keeps_games_from_a_flood():
-    from yacht_lab.web.games import GameStore
+    from yacht_lab.table.web.games import GameStore
 
     assert type(_app().state.games) is GameStore
 
@@ -287,7 +287,7 @@ def test_the_default_store_keeps_games_from_a_flood():
 # Connections and uploads in flight (a server on localhost)
 # --------------------------------------------------------------------------------------------------
 def _serve(app, **kwargs):
-    from yacht_lab.web.server import running
+    from yacht_lab.table.web.server import running
 
     return running(app, **kwargs)
 

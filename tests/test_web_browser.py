@@ -27,9 +27,9 @@ if CHROMIUM is None:
 from yacht_agents import make_agent  # noqa: E402
 from yacht_env import rules as R  # noqa: E402
 from yacht_env.solver import solve  # noqa: E402
-from yacht_lab.evaluation import evaluate  # noqa: E402
-from yacht_lab.web.app import create_app  # noqa: E402
-from yacht_lab.web.server import running  # noqa: E402
+from yacht_lab.measure.evaluation import evaluate  # noqa: E402
+from yacht_lab.table.web.app import create_app  # noqa: E402
+from yacht_lab.table.web.server import running  # noqa: E402
 
 TIMEOUT = 20_000  # ms
 
@@ -199,7 +199,7 @@ def test_a_record_of_evaluate_py_is_opened_and_stepped_through(page, server, rec
     )
     regrets = [float(c.text_content()) for c in page.query_selector_all("#replay-games .game-regret")]
     assert regrets == sorted(regrets, reverse=True)
-    from yacht_lab.record import read_record_file
+    from yacht_lab.table.record import read_record_file
 
     record = read_record_file(record_path, 2**30)
     greedy = record.game_regret[record.game_agent == 0]

@@ -1,4 +1,4 @@
-"""The browser table's games (:mod:`yacht_lab.web.games`) against what a visitor may not make the server do, and
+"""The browser table's games (:mod:`yacht_lab.table.web.games`) against what a visitor may not make the server do, and
 in the browser's own words: no spec that reads a file unless the server allowed it (present kinds and kinds to
 come), one shared agent per spec whatever its ``#LABEL`` and a bounded cache of them, errors that name no terminal
 command, the winner in words.
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from yacht_env import rules as R
-from yacht_lab.web import games
-from yacht_lab.web.games import WebError, WebGame, check_spec, new_game
+from yacht_lab.table.web import games
+from yacht_lab.table.web.games import WebError, WebGame, check_spec, new_game
 
 STANDARD = R.get_rules("standard")
 FILE_MESSAGE = " reads a file: the table seats it only if the server was started with it (yacht-web --agent jax:PATH)"
@@ -72,7 +72,7 @@ def test_labelled_seats_share_one_agent(monkeypatch):
 
 
 def test_the_shared_agents_are_bounded():
-    """Past :data:`~yacht_lab.web.games.MAX_SHARED_AGENTS` specs and tables, the least recently used is let go."""
+    """Past :data:`~yacht_lab.table.web.games.MAX_SHARED_AGENTS` specs and tables, the least recently used is let go."""
     first = games.build_agent("greedy", STANDARD, 1, 0)
     assert games.build_agent("greedy#again", STANDARD, 1, 0) is first
     for rules in ("classic", "knizia", "standard"):

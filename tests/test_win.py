@@ -14,7 +14,7 @@ from yacht_env import rules as R
 from yacht_env.distributions import score_distributions
 from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.game import TableState, draw_stream
-from yacht_lab.head_to_head import head_to_head
+from yacht_lab.measure.head_to_head import head_to_head
 
 YACHT = R.CATEGORIES.index("yacht")
 CHOICE = R.CATEGORIES.index("choice")

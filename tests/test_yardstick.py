@@ -1,5 +1,5 @@
-"""The two-player yardstick (yacht_lab.yardstick, benchmarks/two_players.py): agents against the equilibrium and the
-solver land on the exact values of a small game solved in the test; a missing solution is one line naming the
+"""The two-player yardstick (yacht_lab.measure.yardstick, benchmarks/two_players.py): agents against the equilibrium and
+the solver land on the exact values of a small game solved in the test; a missing solution is one line naming the
 command that builds it, and nothing is built.
 """
 
@@ -10,7 +10,7 @@ from helpers import run_script
 
 from yacht_env import duel
 from yacht_env import rules as R
-from yacht_lab import yardstick as Y
+from yacht_lab.measure import yardstick as Y
 
 GAME = R.Rules(name="ones-threes-yacht", categories=("ones", "threes", "yacht"))  # its solutions take a second
 

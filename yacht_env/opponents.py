@@ -6,7 +6,7 @@ installed packages declare in the ``yacht_rl.agents`` entry points (:func:`agent
 :func:`yacht_agents.make_agent`), so ``yacht_env`` never imports the players. An agent built for other rules is
 refused (:func:`check_rules`). :func:`act_at_tables` takes one decision of the player on turn at many tables, one
 batched ``act`` call per agent: the versus envs (:mod:`yacht_env.versus`) and the head-to-head benchmark
-(:mod:`yacht_lab.head_to_head`) seat their agents through it.
+(:mod:`yacht_lab.measure.head_to_head`) seat their agents through it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A pool of agents drawn by weight: the opponents of :class:`yacht_env.versus.YachtVersusVectorEnv` when it is built
-with ``pool=`` instead of a fixed lineup (a league's members, :mod:`yacht_lab.league`).
+with ``pool=`` instead of a fixed lineup (a league's members, :mod:`yacht_lab.training.sb3.league`).
 
 **The draw.** With ``p`` the normalised weights and ``c`` their cumulative sums, a uniform ``u`` in [0, 1) draws the
 first member ``i`` with ``c[i] > u * c[-1]`` (inverse CDF). A member of weight 0 is never drawn, and members of

@@ -14,8 +14,8 @@ An agent whose ``table_players`` is the table's size (a PPO model trained in ``Y
 from its seat instead, as the learner does.
 
 Instead of a fixed lineup, the vector env can draw each opponent from a *pool* of agents at each game's start
-(``pool=``, ``players=``, ``pool_weights=``: a league for self-play, :mod:`yacht_lab.league`); the pool can grow
-and its weights change between rollouts (:meth:`YachtVersusVectorEnv.add_members`, ``set_weights``,
+(``pool=``, ``players=``, ``pool_weights=``: a league for self-play, :mod:`yacht_lab.training.sb3.league`); the pool can
+grow and its weights change between rollouts (:meth:`YachtVersusVectorEnv.add_members`, ``set_weights``,
 ``retire_members``).
 """
 

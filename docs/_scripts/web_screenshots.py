@@ -21,9 +21,9 @@ import tempfile
 from pathlib import Path
 
 from yacht_agents import make_agent
-from yacht_lab.evaluation import evaluate
-from yacht_lab.web.app import create_app
-from yacht_lab.web.server import running
+from yacht_lab.measure.evaluation import evaluate
+from yacht_lab.table.web.app import create_app
+from yacht_lab.table.web.server import running
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -27,16 +27,16 @@ head's calibration of its model need score distributions, which exist for Yacht'
 family is refused in one line, and the family's head to head has no calibration.
 
 ``--record PATH`` writes every decision of the games (the dice, the state, the action, the solver's best action and
-the regret) as JSON Lines (:mod:`yacht_lab.record`), which ``yacht-web --replay PATH`` steps through; each game's
+the regret) as JSON Lines (:mod:`yacht_lab.table.record`), which ``yacht-web --replay PATH`` steps through; each game's
 regret there is exactly the one this report averages.
 
-``--players P`` (2..10) plays the agents against each other instead (:mod:`yacht_lab.head_to_head`): with 2 every
-pair of them, with more exactly ``P`` agents at one table. ``--games`` is then the number of deals, each
+``--players P`` (2..10) plays the agents against each other instead (:mod:`yacht_lab.measure.head_to_head`): with 2
+every pair of them, with more exactly ``P`` agents at one table. ``--games`` is then the number of deals, each
 played ``P * P`` times (dice rotations x seat rotations); ``--json`` writes the head-to-head report and
 ``--plot`` the 2-player win-rate matrix (not available for more players). ``--ratings`` adds the agents' ratings
-(:mod:`yacht_lab.ratings`: a Bradley-Terry fit on the Elo scale, 95% intervals from a bootstrap over deals) to the
-report and the JSON; ``--address`` plays each table (each pair at 2 players) as a task on a Ray cluster
-(:mod:`yacht_lab.head_to_head_ray`; Ray comes with the sweep extra).
+(:mod:`yacht_lab.measure.ratings`: a Bradley-Terry fit on the Elo scale, 95% intervals from a bootstrap over deals) to
+the report and the JSON; ``--address`` plays each table (each pair at 2 players) as a task on a Ray cluster
+(:mod:`yacht_lab.measure.head_to_head_ray`; Ray comes with the sweep extra).
 Bad input prints one ``yacht-evaluate: error: ...`` line (named as the program was started) and exits with
 status 2, writing no file; Ctrl-C prints ``yacht-evaluate: interrupted`` and exits with status 130.
 """
@@ -63,10 +63,10 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     from yacht_agents import AGENT_SPECS
     from yacht_agents.ppo import shipped_models
     from yacht_env.rules import PRESETS
-    from yacht_lab.cli import OneLineParser, description, number
-    from yacht_lab.evaluation import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MAX_GAMES
-    from yacht_lab.head_to_head import MAX_PLAYERS
-    from yacht_lab.report import PLOT_FORMATS
+    from yacht_lab.measure.evaluation import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MAX_GAMES
+    from yacht_lab.measure.head_to_head import MAX_PLAYERS
+    from yacht_lab.measure.report import PLOT_FORMATS
+    from yacht_lab.scripts.cli import OneLineParser, description, number
 
     parser = OneLineParser(prog=program_name(COMMAND, prog), description=description(__doc__))
     parser.add_argument(
@@ -143,7 +143,7 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
 
 def players_problem(args: argparse.Namespace) -> str | None:
     """Why the agents cannot play ``--players`` (checked before the run), or ``None``."""
-    from yacht_lab.record import MAX_RECORD_GAMES
+    from yacht_lab.table.record import MAX_RECORD_GAMES
 
     p, count = args.players, len(args.agents)
     if len(set(args.agents)) != count:
@@ -168,7 +168,7 @@ def players_problem(args: argparse.Namespace) -> str | None:
 
 def plot_format(path: str) -> str | None:
     """The format a plot path names by its extension (``.png``, ``.pdf``, ``.svg``), or ``None``."""
-    from yacht_lab.report import PLOT_FORMATS
+    from yacht_lab.measure.report import PLOT_FORMATS
 
     fmt = os.path.splitext(path)[1].lower().lstrip(".")
     return fmt if fmt in PLOT_FORMATS else None
@@ -181,7 +181,7 @@ def outputs_problem(json_path: str | None, plot_path: str | None, record_path: s
     (a symlink is written through); the plot's extension must name a format; they must be different files.
     """
     from yacht_env.util import check_writable
-    from yacht_lab.report import PLOT_FORMATS
+    from yacht_lab.measure.report import PLOT_FORMATS
 
     targets = {}
     for option, path in (("--json", json_path), ("--plot", plot_path), ("--record", record_path)):
@@ -222,9 +222,9 @@ def _main(argv: list[str] | None, prog: str) -> int:
     from yacht_agents.base import check_agents
     from yacht_env.rules import get_rules
     from yacht_env.util import atomic_write
-    from yacht_lab import head_to_head, head_to_head_report
-    from yacht_lab.evaluation import evaluate, format_report, render_json, render_plot
-    from yacht_lab.ratings import fit_ratings
+    from yacht_lab.measure import head_to_head, head_to_head_report
+    from yacht_lab.measure.evaluation import evaluate, format_report, render_json, render_plot
+    from yacht_lab.measure.ratings import fit_ratings
 
     if args.address is not None and importlib.util.find_spec("ray") is None:
         print(
@@ -247,7 +247,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
                 agents, args.games, args.seed, args.rules, args.batch_size, progress, record=args.record
             )
         elif args.address is not None:
-            from yacht_lab.head_to_head_ray import head_to_head_on_ray
+            from yacht_lab.measure.head_to_head_ray import head_to_head_on_ray
 
             check_agents(agents, get_rules(args.rules), args.players)  # here, before the cluster is asked for anything
             evaluation = head_to_head_on_ray(

@@ -46,8 +46,8 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     """The parsed command line (one error line and exit status 2 on bad input)."""
     from yacht_agents import AGENT_SPECS, parse_spec
     from yacht_env.rules import PRESETS
-    from yacht_lab.cli import OneLineParser, description, number
-    from yacht_lab.table import HUMAN, MAX_SEATS
+    from yacht_lab.scripts.cli import OneLineParser, description, number
+    from yacht_lab.table.terminal import HUMAN, MAX_SEATS
 
     parser = OneLineParser(prog=program_name(COMMAND, prog), description=description(__doc__))
     parser.add_argument(
@@ -94,7 +94,7 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
 
 def choose_screen():
     """Colour (``rich``) on a terminal unless ``NO_COLOR`` is set; plain text when piped or without ``rich``."""
-    from yacht_lab.screen import PlainScreen, RichScreen
+    from yacht_lab.table.screen import PlainScreen, RichScreen
 
     if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
         try:
@@ -154,8 +154,8 @@ def _main(argv: list[str] | None, prog: str) -> int:
     from yacht_agents import make_agent
     from yacht_env.render import game_title
     from yacht_env.rules import get_rules
-    from yacht_lab.table import HUMAN, Quit, TableGame
-    from yacht_lab.table_game import default_names, seat_seed
+    from yacht_lab.table.game import default_names, seat_seed
+    from yacht_lab.table.terminal import HUMAN, Quit, TableGame
 
     seed = secrets.randbelow(2**32) if args.seed is None else args.seed
     names = args.names or default_names(args.players)

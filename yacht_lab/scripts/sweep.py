@@ -61,7 +61,7 @@ def resolve_sweep(config: str | None) -> Path:
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None):
     """The parsed command line (one error line and exit status 2 on bad input)."""
-    from yacht_lab.cli import OneLineParser, description, number
+    from yacht_lab.scripts.cli import OneLineParser, description, number
 
     parser = OneLineParser(prog=program_name(COMMAND, prog), description=description(__doc__))
     parser.add_argument(
@@ -110,12 +110,12 @@ def _main(argv: list[str] | None, prog: str) -> int:
     import importlib.util
 
     try:
-        # ray and rliable come with the sweep extra; yacht_lab.sweep imports ray only when a sweep runs.
+        # ray and rliable come with the sweep extra; yacht_lab.sweep.run imports ray only when a sweep runs.
         missing = [name for name in ("ray", "rliable") if importlib.util.find_spec(name) is None]
         if missing:
             raise ImportError(f"No module named {missing[0]!r}")
-        from yacht_lab.sweep import load_saved_sweep, run_sweep
-        from yacht_lab.sweep_spec import load_sweep
+        from yacht_lab.sweep.run import load_saved_sweep, run_sweep
+        from yacht_lab.sweep.spec import load_sweep
     except ImportError as error:
         print(f"{prog}: error: sweeps need the sweep extra (pip install 'yacht-rl[sweep]'): {error}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ config with a ``distill`` section, such as ``configs/selfplay.yaml``), or PPO on
     yacht-train --resume runs/<run>                   # a run folder: its newest checkpoint
 
 (``python -m yacht_lab train`` and the repository's ``python train.py`` are the same program.) Without
-``--config`` the run takes the defaults of :class:`yacht_lab.config.TrainConfig`, which the repository's
+``--config`` the run takes the defaults of :class:`yacht_lab.training.config.TrainConfig`, which the repository's
 ``configs/ppo.yaml`` lists in full. Each run writes ``runs/<run name>/``: config.yaml, command.txt, model.zip,
 checkpoints/, learning_curve.csv, learning_curve.png and tb/ (TensorBoard); a JAX run writes its model as data
 (model.npz, model.json). Ctrl-C (or SIGTERM) saves a checkpoint
@@ -36,13 +36,13 @@ COMMAND = "yacht-train"
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
     """The parsed command line (one error line and exit status 2 on bad input)."""
     from yacht_env.rules import PRESETS
-    from yacht_lab.cli import OneLineParser, description, number
+    from yacht_lab.scripts.cli import OneLineParser, description, number
 
     parser = OneLineParser(prog=program_name(COMMAND, prog), description=description(__doc__))
     parser.add_argument(
         "--config",
         help="YAML hyperparameters: a path, or a shipped config's name such as yahtzee or versus "
-        "(yacht_lab.config.shipped_configs; default: the built-in defaults, as the shipped ppo lists them)",
+        "(yacht_lab.training.config.shipped_configs; default: the built-in defaults, as the shipped ppo lists them)",
     )
     parser.add_argument("--rules", choices=sorted(PRESETS), help="rules preset (config: rules)")
     parser.add_argument("--total-timesteps", type=number(int, 1), help="environment steps (config: total_timesteps)")
@@ -90,7 +90,9 @@ def seat(text: str) -> str | int:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` (``yacht_lab.run_context.Abort`` once a run has begun)."""
+    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` (``yacht_lab.training.run_context.Abort`` once a run has
+    begun).
+    """
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Runs ``yacht-train``; returns its exit status."""
     prog = program_name(COMMAND, prog)
     # SIGTERM like SIGINT from the start: an exception, so that nothing is left half-done (a claimed run
-    # folder is removed again); during a run its yacht_lab.run_context.RunContext's handling takes over.
+    # folder is removed again); during a run its yacht_lab.training.run_context.RunContext's handling takes over.
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return _main(argv, prog)
@@ -121,8 +123,8 @@ def _main(argv: list[str] | None, prog: str) -> int:
     args = parse_args(argv, prog)
     try:
         from yacht_lab import train
-        from yacht_lab.config import load_config
-        from yacht_lab.run_context import resume_config
+        from yacht_lab.training.config import load_config
+        from yacht_lab.training.run_context import resume_config
     except ImportError as error:  # pyyaml comes with the train and the jax extras
         extras = "pip install 'yacht-rl[train]', or 'yacht-rl[jax]' for a config with a jax section"
         print(f"{prog}: error: training needs the train or the jax extra ({extras}): {error}", file=sys.stderr)
@@ -149,7 +151,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
             config = load_config(args.config, overrides)
         else:
             config = default_config(overrides)
-        # The config chooses its trainer (yacht_lab.trainers): SB3 PPO, the distillation, or PPO on JAX.
+        # The config chooses its trainer (yacht_lab.training.trainers): SB3 PPO, the distillation, or PPO on JAX.
         run_dir = train(
             config, args.output_dir, resume=args.resume, progress=not args.no_progress, rerun=rerun_command(prog)
         )
@@ -162,13 +164,13 @@ def _main(argv: list[str] | None, prog: str) -> int:
 
 
 def default_config(overrides: dict):
-    """The built-in defaults (:class:`~yacht_lab.config.TrainConfig`, what ``configs/ppo.yaml`` lists) with the
-    flags given, validated as :func:`yacht_lab.config.load_config` validates a file's.
+    """The built-in defaults (:class:`~yacht_lab.training.config.TrainConfig`, what ``configs/ppo.yaml`` lists) with the
+    flags given, validated as :func:`yacht_lab.training.config.load_config` validates a file's.
 
     Raises:
         ValueError: a bad flag value.
     """
-    from yacht_lab.config import TrainConfig, validate
+    from yacht_lab.training.config import TrainConfig, validate
 
     config = TrainConfig()
     for name, value in overrides.items():

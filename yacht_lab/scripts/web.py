@@ -32,7 +32,7 @@ DEFAULT_MAX_UPLOAD_MB = 128
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
     """The parsed command line (one error line and exit status 2 on bad input)."""
-    from yacht_lab.cli import OneLineParser, description, number
+    from yacht_lab.scripts.cli import OneLineParser, description, number
 
     parser = OneLineParser(prog=program_name(COMMAND, prog), description=description(__doc__))
     parser.add_argument("--host", default=DEFAULT_HOST, help="the address to bind (default: %(default)s)")
@@ -92,8 +92,8 @@ def _main(argv: list[str] | None, prog: str) -> int:
         return 2
     import socket
 
-    from yacht_lab.web.app import LOOPBACK_HOSTS, create_app
-    from yacht_lab.web.server import serve
+    from yacht_lab.table.web.app import LOOPBACK_HOSTS, create_app
+    from yacht_lab.table.web.server import serve
 
     hosts = LOOPBACK_HOSTS if args.host in LOOPBACK_HOSTS else (*LOOPBACK_HOSTS, args.host)
     if args.host in ("0.0.0.0", "::", ""):  # every interface: any name the machine is reached by

@@ -1,0 +1,451 @@
+"""The run context every trainer runs in: its folder, its lock, its files, its checkpoints, Ctrl-C and resume.
+
+A trainer (:mod:`yacht_lab.training.sb3.ppo`'s SB3 PPO, :mod:`yacht_lab.training.sb3.distill`,
+:mod:`yacht_lab.training.jax.ppo`) opens a :class:`RunContext` and supplies only how to save and load its own state
+(:class:`TrainerState`); the context owns the rest of the run-folder contract (:mod:`yacht_lab.training.runs`):
+
+- the folder: a new run claims ``<output_dir>/<run name>`` exclusively
+  (:func:`~yacht_lab.training.runs.claim_run_folder`), a resumed one reuses its checkpoint's; either is locked
+  (:func:`~yacht_lab.training.runs.run_folder_lock`) until the run ends, so a second process never trains in it;
+- nothing is written before :meth:`RunContext.start`: if anything fails before (a bad checkpoint, a build that
+  fails, a Ctrl-C), a new run's claimed folder is removed again and a resumed run's folder is left as it was;
+- :meth:`~RunContext.start` writes ``config.yaml`` (the exact config), appends the command to ``command.txt`` and
+  writes the curve kept so far; :meth:`~RunContext.add_rows` rewrites ``learning_curve.csv`` atomically;
+- checkpoints are ``checkpoints/<unit>_<N><suffix>`` (``step_4096.zip``, ``step_4096.npz``, ``iteration_3.zip``),
+  saved every ``checkpoint_every`` units (:meth:`~RunContext.checkpoint_if_due`) and at the run's end or stop
+  (:meth:`~RunContext.end`);
+- Ctrl-C (SIGINT) or SIGTERM: before :meth:`~RunContext.start`, :class:`Abort` at once; after it, a first signal
+  only asks the trainer to stop (:attr:`~RunContext.should_stop`, polled between updates), the trainer then calls
+  :meth:`~RunContext.end`, which saves a checkpoint, and the context prints one line on its way out: where the
+  checkpoint is and the command that continues it, or, for a trainer that cannot checkpoint, that the run saved
+  none; a second signal raises :class:`Abort` at once;
+- resume: :func:`resume_config` reads a checkpoint's run config (``--resume`` takes a checkpoint or a run folder, whose
+  newest checkpoint it continues: :func:`resume_checkpoint`), and :meth:`~RunContext.restore` hands the checkpoint
+  to the trainer's state and keeps the curve's rows up to its step.
+
+A trainer, top to bottom (see :func:`yacht_lab.training.jax.ppo.train_jax` for a whole one)::
+
+    with RunContext(config, output_dir, fields=CURVE_FIELDS, **options) as run:   # resume, command, progress, ...
+        state = MyState(config)              # a TrainerState: fresh, or ...
+        rows = run.restore(state)            # ... the checkpoint's state, and the curve rows it keeps
+        run.start(rows)                      # config.yaml, command.txt, the curve; signals now ask to stop
+        while state.progress() < config.total_timesteps and not run.should_stop:
+            ...                              # one update
+            run.add_rows(evaluation_rows)    # when the trainer evaluates
+            run.checkpoint_if_due(state)
+        run.end(state)                       # the last checkpoint (at the end, or on a stop)
+        save the model files                 # last: a run folder with its model is a complete run
+    return run.dir
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from yacht_lab.training.config import TrainConfig, load_config
+from yacht_lab.training.runs import (
+    CURVE_FIELDS,
+    CURVE_FILE,
+    claim_run_folder,
+    release_run_folder,
+    resumed_curve,
+    run_folder_lock,
+    run_folder_of,
+    start_run_folder,
+    write_curve,
+)
+
+__all__ = [
+    "Abort",
+    "RunContext",
+    "StopFlag",
+    "TrainerState",
+    "resume_checkpoint",
+    "resume_config",
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# What a trainer supplies
+# --------------------------------------------------------------------------------------------------
+@runtime_checkable
+class TrainerState(Protocol):
+    """How a trainer saves and loads its state: the one thing it gives its :class:`RunContext`.
+
+    The context names the files, decides when to save (every ``checkpoint_every`` units, at the end, on Ctrl-C or
+    SIGTERM), finds the checkpoint to resume from, and keeps the curve; the state only reads and writes itself.
+
+    Attributes:
+        checkpoint_suffix: The checkpoint file's suffix, with its dot (``".zip"`` for SB3, ``".npz"`` for JAX): the
+            context saves ``checkpoints/<unit>_<N><suffix>`` and resumes only from files of this suffix. ``None``: the
+            trainer cannot checkpoint (yet); a stop then says in one line that the run saved no checkpoint, and
+            ``--resume`` is refused.
+
+    A trainer whose checkpoint is several files (say an ``.npz`` of arrays and a ``.json`` of metadata) names the
+    others from ``path`` (``path.with_suffix(".json")``); the context only ever passes and globs the main one.
+    """
+
+    checkpoint_suffix: str | None
+
+    def progress(self) -> int:
+        """How far the run is, in the context's unit (environment steps, or a distillation's iterations): the
+        ``N`` of the checkpoint saved now, and, on resume, the step up to which the curve's rows are kept.
+        """
+        ...
+
+    def save_checkpoint(self, path: Path) -> None:
+        """Writes everything the run needs to go on to ``path`` (parent folder exists), atomically
+        (:func:`yacht_env.util.atomic_output`: a kill leaves the old file or the new one, never a torn one), as data
+        rather than pickle where it can. Called between two updates, never in the middle of one.
+        """
+        ...
+
+    def load_checkpoint(self, path: Path) -> None:
+        """Restores the state from a file :meth:`save_checkpoint` wrote (the run's config is the one saved beside it,
+        and the state was built from it). Writes nothing.
+
+        Raises:
+            ValueError: not such a checkpoint (corrupt, another trainer's, another network), in one line.
+        """
+        ...
+
+
+# --------------------------------------------------------------------------------------------------
+# Signals
+# --------------------------------------------------------------------------------------------------
+class Abort(KeyboardInterrupt):
+    """SIGINT or SIGTERM that stops at once, without saving: one before training starts, or a second one."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class StopFlag:
+    """SIGINT/SIGTERM handling of a run, installed for the whole of a :class:`RunContext`.
+
+    Before :meth:`arm` (the model is being built: nothing worth saving yet) a signal raises :class:`Abort`.
+    Once armed, the first signal only sets :attr:`requested`, which the trainer polls between updates, so that an
+    update is never cut and the run saves a checkpoint; a second one raises :class:`Abort` at once (the atomic writes
+    leave no half-written file behind).
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.armed = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopFlag:
+        # Signal handlers belong to the main thread; elsewhere (a Ray Tune trial runs train() in a thread of its
+        # worker) the owner of the thread stops the run, and nothing is installed.
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def arm(self) -> None:
+        """From now on a first signal only asks to stop (training has started)."""
+        self.armed = True
+
+    def _handle(self, signum: int, frame) -> None:
+        if not self.armed or self.requested:
+            raise Abort(signum)
+        self.requested = True
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+# --------------------------------------------------------------------------------------------------
+# Resume lookup
+# --------------------------------------------------------------------------------------------------
+def checkpoints_of(run_dir: Path) -> list[Path]:
+    """The checkpoints of a run folder, oldest first (by their number): ``checkpoints/<unit>_<N>.<suffix>``."""
+
+    def number(path: Path) -> int:
+        digits = path.stem.rpartition("_")[2]
+        return int(digits) if digits.isdigit() else -1
+
+    found = [p for p in (run_dir / "checkpoints").glob("*_*.*") if p.is_file() and number(p) >= 0]
+    return sorted(found, key=lambda p: (number(p), p.name))
+
+
+def resume_checkpoint(path: str | os.PathLike) -> Path:
+    """The checkpoint ``--resume`` names: a checkpoint file, or a run folder (its newest checkpoint).
+
+    Raises:
+        ValueError: no such file or folder, or a run folder without a checkpoint (a run stopped before its first).
+    """
+    path = Path(path)
+    if path.is_dir() and (path / "config.yaml").is_file():
+        found = checkpoints_of(path)
+        if not found:
+            raise ValueError(
+                f"cannot resume: run folder {str(path)!r} has no checkpoint to resume from: start a new run"
+            )
+        return found[-1]
+    if not path.is_file():
+        raise ValueError(f"cannot resume: checkpoint {str(path)!r} not found")
+    return path
+
+
+def resume_config(checkpoint: str | os.PathLike, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """The config of the run a checkpoint (or a run folder: :func:`resume_checkpoint`) belongs to, its
+    ``config.yaml``, with a new budget if given.
+
+    Only ``total_timesteps`` and ``max_minutes`` may be overridden: a run keeps its own settings.
+
+    Raises:
+        ValueError: no such checkpoint, no run config beside it, or another override.
+    """
+    path = resume_checkpoint(checkpoint)
+    saved = run_folder_of(path) / "config.yaml"
+    if not saved.is_file():
+        raise ValueError(f"cannot resume: {str(checkpoint)!r} is not in a run folder (no {str(saved)!r})")
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    fixed = sorted(set(overrides) - {"total_timesteps", "max_minutes"})
+    if fixed:
+        raise ValueError(f"a resumed run keeps its own config; only the budget can change, not {fixed[0]}")
+    return load_config(saved, overrides)
+
+
+# --------------------------------------------------------------------------------------------------
+# The context
+# --------------------------------------------------------------------------------------------------
+class RunContext:
+    """A run's folder, lock, files, checkpoints and signals, for the length of a ``with`` block (module docstring).
+
+    Args:
+        config: The run's (validated) config; ``config.yaml`` is written from it.
+        output_dir: Where a new run's folder is claimed (made if missing).
+        resume: A checkpoint, or a run folder (its newest checkpoint), to continue in its own folder.
+        name: A new run's folder is exactly ``output_dir/name`` (a sweep's trial) instead of a fresh run name.
+        command: The line appended to ``command.txt`` (default: this process's command line).
+        fields: The columns of ``learning_curve.csv``.
+        rerun: The command the line printed after a stop tells to continue with (``<rerun> --resume <checkpoint>``).
+        unit: What ``TrainerState.progress`` counts and checkpoints are named by (``step``, ``iteration``).
+        checkpoint_every: Units between two checkpoints (default: ``config.checkpoint_every_timesteps``).
+        budget: The units the run trains for (default: ``config.total_timesteps``): a resumed checkpoint at or past it
+            is refused.
+        resumable: ``False`` for a trainer whose runs are not continued (the distillation): its checkpoints are
+            models, and the line after a stop does not offer ``--resume``.
+        progress: Show progress (:meth:`progress_bar`, and the trainer's own lines).
+
+    Raises (on entering):
+        ValueError: an output folder that cannot be written, a missing checkpoint, a folder another process trains in.
+        Abort: a signal before :meth:`start`.
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        output_dir: str | os.PathLike = "runs",
+        *,
+        resume: str | os.PathLike | None = None,
+        name: str | None = None,
+        command: str | None = None,
+        fields: tuple[str, ...] = CURVE_FIELDS,
+        rerun: str = "yacht-train",
+        unit: str = "step",
+        checkpoint_every: int | None = None,
+        budget: int | None = None,
+        resumable: bool = True,
+        progress: bool = True,
+    ) -> None:
+        self.config, self.output_dir, self.name = config, output_dir, name
+        self.command = command if command is not None else shlex.join(sys.argv)
+        self.fields, self.rerun, self.unit, self.resumable = fields, rerun, unit, resumable
+        self.show_progress = progress
+        self.checkpoint_every = checkpoint_every if checkpoint_every is not None else config.checkpoint_every_timesteps
+        self.budget = budget if budget is not None else config.total_timesteps
+        #: The checkpoint this run continues from (``None``: a new run).
+        self.checkpoint: Path | None = resume_checkpoint(resume) if resume is not None else None
+        #: The run folder (set on entering).
+        self.dir: Path = Path()
+        #: The curve's rows so far (:meth:`restore`'s, then :meth:`add_rows`').
+        self.rows: list[dict[str, float]] = []
+        #: The newest checkpoint saved by this process, and the progress of the newest checkpoint of the run (a
+        #: resumed run's: its checkpoint's; a new run counts from 0).
+        self.last_checkpoint: Path | None = None
+        self.last_saved = 0
+        self.stop = StopFlag()
+        self.started_at: float | None = None
+        self._wall_offset = 0.0
+        self._ended_without_checkpoint: int | None = None
+        self._claimed: list[Path] = []
+        self._held = contextlib.ExitStack()
+
+    # -- entering and leaving -------------------------------------------------------------------------
+    def __enter__(self) -> RunContext:
+        self._held.enter_context(self.stop)
+        try:
+            if self.checkpoint is None:
+                self.dir, self._claimed = claim_run_folder(self.output_dir, self.config, self.name)
+            else:
+                self.dir = run_folder_of(self.checkpoint)
+            self._held.enter_context(run_folder_lock(self.dir))  # until the run ends: no second process trains here
+        except BaseException:
+            self._leave(failed=True)
+            raise
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        self._leave(failed=kind is not None)
+        if kind is None and self.stop.requested:
+            print(self.stopped_line(), file=sys.stderr, flush=True)
+
+    def _leave(self, failed: bool) -> None:
+        try:
+            self._held.close()  # the trainer's resources (callback), the lock, the signal handlers
+        finally:
+            if failed and self.started_at is None:
+                release_run_folder(self._claimed)  # a new run that never started leaves no trace
+
+    def callback(self, function, *args, **kwargs) -> None:
+        """Calls ``function(*args, **kwargs)`` when the run ends, however it ends (an env's ``close``)."""
+        self._held.callback(function, *args, **kwargs)
+
+    # -- before training --------------------------------------------------------------------------------
+    def restore(self, state: TrainerState) -> list[dict[str, float]]:
+        """A resumed run: loads the checkpoint into ``state`` and returns the curve's rows up to its progress. A new
+        run: nothing to do, no rows. Writes nothing.
+
+        Raises:
+            ValueError: the trainer cannot resume, the checkpoint is not its kind (suffix) or not a checkpoint (the
+                state's ``load_checkpoint``), no budget left, a damaged curve.
+        """
+        if self.checkpoint is None:
+            return []
+        suffix = state.checkpoint_suffix
+        if not self.resumable or suffix is None:
+            raise ValueError(f"cannot resume {str(self.checkpoint)!r}: this trainer's runs are not resumed")
+        if self.checkpoint.suffix != suffix:
+            raise ValueError(
+                f"cannot resume from {str(self.checkpoint)!r}: this run's checkpoints are {self.unit}_<N>{suffix} files"
+            )
+        state.load_checkpoint(self.checkpoint)
+        progress = state.progress()
+        if progress >= self.budget:
+            raise ValueError(
+                f"the checkpoint is at {progress} steps, the run's budget is total_timesteps={self.budget}; pass a "
+                "larger --total-timesteps to continue"
+            )
+        self.last_saved = progress
+        return resumed_curve(self.dir / CURVE_FILE, progress, self.fields)
+
+    def start(self, rows: list[dict[str, float]] | None = None) -> None:
+        """Writes the run's start, once nothing can fail any more but the writes: ``config.yaml``, ``command.txt``
+        (this command appended), the curve so far; from now on a first signal asks to stop (:attr:`should_stop`),
+        and :meth:`wall_minutes` counts on from the curve's last row.
+
+        Raises:
+            ValueError: the folder cannot be written (checked by a real write before any file changes).
+        """
+        self.rows = list(rows or [])
+        start_run_folder(self.dir, self.config, self.command, self.rows, self.fields)
+        self._wall_offset = 60 * self.rows[-1]["wall_minutes"] if self.rows and "wall_minutes" in self.fields else 0.0
+        self.started_at = time.time()
+        self.stop.arm()
+
+    # -- while training -------------------------------------------------------------------------------
+    def wall_minutes(self) -> float:
+        """Minutes of training of the whole run: the resumed curve's last ``wall_minutes``, plus this process's."""
+        return (self._wall_offset + time.time() - (self.started_at or time.time())) / 60
+
+    @property
+    def stop_requested(self) -> bool:
+        """A signal asked the run to stop."""
+        return self.stop.requested
+
+    @property
+    def out_of_time(self) -> bool:
+        """``max_minutes`` have passed since :meth:`start` (the limit is per process: a resumed run gets it anew)."""
+        limit = self.config.max_minutes
+        return limit is not None and self.started_at is not None and time.time() - self.started_at >= 60 * limit
+
+    @property
+    def should_stop(self) -> bool:
+        """The trainer should end after this update: a signal, or ``max_minutes``."""
+        return self.stop_requested or self.out_of_time
+
+    def add_rows(self, *rows: dict[str, float]) -> None:
+        """Appends rows to the learning curve and rewrites ``learning_curve.csv`` atomically."""
+        self.rows.extend(rows)
+        write_curve(self.dir / CURVE_FILE, self.rows, self.fields)
+
+    def checkpoint_path(self, progress: int, suffix: str) -> Path:
+        """``checkpoints/<unit>_<progress><suffix>``."""
+        return self.dir / "checkpoints" / f"{self.unit}_{progress}{suffix}"
+
+    def save_checkpoint(self, state: TrainerState) -> Path | None:
+        """Saves ``state`` now as ``checkpoints/<unit>_<N><suffix>``; returns the path (``None``: the trainer cannot
+        checkpoint).
+        """
+        if state.checkpoint_suffix is None:
+            return None
+        progress = state.progress()
+        path = self.checkpoint_path(progress, state.checkpoint_suffix)
+        state.save_checkpoint(path)
+        self.last_checkpoint, self.last_saved = path, progress
+        return path
+
+    def checkpoint_if_due(self, state: TrainerState) -> Path | None:
+        """Saves a checkpoint if ``checkpoint_every`` units have passed since the last one (or the run's start);
+        returns it, or ``None``.
+        """
+        if state.progress() - self.last_saved >= self.checkpoint_every:
+            return self.save_checkpoint(state)
+        return None
+
+    def end(self, state: TrainerState) -> Path | None:
+        """The run's last checkpoint, at its end or its stop (unless one was saved at this progress); returns it."""
+        progress = state.progress()
+        if state.checkpoint_suffix is None:
+            self._ended_without_checkpoint = progress
+            return None
+        if self.last_checkpoint is not None and self.last_saved == progress:
+            return self.last_checkpoint
+        return self.save_checkpoint(state)
+
+    def stopped_line(self) -> str:
+        """The one line printed after a stop on a signal: where the run was saved and how to continue it."""
+        path = self.last_checkpoint
+        if path is None:
+            at = self._ended_without_checkpoint
+            where = f" at {self.unit} {at:,}" if at is not None else ""
+            return f"interrupted{where}: this run saved no checkpoint, so it cannot be resumed (start a new run)"
+        if not self.resumable:
+            return f"interrupted: saved {path}; this trainer's runs are not resumed (start a new run from its model)"
+        return f"interrupted: saved {path}; continue with: {self.rerun} --resume {path}"
+
+    # -- progress -------------------------------------------------------------------------------------
+    def progress_bar(self, initial: int = 0):
+        """A tqdm bar over the run's budget (steps/s and the time left) from ``initial``, on stderr; ``None`` without
+        ``progress``.
+        """
+        if not self.show_progress:
+            return None
+        from tqdm import tqdm
+
+        return tqdm(
+            total=self.budget, initial=initial, unit=self.unit, unit_scale=True, dynamic_ncols=True, file=sys.stderr
+        )
+
+
+def say(message: str, bar=None) -> None:
+    """Prints one line on stderr, through the progress bar if there is one (so that the bar stays whole)."""
+    if bar is not None:
+        bar.write(message, file=sys.stderr)
+    else:
+        print(message, file=sys.stderr, flush=True)

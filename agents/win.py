@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import threading
+import weakref
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -56,6 +58,9 @@ MAX_PLAYERS = 10
 TIE_TOLERANCE = 1e-12  # win probabilities closer than this are equal: the base policy's action is taken
 _CHUNK = 512  # games evaluated together: bounds the (games, categories, width) temporaries to ~15 MB
 _TABLE_ROWS = 512  # tables of table_win_probabilities evaluated together: (rows, width) arrays of ~1 MB
+#: :func:`policy_tables` by distributions, while anything holds those (weak keys: a base policy's go with it).
+_POLICY_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_POLICY_TABLES_LOCK = threading.Lock()
 
 
 def _die_children() -> list[tuple[np.ndarray, np.ndarray]]:
@@ -127,6 +132,31 @@ def final_win_probability(cdf: np.ndarray, opponent_open: np.ndarray, opponent_t
         grown[..., 1:] += coefficients * b[..., None]
         coefficients = grown
     return coefficients @ (1.0 / np.arange(1, coefficients.shape[2] + 1))
+
+
+def policy_tables(distributions: ScoreDistributions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The tables a :class:`WinAgent` reads its base policy from, computed once per ``distributions`` and shared (read
+    only) by every agent over them, at every table size, while any holds them (some 84 MB for Yacht's rules).
+
+    Returns:
+        ``(pick, kept, pick_score, cdf)``: ``(3, num_open_masks, 252)`` intp each, the policy's category at
+        ``(rolls_left, O, roll)`` (``-1`` for a keep), its kept multiset (an index into ``KEEP_PROPER``'s columns) and
+        the pick's score; and :func:`cdf_before` (``P(points to come <= x - 1)`` at column ``x``: a single gather
+        gives both ``<`` and ``<=``).
+    """
+    with _POLICY_TABLES_LOCK:
+        tables = _POLICY_TABLES.get(distributions)
+        if tables is None:
+            policy = distributions.policy.astype(np.intp)
+            rolls = np.arange(R.NUM_ROLLS)
+            pick = np.where(policy >= R.PICK_OFFSET, policy - R.PICK_OFFSET, -1)
+            kept = S.KEEP_PROPER[rolls, np.where(policy >= R.PICK_OFFSET, 0, policy)]
+            pick_score = R.score_table(distributions.rules).astype(np.intp)[rolls, np.maximum(pick, 0)]
+            tables = (pick, kept, pick_score, cdf_before(distributions))
+            for table in tables:
+                table.flags.writeable = False
+            _POLICY_TABLES[distributions] = tables
+        return tables
 
 
 @functools.lru_cache(maxsize=4)
@@ -346,12 +376,9 @@ class WinAgent(Agent):
         self._open_bits = R.open_bits(c)
         self._score = R.score_table(self.rules).astype(np.intp)
         self._top = int(self._score.max())
-        # The base policy split into its picks (category, or -1 for a keep) and keeps (kept multiset).
-        policy = dist.policy.astype(np.intp)
-        rolls = np.arange(R.NUM_ROLLS)
-        self._pick = np.where(policy >= R.PICK_OFFSET, policy - R.PICK_OFFSET, -1)
-        self._kept = S.KEEP_PROPER[rolls, np.where(policy >= R.PICK_OFFSET, 0, policy)]
-        self._pick_score = self._score[rolls, np.maximum(self._pick, 0)]
+        # The base policy split into its picks, keeps and pick scores, and the cdf: one copy per distributions, shared
+        # by every table size (some 84 MB for Yacht's rules).
+        self._pick, self._kept, self._pick_score, self._cdf_before = policy_tables(dist)
         self._roll_as_kept = R.KEEP[:, R.KEEP_ALL].astype(np.intp)  # roll r is kept multiset KEPT[...]
         # Each category's possible scores lie on an arithmetic progression (k * 0..5, 0 and 30, 5..30, ...):
         # H is computed only there, a sixth of the (C, top + 1) table, through strided views (no copies).
@@ -362,8 +389,6 @@ class WinAgent(Agent):
             self._score_slices.append(slice(int(values[0]), int(values[-1]) + 1, step))
         # The most points still to come with open mask O: the distributions' support ends there.
         self._max_rest = R.open_bits(c) @ self._score.max(axis=0)
-        # P(points to come <= x - 1) at column x, for x = 0..width: a single gather gives both < and <=.
-        self._cdf_before = cdf_before(dist)
         self._cache: tuple[dict[bytes, int], np.ndarray, np.ndarray] = ({}, np.empty(0), np.empty(0))
 
     # ------------------------------------------------------------------------------------------------

@@ -263,11 +263,28 @@ def test_the_page_and_its_files_are_served_with_a_visitor_cookie(client):
     assert "http" not in client.get("/static/app.js").text.replace("http://www.w3.org/2000/svg", "")  # no CDN
 
 
-def test_options_list_the_presets_agents_and_bounds(client):
+def test_options_list_the_presets_agents_and_bounds(client, monkeypatch):
+    from yacht_lab.table.web import seats
+
+    monkeypatch.setattr(seats, "seat_unavailable", lambda *args: None)  # an install that plays every seat
     options = client.get("/api/options").json()
     assert [p["name"] for p in options["presets"]] == list(R.PRESETS)
     assert {"human", "optimal", "win", "duel", "ppo:standard"} <= set(options["agents"])
     assert options["max_seats"] == 6 and options["coach_modes"] == ["off", "request", "always"]
+
+
+def test_options_offer_only_the_seats_this_install_can_play(client, monkeypatch, tmp_path):
+    """Without the train extra and the two-player solution, the page offers neither ``ppo:*`` nor ``duel``."""
+    from yacht_lab.table.web import seats
+
+    monkeypatch.setenv("YACHT_RL_CACHE_DIR", str(tmp_path))
+    real = seats.importlib.util.find_spec
+    monkeypatch.setattr(
+        seats.importlib.util, "find_spec", lambda name, *a: None if name == "sb3_contrib" else real(name)
+    )
+    assert client.get("/api/options").json()["agents"] == ["human", "optimal", "greedy", "random", "win"]
+    response = client.post("/api/games", json={"seats": ["human", "duel"]})
+    assert response.status_code == 400 and str(tmp_path) not in response.text
 
 
 def test_a_solo_game_played_by_the_coachs_moves_gives_nothing_away(client):

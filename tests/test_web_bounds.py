@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import re
 import socket
@@ -20,7 +21,9 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -283,6 +286,70 @@ def test_the_default_store_keeps_games_from_a_flood():
     assert type(_app().state.games) is GameStore
 
 
+def _from(app, address: str):
+    """A test client whose connections come from ``address`` (each request without a cookie: a new visitor)."""
+    return _test_client()(app, client=(address, 40000))
+
+
+def test_a_flood_from_one_client_locks_out_no_other_client():
+    """Round six's M8: 1,000 cookieless creations filled the store and every new visitor got a 503 for an hour. Now
+    one client (a peer address) holds at most its share, and a full store takes from the client holding the most."""
+    from yacht_lab.table.web.games import GameStore
+
+    app = _app(games=GameStore(capacity=6, per_visitor=2, per_client=3))
+    player = _from(app, "192.0.2.7")
+    mine = player.post("/api/games", json={"seats": ["human"], "seed": 1}).json()
+    flood = [_from(app, "198.51.100.1").post("/api/games", json={"seats": ["human"]}) for _ in range(20)]
+    assert [response.status_code for response in flood] == [201] * 3 + [503] * 17
+    assert flood[-1].json() == {
+        "error": "your address holds as many games as one client may (3): try again later, or go on with one of yours"
+    }
+    for address in ("203.0.113.1", "203.0.113.2", "203.0.113.3"):  # the last finds the store full
+        assert _from(app, address).post("/api/games", json={"seats": ["human"]}).status_code == 201
+    assert player.get(f"/api/games/{mine['id']}").json() == mine
+    held = Counter(entry[3] for entry in app.state.games._games.values())
+    assert held == {"198.51.100.1": 2, "192.0.2.7": 1, "203.0.113.1": 1, "203.0.113.2": 1, "203.0.113.3": 1}
+    assert _from(app, "203.0.113.4").post("/api/games", json={"seats": ["human"]}).status_code == 201
+    assert _from(app, "203.0.113.5").post("/api/games", json={"seats": ["human"]}).json() == {
+        "error": "the server holds as many games as it keeps (6): try again later"  # no client holds more than 1
+    }
+    roomy = _app(games=GameStore(per_client=2))
+    ipv6 = [_from(roomy, f"2001:db8::{i:x}").post("/api/games", json={"seats": ["human"]}) for i in range(1, 6)]
+    assert [response.status_code for response in ipv6] == [201] * 2 + [503] * 3  # one /64: one client
+
+
+def test_uploads_from_new_visitors_of_one_client_evict_no_other_clients_replays(record_bytes):
+    """Round six's M8: 8 uploads from new visitors evicted everyone's replays. Now they evict their client's own, and
+    a full store takes from the client holding the most."""
+    app = _app()
+    owner = _from(app, "192.0.2.7")
+    kept = _upload(owner, record_bytes).json()["id"]
+    for _ in range(8):
+        assert _upload(_from(app, "198.51.100.1"), record_bytes).status_code == 201
+    for address in ("203.0.113.1", "203.0.113.2", "203.0.113.3", "203.0.113.4"):  # the last finds the store full
+        assert _upload(_from(app, address), record_bytes).status_code == 201
+    assert kept in [replay["id"] for replay in owner.get("/api/replays").json()["replays"]]
+    held = Counter(entry[2] for entry in app.state.replays._uploads.values())
+    assert held == {"198.51.100.1": 3, "192.0.2.7": 1, **{f"203.0.113.{i}": 1 for i in range(1, 5)}}
+
+
+@pytest.mark.parametrize(
+    ("address", "client"),
+    [
+        ("192.0.2.7", "192.0.2.7"),
+        ("::ffff:192.0.2.7", "192.0.2.7"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("fe80::1%eth0", "fe80::/64"),
+        ("testclient", "testclient"),
+        (None, ""),
+    ],
+)
+def test_a_client_is_its_address_or_its_ipv6_64(address, client):
+    from yacht_lab.table.web.visitors import client_of
+
+    assert client_of(address) == client
+
+
 # --------------------------------------------------------------------------------------------------
 # Connections and uploads in flight (a server on localhost)
 # --------------------------------------------------------------------------------------------------
@@ -340,6 +407,63 @@ def test_uploads_past_the_limit_in_flight_are_a_503_with_its_message(record_byte
         with socket.create_connection(("127.0.0.1", port), timeout=10) as third:  # the slot is free again
             third.sendall(_head(port, len(record_bytes)) + record_bytes)
             assert _answer(third)[0] == 201
+
+
+def test_a_trickled_json_body_is_stopped_after_its_time():
+    """Round six's M7: bodies sent a byte every 5 s held 500 connections indefinitely (every other request a 503)."""
+    with _serve(_app(body_seconds=0.5)) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(_head(port, 1000, "/api/games", "application/json") + b'{"seats": ')
+            start = time.monotonic()
+            for _ in range(3):  # a byte now and then, never the whole body
+                time.sleep(0.2)
+                sock.sendall(b" ")
+            assert _answer(sock) == (408, {"error": "the request's body took over 0.5 s to arrive: it was stopped"})
+            assert time.monotonic() - start < 3
+            assert sock.recv(100) == b""  # and the connection is closed: the rest of its body is never read
+
+
+def test_the_client_is_the_sockets_peer_not_a_forwarded_header():
+    from yacht_lab.table.web.games import GameStore
+
+    with _serve(_app(games=GameStore(per_visitor=1, per_client=1))) as url:
+
+        def create(forwarded: str) -> int:
+            request = urllib.request.Request(
+                url + "/api/games",
+                data=b'{"seats": ["human"]}',
+                headers={"Content-Type": "application/json", "X-Forwarded-For": forwarded},
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return response.status
+            except urllib.error.HTTPError as error:
+                return error.code
+
+        assert [create("192.0.2.1"), create("192.0.2.2")] == [201, 503]  # both 127.0.0.1: one client
+
+
+def test_a_client_gone_mid_body_is_not_an_error_in_the_log(caplog, record_bytes):
+    """Round six: a client that went away mid-body was logged as an internal error with a 17-line traceback."""
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addHandler(caplog.handler)  # uvicorn's loggers do not propagate
+    try:
+        with _serve(_app()) as url:
+            port = int(url.rsplit(":", 1)[1])
+            for path, kind, body in (
+                ("/api/games", "application/json", b'{"seats": '),
+                ("/api/replays", "application/x-ndjson", record_bytes[:100]),
+            ):
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                    sock.sendall(_head(port, 1000, path, kind) + body)
+                    time.sleep(0.3)  # the server is reading it; then the client goes
+            time.sleep(0.3)
+            with urllib.request.urlopen(url + "/api/options", timeout=10) as response:
+                assert response.status == 200
+    finally:
+        uvicorn_log.removeHandler(caplog.handler)
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []
 
 
 @pytest.mark.slow

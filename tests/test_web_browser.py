@@ -218,6 +218,19 @@ def test_a_record_of_evaluate_py_is_opened_and_stepped_through(page, server, rec
     assert costs == sorted(costs, reverse=True) and costs[0] > 0
 
 
+def test_a_clicked_replay_game_is_scrolled_into_view(page):
+    """Round six: a clicked game opened some 1,000 px below, out of view."""
+    page.click("#tab-replays")
+    page.wait_for_selector("#replay-games tr[data-index]")
+    page.click("#replay-games tr[data-index] >> nth=-1")
+    page.wait_for_selector("#replay-game:not([hidden])")
+    page.wait_for_function("document.querySelector('#replay-game-title').textContent !== ''")
+    top, height = page.evaluate(
+        "[document.querySelector('#replay-game').getBoundingClientRect().top, window.innerHeight]"
+    )
+    assert 0 <= top < height / 2, (top, height)
+
+
 def test_bad_requests_are_answered_on_the_page(page):
     start(page, seats=("human", "ppo:nope"))
     page.wait_for_selector("#error:not([hidden])")

@@ -10,10 +10,10 @@ Usage:
 binds 127.0.0.1 unless ``--host`` says otherwise, answers only requests that name that host (or ``localhost``), and
 serves its own page, which needs nothing from the internet. A seat takes ``human``, the agents without a file
 (``random``, ``greedy``, ``optimal``, ``win``, ``win:P``, ``duel``, ``duel:optimal`` where the two-player solution is
-built) and the shipped models (``ppo:standard``, ...); a visitor cannot name a file on the server: a model file
-sits at the table only when the server is started with ``--agent ppo:PATH``. Bad arguments (a record that cannot be
-read, or not a regular file, a port in use) print one ``yacht-web: error: ...`` line and exit with status 2; Ctrl-C
-stops the server.
+built) and, with the train extra, the shipped models (``ppo:standard``, ...): the page offers only what this install
+can play. A visitor cannot name a file on the server: a model file sits at the table only when the server is started
+with ``--agent ppo:PATH``. Bad arguments (a record that cannot be read, or not a regular file, a port in use) print
+one ``yacht-web: error: ...`` line and exit with status 2; Ctrl-C stops the server.
 """
 
 from __future__ import annotations

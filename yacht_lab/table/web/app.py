@@ -1,9 +1,13 @@
 """The browser table's web app (Starlette): the page, its static files, and a JSON API over the games and replays.
 
 Every request is checked before anything is done with it; a request that cannot be served is answered with a 4xx
-status and ``{"error": "<one line>"}``, which the page shows. The API (all under ``/api``):
+status and ``{"error": "<one line>"}``, which the page shows. A JSON body must arrive within ``body_seconds`` of its
+request's head (then a 408, and the connection is closed), so a client that trickles its bodies cannot hold the
+server's connections; a client that goes away mid-body is let go without a word in the log. The API (all under
+``/api``):
 
-* ``GET /api/options``: the presets, the agent specs a seat takes, the coach's modes, the seats' bound.
+* ``GET /api/options``: the presets, the agent specs a seat takes (those this install can play), the coach's modes,
+  the seats' bound.
 * ``POST /api/games`` ``{rules, seats, seed, coach, names}``: a new game (201), its state as
   :meth:`~yacht_lab.table.web.games.WebGame.state` gives it; ``GET /api/games/{id}``: that state again.
 * ``POST /api/games/{id}/moves`` ``{step, move}``: a person's move (``{"keep": [positions]}``, ``{"score": box}``
@@ -18,8 +22,9 @@ status and ``{"error": "<one line>"}``, which the page shows. The API (all under
 A visitor is an id the server issued (:mod:`yacht_lab.table.web.visitors`) in a cookie (``SameSite=Strict``,
 ``HttpOnly``), set by the page and by the first request that creates something (a game, an upload); an id the
 server did not issue is ignored. Games and uploads are found only with their visitor's id, so two visitors never
-share state, and another site's page cannot act for a visitor (its requests carry no cookie, and a JSON or record
-body needs a CORS preflight that is never granted). Requests must name one of ``allowed_hosts`` (DNS rebinding), and
+share state; the stores are fair per client (the peer address: :func:`~yacht_lab.table.web.visitors.client_of`);
+another site's page cannot act for a visitor (its requests carry no cookie, and a JSON or record body needs a CORS
+preflight that is never granted). Requests must name one of ``allowed_hosts`` (DNS rebinding), and
 the page may only load its own files (``Content-Security-Policy``). A request the server has no memory for
 (:class:`MemoryError`) is a 503, and the server goes on.
 """
@@ -36,7 +41,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -46,10 +51,13 @@ from yacht_env.render import game_title
 from yacht_lab.table.record import Record, parse_json, read_record, read_record_file, record_lines
 from yacht_lab.table.web.games import COACH_MODES, MAX_SEATS, GameStore, WebError, new_game
 from yacht_lab.table.web.replays import MAX_UPLOAD_BYTES, MAX_UPLOADS_IN_FLIGHT, UPLOAD_SECONDS, ReplayStore
-from yacht_lab.table.web.visitors import VisitorIds
+from yacht_lab.table.web.seats import offered_agents
+from yacht_lab.table.web.visitors import VisitorIds, client_of
 
 COOKIE = "yacht_visitor"
 MAX_JSON_BYTES = 16 * 1024
+#: How long a JSON body may take to arrive after its request's head (an upload has ``upload_seconds``).
+BODY_SECONDS = 10.0
 #: The largest record the server is started with (``--replay PATH``).
 MAX_REPLAY_FILE_BYTES = 2**31
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -61,13 +69,6 @@ HEADERS = {
     "cache-control": "no-store",
 }
 log = logging.getLogger("yacht_lab.table.web")
-
-
-def _agent_specs(allowed_agents: tuple[str, ...]) -> list[str]:
-    from yacht_agents.ppo import shipped_models
-
-    specs = ["human", "optimal", "greedy", "random", "win", "duel", "duel:optimal"]
-    return specs + [f"ppo:{name}" for name in sorted(shipped_models())] + list(allowed_agents)
 
 
 class SecurityHeaders:
@@ -108,8 +109,12 @@ async def _body(request: Request, limit: int, types: tuple[str, ...]) -> io.Byte
     return body
 
 
-async def _json(request: Request):
-    data = (await _body(request, MAX_JSON_BYTES, ("application/json",))).getvalue()
+async def _json(request: Request, seconds: float = BODY_SECONDS):
+    try:
+        body = await asyncio.wait_for(_body(request, MAX_JSON_BYTES, ("application/json",)), seconds)
+    except asyncio.TimeoutError:  # TimeoutError from Python 3.11
+        raise WebError(f"the request's body took over {seconds:g} s to arrive: it was stopped", 408) from None
+    data = body.getvalue()
     try:
         return parse_json(data)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # RecursionError: nested too deep
@@ -131,10 +136,11 @@ class Api:
         max_upload_bytes: int,
         max_uploads: int = MAX_UPLOADS_IN_FLIGHT,
         upload_seconds: float = UPLOAD_SECONDS,
+        body_seconds: float = BODY_SECONDS,
     ):
         self.store, self.replays = games, replays
         self.allowed_agents, self.max_upload_bytes = allowed_agents, max_upload_bytes
-        self.max_uploads, self.upload_seconds = max_uploads, upload_seconds
+        self.max_uploads, self.upload_seconds, self.body_seconds = max_uploads, upload_seconds, body_seconds
         self.uploads = 0  # in flight (the handlers run on the event loop: no lock needed)
 
     async def options(self, request: Request, visitor: str) -> dict:
@@ -142,16 +148,16 @@ class Api:
         presets = [{"name": name, "title": game_title(R.get_rules(name))} for name in R.PRESETS]
         return {
             "presets": presets,
-            "agents": _agent_specs(self.allowed_agents),
+            "agents": await run_in_threadpool(offered_agents, self.allowed_agents),
             "coach_modes": list(COACH_MODES),
             "max_seats": MAX_SEATS,
         }
 
     async def create_game(self, request: Request, visitor: str) -> dict:
         """``POST /api/games``."""
-        body = await _json(request)
+        body = await _json(request, self.body_seconds)
         game = await run_in_threadpool(new_game, body, self.allowed_agents)
-        self.store.add(visitor, game)
+        self.store.add(visitor, game, client_of(request.client and request.client.host))
         return game.state()
 
     def _game(self, request: Request, visitor: str):
@@ -170,7 +176,7 @@ class Api:
     async def move(self, request: Request, visitor: str) -> dict:
         """``POST /api/games/{id}/moves``."""
         game = self._game(request, visitor)
-        body = await _json(request)
+        body = await _json(request, self.body_seconds)
         if not isinstance(body, dict) or set(body) != {"step", "move"}:
             raise WebError('a move is {"step": <the state\'s step>, "move": {...}}')
 
@@ -211,7 +217,8 @@ class Api:
         finally:
             self.uploads -= 1
         name = request.headers.get("x-file-name", "upload.jsonl")
-        replay = self.replays.add_upload(visitor, record, "".join(c for c in name if c.isprintable()))
+        client = client_of(request.client and request.client.host)
+        replay = self.replays.add_upload(visitor, record, "".join(c for c in name if c.isprintable()), client)
         return await run_in_threadpool(replay.summary)
 
     async def _drop_body(self, request: Request) -> None:
@@ -281,7 +288,11 @@ def endpoint(handler, ids: VisitorIds, status: int = 200, creates: bool = False)
         try:
             response = JSONResponse(await handler(request, visitor), status_code=status)
         except WebError as error:
-            response = JSONResponse({"error": str(error)}, status_code=error.status)
+            # A body stopped half-way: the rest is not read, so the connection cannot serve another request.
+            headers = {"connection": "close"} if error.status == 408 else None
+            response = JSONResponse({"error": str(error)}, status_code=error.status, headers=headers)
+        except ClientDisconnect:  # the client went away mid-body: no one to answer, nothing to log
+            return Response(status_code=400)
         except MemoryError:  # a bound too generous for the machine: this request fails, the server goes on
             log.warning("out of memory answering %s %s", request.method, request.url.path)
             response = JSONResponse({"error": "the server has no memory left for this request"}, status_code=503)
@@ -303,6 +314,7 @@ def create_app(
     games: GameStore | None = None,
     max_uploads: int = MAX_UPLOADS_IN_FLIGHT,
     upload_seconds: float = UPLOAD_SECONDS,
+    body_seconds: float = BODY_SECONDS,
 ) -> Starlette:
     """The web app.
 
@@ -315,6 +327,7 @@ def create_app(
         games: The game store (default: a new :class:`~yacht_lab.table.web.games.GameStore`).
         max_uploads: How many uploads are read at once (another is a 503).
         upload_seconds: How long an upload's body may take to arrive (then a 408).
+        body_seconds: How long a JSON body may take to arrive (then a 408).
 
     Raises:
         ValueError: a replay that cannot be read.
@@ -323,7 +336,7 @@ def create_app(
     for path in replays:
         replay_store.add_shared(read_record_file(path, MAX_REPLAY_FILE_BYTES), str(path))
     store = games if games is not None else GameStore()
-    api = Api(store, replay_store, tuple(allowed_agents), max_upload_bytes, max_uploads, upload_seconds)
+    api = Api(store, replay_store, tuple(allowed_agents), max_upload_bytes, max_uploads, upload_seconds, body_seconds)
     ids = VisitorIds()
     page = resources.files("yacht_lab.table.web").joinpath("static/index.html").read_text(encoding="utf-8")
 

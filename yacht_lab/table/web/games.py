@@ -9,12 +9,18 @@ knows HTTP: the app (:mod:`yacht_lab.table.web.app`) turns a :class:`WebError` i
 Seat ``p`` of a game of seed ``s`` rolls ``game_streams(s, range(P))[p]`` and agent ``p`` is built with the seed
 :func:`~yacht_lab.table.game.seat_seed` (as ``yacht-play``), so a seeded game replays identically. An agent that
 plays alike at every seat is built once per spec and table and shared by the games (a ``#LABEL`` only names a
-copy), in a cache of at most :data:`MAX_SHARED_AGENTS`.
+copy): a game seats the agent already built for its spec and table while any game holds it, and the last
+:data:`MAX_SHARED_AGENTS` built are kept for the games to come (:mod:`yacht_lab.table.web.shared`). The coaches are
+shared alike, per rules and table size. The specs are finite (the fileless ones, the shipped models and the server's
+``--agent``), and so are the presets and table sizes, so the agents alive are bounded whatever the number of games;
+the win agent's big tables (some 84 MB) are one per rules, shared by its table sizes
+(:func:`yacht_agents.win.policy_tables`). A seat this install cannot play (:mod:`yacht_lab.table.web.seats`) is
+refused before anything is built.
 """
 
 from __future__ import annotations
 
-import functools
+import re
 import secrets
 import threading
 import time
@@ -30,17 +36,26 @@ from yacht_env.render import game_title
 from yacht_lab.table.coach import Coach
 from yacht_lab.table.commands import Command, CommandError, describe, dice_text, resolve
 from yacht_lab.table.game import HUMAN, MAX_SEATS, GameAtTable, default_names, seat_seed
+from yacht_lab.table.web.seats import name_problem, seat_unavailable, visible
+from yacht_lab.table.web.shared import SharedObjects
+from yacht_lab.table.web.visitors import fairest_victim
 
 MAX_SEED = 2**63 - 1
 COACH_MODES = ("off", "request", "always")
 #: The store's bounds: games in all, games per visitor, and how long an untouched game is kept.
 MAX_GAMES = 1000
 MAX_GAMES_PER_VISITOR = 8
+#: The games of one client (a peer address, or an IPv6 /64: :func:`~yacht_lab.table.web.visitors.client_of`), however
+#: many visitor ids it presents.
+MAX_GAMES_PER_CLIENT = 100
 IDLE_SECONDS = 3600.0
 MAX_NAME = 24
-#: The agents shared between games (one per spec without its label, rules and table size; the win agent's
-#: tables take some 85 MB): the least recently used go first.
+#: The shared agents (one per spec without its label, rules and table size) and coaches (one per rules and table
+#: size) kept when no game holds them: the least recently used go first.
 MAX_SHARED_AGENTS = 8
+MAX_SHARED_COACHES = 16
+#: A path in a message (``/...``, ``~/...``, ``C:\...``): the server's folders are not the visitor's business.
+PATH_IN_TEXT = re.compile(r"(?<![\w.])(?:~?/|[A-Za-z]:\\)[^\s'\"]*")
 #: What the browser says in place of the terminal's commands where a message suggests a move.
 SUGGESTIONS = {"score": "click an open box of the sheet"}
 
@@ -53,15 +68,22 @@ class WebError(ValueError):
         self.status = status
 
 
-@functools.lru_cache(maxsize=32)
-def shared_coach(rules: R.Rules, players: int) -> Coach:
-    """One coach per rules and table size, shared by the games (its solve and win model load once)."""
+def _coach(rules: R.Rules, players: int) -> Coach:
     return Coach(rules, players=players)
 
 
-@functools.lru_cache(maxsize=MAX_SHARED_AGENTS)
-def _shared_agent(spec: str, rules: R.Rules, players: int):
+def _agent(spec: str, rules: R.Rules, players: int):
     return make_agent(spec, rules, 0, players=players)
+
+
+#: The coaches and the deterministic agents the games share.
+COACHES = SharedObjects(_coach, MAX_SHARED_COACHES)
+AGENTS = SharedObjects(_agent, MAX_SHARED_AGENTS)
+
+
+def shared_coach(rules: R.Rules, players: int) -> Coach:
+    """One coach per rules and table size, shared by the games (its solve and win model load once)."""
+    return COACHES.get(rules, players)
 
 
 def build_agent(spec: str, rules: R.Rules, players: int, seed: int):
@@ -74,7 +96,7 @@ def build_agent(spec: str, rules: R.Rules, players: int, seed: int):
     """
     if parse_spec(spec)[0] == "random":
         return make_agent(spec, rules, seed, players=players)
-    return _shared_agent(unlabelled(spec), rules, players)
+    return AGENTS.get(unlabelled(spec), rules, players)
 
 
 @dataclass
@@ -382,6 +404,9 @@ def new_game(body, allowed_agents: tuple[str, ...] = ()) -> WebGame:
     for spec in seats:
         if spec != HUMAN:
             check_spec(spec, allowed_agents)
+            reason = seat_unavailable(spec, rules, len(seats))
+            if reason is not None:
+                raise WebError(reason)
     seed = body.get("seed")
     if seed is None:
         seed = secrets.randbelow(2**32)
@@ -393,8 +418,8 @@ def new_game(body, allowed_agents: tuple[str, ...] = ()) -> WebGame:
     names = _names(body.get("names"), len(seats))
     try:
         return WebGame(rules, seats, seed, coach, names)
-    except ValueError as error:  # an agent that cannot play these rules or this table
-        raise WebError(" ".join(str(error).split())) from None
+    except ValueError as error:  # an agent that cannot play these rules or this table (in words without a path)
+        raise WebError(PATH_IN_TEXT.sub("<a file of the server's>", " ".join(str(error).split()))) from None
 
 
 def _names(names, seats: int) -> list[str] | None:
@@ -402,7 +427,14 @@ def _names(names, seats: int) -> list[str] | None:
         return None
     ok = isinstance(names, list) and len(names) == seats and all(isinstance(n, str) for n in names)
     names = [n.strip() for n in names] if ok else []
-    if not ok or not all(0 < len(n) <= MAX_NAME for n in names) or len(set(names)) != len(names):
+    if not ok or not all(0 < len(n) <= MAX_NAME for n in names):
+        raise WebError(f"names: one distinct name of 1..{MAX_NAME} characters per seat")
+    for name in names:
+        problem = name_problem(name)
+        if problem is not None:
+            raise WebError(f"names: {problem}")
+    shown = [visible(n) for n in names]  # two names that look the same are one name
+    if len(set(shown)) != len(shown):
         raise WebError(f"names: one distinct name of 1..{MAX_NAME} characters per seat")
     return names
 
@@ -451,9 +483,15 @@ def _shown(value) -> str:
 # --------------------------------------------------------------------------------------------------
 class GameStore:
     """Games by id, each owned by one visitor: a game is found only with its owner's visitor id, at most
-    ``per_visitor`` games per visitor (its least recently used go first) and ``capacity`` in all, and a game
-    untouched for ``idle_seconds`` is dropped. A full store never drops one visitor's game to make room for
-    another's: a flood of new visitors (each a new id) cannot evict the games of those already playing.
+    ``per_visitor`` games per visitor (its least recently used go first), ``per_client`` per client (a peer address:
+    the visitor ids a client presents cost it nothing to make) and ``capacity`` in all, and a game untouched for
+    ``idle_seconds`` is dropped.
+
+    A new game past a bound takes the place of its visitor's own least recently used game; a visitor holding none
+    gets a 503 where its client holds ``per_client`` games, so a flood of new visitors from one client locks out only
+    that client's new visitors, never another client's. A full store never drops one visitor's game for another's of
+    the same client; a client that holds fewer games than another gives up none to it: the store takes the least
+    recently used game of the client holding the most (:func:`~yacht_lab.table.web.visitors.fairest_victim`).
     """
 
     def __init__(
@@ -462,33 +500,53 @@ class GameStore:
         per_visitor: int = MAX_GAMES_PER_VISITOR,
         idle_seconds: float = IDLE_SECONDS,
         clock=time.monotonic,
+        per_client: int = MAX_GAMES_PER_CLIENT,
     ):
         self.capacity, self.per_visitor, self.idle_seconds, self.clock = capacity, per_visitor, idle_seconds, clock
-        self._games: OrderedDict[str, tuple[str, WebGame, float]] = OrderedDict()  # id -> (visitor, game, last use)
+        self.per_client = per_client
+        # id -> (visitor, game, last use, client), least recently used first
+        self._games: OrderedDict[str, tuple[str, WebGame, float, str]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._games)
 
-    def add(self, visitor: str, game: WebGame) -> None:
-        """Holds ``game`` for ``visitor``; past the bounds, the visitor's own least recently used games go.
+    def add(self, visitor: str, game: WebGame, client: str = "") -> None:
+        """Holds ``game`` for ``visitor`` of ``client``; past the bounds, the visitor's own least recently used games
+        go (or, the store full, the least recently used game of the client holding the most games, if it holds more
+        than this client would).
 
         Raises:
-            WebError: the store is full and this visitor holds no game to give up (503).
+            WebError: this client holds as many games as one client may, or the store is full, and this visitor holds
+                no game to give up (503).
         """
         with self._lock:
             self._expire()
-            mine = [gid for gid, (owner, _, _) in self._games.items() if owner == visitor]  # in order of use
-            drop = max(0, len(mine) - self.per_visitor + 1)
-            if len(self._games) - drop >= self.capacity:
-                if drop == len(mine):
+            mine = [gid for gid, entry in self._games.items() if entry[0] == visitor]  # in order of use
+            drop = mine[: max(0, len(mine) - self.per_visitor + 1)]
+            spare = mine[len(drop) :]
+            clients = {gid: entry[3] for gid, entry in self._games.items() if gid not in drop}
+            if sum(owner == client for owner in clients.values()) >= self.per_client:
+                ours = [gid for gid in spare if clients[gid] == client]  # its games of this client, oldest first
+                if not ours:
+                    raise WebError(
+                        f"your address holds as many games as one client may ({self.per_client:,}): "
+                        "try again later, or go on with one of yours",
+                        503,
+                    )
+                drop.append(ours[0])
+                spare.remove(ours[0])
+                del clients[ours[0]]
+            if len(clients) >= self.capacity:
+                victim = spare[0] if spare else fairest_victim(clients, client)
+                if victim is None:
                     raise WebError(
                         f"the server holds as many games as it keeps ({self.capacity:,}): try again later", 503
                     )
-                drop += 1
-            for gid in mine[:drop]:
+                drop.append(victim)
+            for gid in drop:
                 del self._games[gid]
-            self._games[game.id] = (visitor, game, self.clock())
+            self._games[game.id] = (visitor, game, self.clock(), client)
 
     def get(self, visitor: str, game_id: str) -> WebGame:
         """The visitor's game ``game_id``.
@@ -501,11 +559,11 @@ class GameStore:
             entry = self._games.get(game_id) if isinstance(game_id, str) else None
             if entry is None or not secrets.compare_digest(entry[0], visitor):
                 raise WebError(f"no game {_shown(game_id)} here: it expired, or it is not yours", 404)
-            self._games[game_id] = (visitor, entry[1], self.clock())
+            self._games[game_id] = (visitor, entry[1], self.clock(), entry[3])
             self._games.move_to_end(game_id)
             return entry[1]
 
     def _expire(self) -> None:
         now = self.clock()
-        for gid in [gid for gid, (_, _, used) in self._games.items() if now - used > self.idle_seconds]:
+        for gid in [gid for gid, entry in self._games.items() if now - entry[2] > self.idle_seconds]:
             del self._games[gid]

@@ -4,7 +4,9 @@ points went).
 
 A replay is read as data only (JSON, every field checked) and held as arrays. The files the server was started with
 (``yacht-web --replay PATH``) are everyone's; an uploaded one belongs to its visitor, as a game does, and the store
-keeps a few of them (the least recently used go first).
+keeps a few of them, fairly per client (:mod:`yacht_lab.table.web.visitors`): a visitor's, then its client's, least
+recently used go first, and a full store takes from the client holding the most, so uploads from new visitors of
+one client never evict another client's replays.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from yacht_env import rules as R
 from yacht_lab.table.commands import describe, display_name
 from yacht_lab.table.record import Record
 from yacht_lab.table.web.games import WebError
+from yacht_lab.table.web.visitors import fairest_victim
 
 MAX_UPLOAD_BYTES = 128 * 2**20
 #: Uploads read at once (each holds its body, up to ``MAX_UPLOAD_BYTES``, and its arrays while it is read), and how
@@ -27,6 +30,7 @@ MAX_UPLOAD_BYTES = 128 * 2**20
 MAX_UPLOADS_IN_FLIGHT = 2
 UPLOAD_SECONDS = 120.0
 MAX_REPLAYS_PER_VISITOR = 2
+MAX_REPLAYS_PER_CLIENT = 4
 MAX_REPLAYS = 8
 MAX_PAGE = 200
 ORDERS = ("game", "regret", "score")
@@ -169,10 +173,15 @@ class Replay:
 class ReplayStore:
     """Replays by id: the server's own (everyone's) and the visitors' uploads (each visitor's own)."""
 
-    def __init__(self, per_visitor: int = MAX_REPLAYS_PER_VISITOR, capacity: int = MAX_REPLAYS) -> None:
-        self.per_visitor, self.capacity = per_visitor, capacity
+    def __init__(
+        self,
+        per_visitor: int = MAX_REPLAYS_PER_VISITOR,
+        capacity: int = MAX_REPLAYS,
+        per_client: int = MAX_REPLAYS_PER_CLIENT,
+    ) -> None:
+        self.per_visitor, self.capacity, self.per_client = per_visitor, capacity, per_client
         self._shared: dict[str, Replay] = {}
-        self._uploads: OrderedDict[str, tuple[str, Replay]] = OrderedDict()
+        self._uploads: OrderedDict[str, tuple[str, Replay, str]] = OrderedDict()  # id -> (visitor, replay, client)
         self._lock = threading.Lock()
 
     def add_shared(self, record: Record, path: str) -> Replay:
@@ -181,22 +190,31 @@ class ReplayStore:
         self._shared[replay.id] = replay
         return replay
 
-    def add_upload(self, visitor: str, record: Record, name: str) -> Replay:
-        """A visitor's uploaded replay (the visitor's oldest, then anyone's, dropped over the bounds)."""
+    def add_upload(self, visitor: str, record: Record, name: str, client: str = "") -> Replay:
+        """A visitor's uploaded replay. Over the bounds the visitor's least recently used go, then its client's; a full
+        store gives up the least recently used of the client holding the most if it holds more than this client
+        would, else this client's own, else the least recently used of all (every client holds one).
+        """
         replay = Replay(record, name)
         with self._lock:
-            mine = [rid for rid, (owner, _) in self._uploads.items() if owner == visitor]
+            mine = [rid for rid, entry in self._uploads.items() if entry[0] == visitor]
             for rid in mine[: max(0, len(mine) - self.per_visitor + 1)]:
                 del self._uploads[rid]
+            ours = [rid for rid, entry in self._uploads.items() if entry[2] == client]
+            for rid in ours[: max(0, len(ours) - self.per_client + 1)]:
+                del self._uploads[rid]
             while len(self._uploads) >= self.capacity:
-                self._uploads.popitem(last=False)
-            self._uploads[replay.id] = (visitor, replay)
+                clients = {rid: entry[2] for rid, entry in self._uploads.items()}
+                ours = [rid for rid, owner in clients.items() if owner == client]
+                victim = fairest_victim(clients, client) or (ours[0] if ours else next(iter(clients)))
+                del self._uploads[victim]
+            self._uploads[replay.id] = (visitor, replay, client)
         return replay
 
     def listed(self, visitor: str) -> list[dict]:
         """The replays this visitor sees: the server's, then its own uploads."""
         with self._lock:
-            mine = [replay for owner, replay in self._uploads.values() if owner == visitor]
+            mine = [entry[1] for entry in self._uploads.values() if entry[0] == visitor]
         return [
             {"id": r.id, "name": r.name, "rules": r.record.header["rules"], "agents": r.record.agents}
             for r in [*self._shared.values(), *mine]

@@ -4,6 +4,8 @@ process for the browser tests, the benchmark and the docs' screenshots (:func:`r
 Both serve with the settings of :func:`server_config`: a connection must send a whole request head within
 :data:`HEADER_SECONDS` (of opening, or of its last answer), so slow senders cannot hold connections open; at most
 :data:`MAX_CONNECTIONS` connections (uvicorn answers 503 past that); a request head of at most :data:`MAX_HEAD_BYTES`.
+A client's address is its socket's peer (no ``X-Forwarded-For`` is read: the stores' fairness per client rests on
+it); how long a body may take is the app's to bound (:mod:`yacht_lab.table.web.app`).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def server_config(app, header_seconds: float = HEADER_SECONDS) -> uvicorn.Config
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         log_level="warning",
         access_log=False,
+        proxy_headers=False,  # the peer is the socket's: a client's X-Forwarded-For is no one's word
     )
 
 

@@ -5,8 +5,14 @@ client cannot choose one (session fixation), and an id it did not issue (a forge
 restarted) is ignored and a fresh one issued. Issuing stores nothing: a request that creates nothing costs no memory,
 however many come without a cookie.
 
-A full :class:`~yacht_lab.table.web.games.GameStore` never drops one visitor's game to make room for another's, so a
-flood of new visitors (each a new id) cannot evict the games of those already playing.
+Ids cost a client nothing (each request without a cookie gets a new one), so the stores are fair per *client*, the
+peer address of the connection (:func:`client_of`; an IPv6 address's /64 network, which one host can fill): one
+client holds at most a share of the games and uploads however many ids it presents, and a full store takes from the
+client that holds the most (:func:`fairest_victim`), never from one that holds fewer. The address is the socket's:
+the server reads no ``X-Forwarded-For`` (any client could claim any address), so behind a reverse proxy, or on the
+loopback address it binds by default, every visitor is one client, and fairness between them is per visitor id
+only. A full :class:`~yacht_lab.table.web.games.GameStore` never drops one visitor's game to make room for another's
+of the same client, so a flood of new visitors (each a new id) cannot evict the games of those already playing.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import secrets
+from collections import Counter
 
 #: The longest cookie value read as an id (an issued one is 49 characters).
 MAX_ID_LENGTH = 64
@@ -45,3 +53,38 @@ class VisitorIds:
     def _mac(self, nonce: str) -> str:
         digest = hmac.digest(self._key, nonce.encode("ascii"), hashlib.sha256)[:18]
         return base64.urlsafe_b64encode(digest).decode("ascii")
+
+
+def client_of(address: str | None) -> str:
+    """The client a peer address stands for: an IPv4 address itself (an IPv4-mapped IPv6 one too), an IPv6 address's
+    /64 network (``2001:db8::/64``: one host is given a whole /64), anything else as it is (``""`` for none).
+    """
+    if not address:
+        return ""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address[:64]
+    if ip.version == 6:
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
+def fairest_victim(clients: dict[str, str], client: str) -> str | None:
+    """What a full store gives up for a new item of ``client``: the least recently used item of the client holding
+    the most, if that client holds more than ``client`` would with its new item; else ``None`` (no one holds more
+    than a fair share against it).
+
+    Args:
+        clients: Each item's client, by item id, least recently used first.
+        client: The client of the new item.
+    """
+    held = Counter(clients.values())
+    if not held:
+        return None
+    most = max(held.values())
+    if most <= held[client] + 1:
+        return None
+    return next(item for item, owner in clients.items() if held[owner] == most)

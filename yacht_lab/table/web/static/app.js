@@ -515,6 +515,7 @@ async function openGame(index) {
   }
   stepIndex = 0;
   renderGame();
+  $("replay-game").scrollIntoView({ block: "start" }); // it opens below the list of games: bring it into view
 }
 
 function stepOrder() {

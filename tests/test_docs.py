@@ -58,7 +58,7 @@ SHELL_LANGUAGES = {"bash", "console", "sh", "shell"}
 SCRIPTS = ("train", "evaluate", "play", "sweep", "web")
 PROGRAMS = {f"{name}.py": name for name in SCRIPTS} | {f"yacht-{name}": name for name in SCRIPTS}
 OPTIONAL = {"torch", "stable_baselines3", "sb3_contrib", "pettingzoo", "torchrl", "tensordict", "rich", "ray"}
-OPTIONAL |= {"jax", "optax", "pgx", "gymnax", "flax"}  # the jax extra (docs/jax.md)
+OPTIONAL |= {"jax", "optax", "pgx", "gymnax", "flax", "mctx"}  # the jax extra (docs/jax.md)
 INTEGRATION_PAGES = (DOCS / "integrations.md", DOCS / "multiagent-training.md")
 FAMILY_PRESET = "yahtzee"
 # What the integration pages build envs and agents with, besides gymnasium.make / make_vec of the registered ids.

@@ -153,6 +153,7 @@ FLOORS = {
     "gymnasium": ("1.1", "gymnasium.vector.AutoresetMode (yacht_env.versus) is new in 1.1"),
     "jax": ("0.6", "gymnax 1.0 (the floor below) requires jax 0.6 or newer; 0.6.2 is the lowest checked"),
     "gymnax": ("1.0", "YachtGymnax.step unpacks gymnax 1.0's six-value step; 0.0.9's has five"),
+    "mctx": ("0.0.6", "the lowest checked with docs/jax.md's Stochastic MuZero search (0.0.6 and 0.0.71 run it)"),
     "stable-baselines3": ("2.6", "the first that accepts gymnasium 1.1 (2.4 and 2.5 require gymnasium < 1.1)"),
     "sb3-contrib": ("2.6", "its stable-baselines3's"),
     "pettingzoo": ("1.24.3", "1.24.0 to 1.24.2 fail 41 of test_multiplayer.py (agent_selection, MultiEpisodeEnv)"),

@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from yacht_env import chance
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
 from yacht_env.game import GameState, bonus_info, draw_stream, parse_dice_stream
@@ -192,6 +193,29 @@ class YachtEnv(gym.Env):
     roll ``j`` of a turn (0 = the automatic first roll) uses row ``s[turn, j]``, and a re-roll of ``m``
     dice takes that row's first ``m`` values.
 
+    ## Planning
+    The game's model for planners (:mod:`yacht_env.chance`; OpenSpiel's chance nodes): from the state now,
+    ``env.unwrapped.afterstate(a)`` is the decision taken with its dice not yet fallen (after a keep the kept dice
+    stay, one roll fewer is left; after a pick the box is scored and the next turn is about to be rolled; after the
+    last pick nothing falls); ``env.unwrapped.chance_outcomes(a)`` lists the sorted rolls that can fall with their
+    exact probabilities, OpenSpiel's ``[(outcome, probability), ...]`` (outcomes are rows of ``rules.ROLLS``);
+    ``env.unwrapped.step_outcome(a, outcome)`` plays ``a`` as ``step`` does with the dice falling as ``outcome``.
+    ``env.unwrapped.game_state()`` copies the game for a search, which goes on with
+    ``yacht_env.chance.afterstate``, ``outcome_probabilities`` and ``step_outcome``:
+
+    ```python
+    import gymnasium as gym
+    from yacht_env import chance
+
+    env = gym.make("Yacht-v0")
+    env.reset(seed=0)
+    outcomes = env.unwrapped.chance_outcomes(0)  # re-roll all five dice
+    assert len(outcomes) == 252 and abs(sum(p for _, p in outcomes) - 1) < 1e-12
+    after = chance.afterstate(env.unwrapped.game_state(), 32)  # score the dice in "ones"
+    state = chance.step_outcome(after, outcomes[0][0])  # the next turn's first roll: 1-1-1-1-1
+    assert state.turn == 1 and state.roll == 0
+    ```
+
     ## Rendering
     ``render_mode="ansi"`` returns the score sheet (dice, rolls left, every category with its score or
     what it would score now, the total); ``"human"`` prints it; ``"rgb_array"`` returns it as an image
@@ -332,6 +356,35 @@ class YachtEnv(gym.Env):
         if self.render_mode == "human":
             self.render()
         return self._get_obs(), reward, terminated, truncated, self._get_info(not legal)
+
+    # Planning: the game's model (yacht_env.chance) from the state now ---------------------------------
+    def game_state(self) -> GameState:
+        """A copy of the game now (:class:`yacht_env.game.GameState`), the root of a search (see Planning)."""
+        return self._game.copy()
+
+    def afterstate(self, action: int) -> chance.Afterstate:
+        """The afterstate of ``action`` now: the decision taken, the dice not yet fallen (see Planning)."""
+        if self._done:
+            raise ValueError("the episode is over; call reset()")
+        return chance.afterstate(self._game, action)
+
+    def chance_outcomes(self, action: int) -> list[tuple[int, float]]:
+        """The outcomes of ``action`` now with their probabilities: ``[(sorted roll, probability), ...]``."""
+        return chance.chance_outcomes(self.afterstate(action))
+
+    def step_outcome(self, action: int, outcome: int | None):
+        """Plays the legal ``action`` as :meth:`step` does, the dice falling as ``outcome`` (a sorted-roll index;
+        ``None`` where nothing falls) whatever the dice stream holds. Returns what :meth:`step` returns.
+
+        Raises:
+            ValueError: the episode is over, an illegal action, or an outcome the kept dice cannot reach.
+        """
+        after = self.afterstate(action)
+        self._game = chance.step_outcome(after, outcome)
+        self._done = terminated = not after.is_chance
+        if self.render_mode == "human":
+            self.render()
+        return self._get_obs(), float(after.points), terminated, False, self._get_info(False)
 
     def action_masks(self) -> np.ndarray:
         """The legal actions now, bool of shape ``(num_actions,)`` (the method sb3-contrib's MaskablePPO calls).

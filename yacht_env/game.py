@@ -227,6 +227,30 @@ class GameState:
             self.mask[games] = self._legal(roll, rolls_left, open_mask) | (open_mask == 0)[:, None]
         return points, finished
 
+    def copy(self) -> GameState:
+        """An independent copy of these games (one game shares the dice stream, which it never writes in place)."""
+        if self.num_games is not None:
+            return self.take(self._index)
+        # Every other field is an int or shared read-only (the tables, the mask, the stream): a planner copies often.
+        copy = object.__new__(GameState)
+        copy.__dict__.update(self.__dict__)
+        copy.sheet = self.sheet.copy()
+        copy._legal = copy._legal_one
+        return copy
+
+    def set_roll(self, roll, games: np.ndarray | None = None) -> None:
+        """Shows ``roll`` (a sorted-roll index, or one per game of ``games``), whatever the dice stream holds, and the
+        legal actions that follow: how a chance outcome a planner chose falls (:mod:`yacht_env.chance`).
+        """
+        if self.num_games is None:
+            self.roll = int(roll)
+            self._update_mask()
+            return
+        games = self._index if games is None else games
+        self.roll[games] = roll
+        self.mask[games] = self._legal(self.roll[games], self.rolls_left[games], self.open_mask[games])
+        self.mask[games] |= (self.open_mask[games] == 0)[:, None]
+
     def take(self, games: np.ndarray) -> GameState:
         """A new batch holding copies of ``games`` (batch only; an index may repeat): branches of a position,
         which play on independently of this batch and of each other.
@@ -411,6 +435,18 @@ class TableState:
         else:
             self.current[tables] = next_seat
         return points, finished & (seat == self.num_players - 1)
+
+    def copy(self) -> TableState:
+        """An independent copy of these tables (:meth:`GameState.copy` of every player)."""
+        if self.num_tables is not None:
+            return self.take(np.arange(self.num_tables))
+        copy = object.__new__(TableState)
+        copy.__dict__.update(self.__dict__)
+        copy.players = [game.copy() for game in self.players]
+        copy.sheets = self.sheets.copy()
+        for game, row in zip(copy.players, copy.sheets, strict=True):
+            game.sheet = row  # each game writes its row of the table's sheets, as in __init__
+        return copy
 
     def take(self, tables: np.ndarray) -> TableState:
         """A new batch of copies of ``tables`` (batch only; an index may repeat), as :meth:`GameState.take`."""

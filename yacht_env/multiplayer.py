@@ -26,6 +26,7 @@ from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 from pettingzoo.utils.env_logger import EnvLogger
 from pettingzoo.utils.wrappers.order_enforcing import AECOrderEnforcingIterable, AECOrderEnforcingIterator
 
+from yacht_env import chance
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.env import configure
@@ -254,6 +255,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     common AEC wrappers: ``api_test`` passes through ``TerminateIllegalWrapper`` (an illegal move ends the game),
     ``CaptureStdoutWrapper`` and ``BaseWrapper``, and ``MultiEpisodeEnv`` plays games back to back.
 
+    ## Planning
+    ``Yacht-v0``'s model for planners at a table (:mod:`yacht_env.chance`), OpenSpiel's chance nodes: on the raw env
+    (``env.unwrapped``), ``afterstate(a)`` is the action of the agent on turn taken with its dice not yet fallen
+    (after a pick: the box scored and the next seat's turn about to be rolled, as in OpenSpiel's ``yacht``),
+    ``chance_outcomes(a)`` lists the sorted rolls that can fall with their exact probabilities,
+    ``step_outcome(a, outcome)`` plays ``a`` with the dice falling as ``outcome`` (call it on the raw env, whose loop
+    PettingZoo's order wrapper does not see), ``game_state()`` copies the table for a search.
+
     ## Arguments
     ``num_players`` (1..10, default 2), ``rules``, ``reward``, ``canonical_keeps``, ``illegal_action``,
     ``illegal_action_penalty``, ``max_illegal_actions``, ``render_mode`` (``"ansi"``, ``"human"``).
@@ -401,10 +410,38 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         if self.render_mode == "human":
             self.render()
 
-    def _play(self, action: int) -> None:
-        """The player on turn takes a legal action: the table's transition, then rewards, infos and turn order."""
+    # Planning: the game's model (yacht_env.chance) from the table now --------------------------------
+    def game_state(self) -> TableState:
+        """A copy of the table now (:class:`yacht_env.game.TableState`), the root of a search (see Planning)."""
+        self._check_playing("game_state()")
+        return self._table.copy()
+
+    def afterstate(self, action: int) -> chance.Afterstate:
+        """The afterstate of the action of the agent on turn: the decision taken, the dice not yet fallen."""
+        self._check_playing("afterstate()")
+        return chance.afterstate(self._table, action)
+
+    def chance_outcomes(self, action: int) -> list[tuple[int, float]]:
+        """The outcomes of the action of the agent on turn with their probabilities: ``[(sorted roll, p), ...]``."""
+        return chance.chance_outcomes(self.afterstate(action))
+
+    def step_outcome(self, action: int, outcome: int | None) -> None:
+        """Plays the legal ``action`` of the agent on turn as :meth:`step` does, the dice falling as ``outcome`` (a
+        sorted-roll index; ``None`` where nothing falls) whatever the dice streams hold.
+
+        Raises:
+            ValueError: an illegal action, or an outcome the kept dice cannot reach.
+        """
+        after = self.afterstate(action)
+        chance.step_outcome(after, outcome)  # checks the outcome
+        self._play(int(action), outcome if after.is_chance else None)
+
+    def _play(self, action: int, outcome: int | None = None) -> None:
+        """The player on turn takes a legal action (the dice falling as ``outcome`` if given); rewards, turn order."""
         agent, table = self.agent_selection, self._table
         points, game_over = table.play(action)
+        if outcome is not None:
+            table.on_turn.set_roll(outcome)
         rewards = self._zero_rewards.copy()  # a new dict each step (a third of dict.fromkeys's time)
         if action >= R.PICK_OFFSET:
             self._picked()

@@ -19,6 +19,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from yacht_env import chance
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
 from yacht_env.env import ILLEGAL_ACTION_HINT, checked_render_mode, configure_from
@@ -292,6 +293,13 @@ class YachtVectorEnv(BatchedEnv):
     * ``num_envs``: number of games stepped together.
     * ``autoreset_mode``: ``"next_step"`` (default), ``"same_step"`` or ``"disabled"`` (see Autoreset).
 
+    ## Planning
+    ``Yacht-v0``'s model for planners, batched (:mod:`yacht_env.chance`): ``envs.afterstate(actions)`` (one action
+    per game), ``envs.outcome_probabilities(actions)`` (float64 ``(N, 252)``, a row per game over the sorted rolls;
+    all 0 where nothing falls), ``envs.chance_outcomes(actions)`` (OpenSpiel's list per game),
+    ``envs.step_outcome(actions, outcomes)`` (``step`` with the dice falling as ``outcomes``, a sorted roll per game)
+    and ``envs.game_state()`` (a copy of the N games, the root of a batched search).
+
     ## The game core
     Both envs are faces on one state record and one transition, ``yacht_env.game.GameState`` (``start``
     deals games from dice streams, ``play`` applies one action per game); the envs add only API work
@@ -320,6 +328,42 @@ class YachtVectorEnv(BatchedEnv):
         self.single_observation_space = self._encoder.space(self.observation_type, self.action_mask_dtype)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self._game = GameState(self.rules, self.num_envs, self.canonical_keeps)  # the N games: the rules' state
+        self._outcomes: tuple[np.ndarray, np.ndarray] | None = None  # step_outcome's (rolls, games), for _play
+
+    # Planning: the game's model (yacht_env.chance) from the states now ------------------------------
+    def game_state(self) -> GameState:
+        """A copy of the N games now (a batch :class:`yacht_env.game.GameState`), the root of a search."""
+        return self._game.copy()
+
+    def afterstate(self, actions) -> chance.Afterstate:
+        """The afterstates of one legal action per game now (a game waiting for its reset: nothing falls)."""
+        if not self._was_reset:
+            raise ValueError("call reset() before afterstate()")
+        return chance.afterstate(self._game, self._check_actions(actions))
+
+    def chance_outcomes(self, actions) -> list[list[tuple[int, float]]]:
+        """Per game, the outcomes of its action with their probabilities: ``[(sorted roll, probability), ...]``."""
+        return chance.chance_outcomes(self.afterstate(actions))
+
+    def outcome_probabilities(self, actions) -> np.ndarray:
+        """The chance of each sorted roll after each game's action, float64 ``(N, 252)`` (rows of 0: nothing falls)."""
+        return chance.outcome_probabilities(self.afterstate(actions))
+
+    def step_outcome(self, actions, outcomes):
+        """Plays one legal action per game as :meth:`step` does (autoreset included), the dice falling as ``outcomes``
+        (a sorted-roll index per game; ignored where nothing falls) whatever the dice streams hold.
+
+        Raises:
+            ValueError: an illegal action, or an outcome the kept dice cannot reach.
+        """
+        after = self.afterstate(actions)
+        chance.step_outcome(after, outcomes)  # checks the outcomes
+        falls = np.flatnonzero(after.is_chance)
+        self._outcomes = (np.asarray(outcomes)[falls].astype(np.intp), falls)
+        try:
+            return self.step(actions)
+        finally:
+            self._outcomes = None
 
     @property
     def roll(self) -> np.ndarray:
@@ -365,6 +409,8 @@ class YachtVectorEnv(BatchedEnv):
 
     def _play(self, actions: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         points, finished = self._game.play(actions, legal)
+        if self._outcomes is not None:  # step_outcome's dice
+            self._game.set_roll(*self._outcomes)
         return points.astype(np.float64), finished
 
     def _state_mask(self) -> np.ndarray:

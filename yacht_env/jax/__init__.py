@@ -1,7 +1,8 @@
 """Yacht and its family on the accelerator: the game core in JAX and its pgx and gymnax faces (the ``jax`` extra).
 
 :class:`YachtGame` is the game as pure functions over a small pytree (:class:`GameState`): ``init``, ``step``,
-``observe``, ``legal_action_mask``, ``is_terminal``, the totals and the win rewards, for every preset and tables of 1
+``observe``, ``legal_action_mask``, ``is_terminal``, the totals and the win rewards, and the model for planners (each
+step split into ``afterstate``, ``outcome_probabilities`` and ``step_outcome``), for every preset and tables of 1
 to 10 players, built from the numpy rules' tables (:mod:`yacht_env.jax.tables`: nothing is scored twice). Chance is
 drawn inside ``step`` from a key; ``step_with_dice`` and ``step_from_stream`` take the dice, so a numpy game replays
 exactly (``tests/test_jax.py`` checks every transition, observation, mask, reward and total against
@@ -18,10 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from yacht_env.jax.core import MAX_PLAYERS, GameState, YachtGame, draw_dice, win_rewards
+from yacht_env.jax.core import MAX_PLAYERS, Afterstate, GameState, YachtGame, draw_dice, win_rewards
 
 __all__ = [
     "MAX_PLAYERS",
+    "Afterstate",
     "GameState",
     "YachtGame",
     "YachtGymnax",

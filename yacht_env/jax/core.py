@@ -60,6 +60,23 @@ class GameState(NamedTuple):
     terminated: jax.Array
 
 
+class Afterstate(NamedTuple):
+    """A decision taken, the dice it leaves not yet fallen (:meth:`YachtGame.afterstate`; :mod:`yacht_env.chance`).
+
+    Fields:
+
+    * ``state``: the table after the action: the box scored, seats and turns moved on, rolls left counted down. The
+      roll of ``seat`` there is a placeholder until :meth:`YachtGame.step_outcome` sets it.
+    * ``kept``: ``()`` int32, the index in ``yacht_env.rules.KEPT`` of the dice that stay (0: none, a turn's first
+      roll); -1 where nothing falls (the game is over, or the action was illegal and changed nothing).
+    * ``seat``: ``()`` int32, the seat whose dice fall.
+    """
+
+    state: GameState
+    kept: jax.Array
+    seat: jax.Array
+
+
 class YachtGame:
     """A preset's game at tables of ``num_players``: the pure functions of the JAX core.
 
@@ -197,6 +214,44 @@ class YachtGame:
             terminated=state.terminated | (finished & (seat == self.num_players - 1)),
         )
         return state, points
+
+    # ---------------------------------------------------------------------------------------------
+    # The model for planners: each step split into a decision and its chance (yacht_env.chance's, in JAX)
+    # ---------------------------------------------------------------------------------------------
+    def afterstate(self, state: GameState, action: jax.Array) -> tuple[Afterstate, jax.Array]:
+        """The deterministic half of :meth:`step_with_dice`: ``action`` taken, its dice not yet fallen.
+
+        After a keep the kept multiset stays (``kept``) and one roll fewer is left; after a pick the box is scored
+        and the next turn is about to be rolled: the picker's own solo, the next seat's at a table; after the last
+        pick (and for an illegal action, which changes nothing) nothing falls. The picker's next first roll, which the
+        core deals at once, is a placeholder of ones here: to the model it falls at the previous seat's pick.
+
+        Returns:
+            ``(afterstate, points)``: the :class:`Afterstate` and what the action scored for the player on turn.
+        """
+        action = jnp.asarray(action, dtype=jnp.int32)
+        seat = state.current_player
+        roll = state.roll[seat]
+        legal = self.legal_action_mask(state)[jnp.clip(action, 0, self.num_actions - 1)]
+        legal = legal & (action >= 0) & (action < self.num_actions) & ~state.terminated
+        keep = action < R.PICK_OFFSET
+        after, points = self.step_with_dice(state, action, jnp.ones(R.NUM_DICE, dtype=jnp.int32))
+        kept = jnp.where(keep, self.tables.keep[roll, action & R.KEEP_ALL], 0)
+        falls = legal & ~after.terminated
+        return Afterstate(after, jnp.where(falls, kept, -1), jnp.where(keep, seat, after.current_player)), points
+
+    def outcome_probabilities(self, after: Afterstate) -> jax.Array:
+        """The chance of each sorted roll falling: float32 ``(252,)``, summing to 1, or all 0 where nothing falls."""
+        return self.tables.outcome_probability[jnp.where(after.kept >= 0, after.kept, R.NUM_KEPT)]
+
+    def step_outcome(self, after: Afterstate, outcome: jax.Array) -> GameState:
+        """The chance half: ``after`` with the sorted roll ``outcome`` fallen (ignored where nothing falls).
+
+        An outcome the kept dice cannot reach (probability 0) gives a table no game reaches: the caller draws from
+        :meth:`outcome_probabilities` (nothing is checked under ``jit``).
+        """
+        falls = (jnp.arange(self.num_players) == after.seat) & (after.kept >= 0)
+        return after.state._replace(roll=jnp.where(falls, jnp.asarray(outcome, dtype=jnp.int32), after.state.roll))
 
     # ---------------------------------------------------------------------------------------------
     # What a player sees and may do

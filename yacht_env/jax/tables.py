@@ -39,6 +39,10 @@ class Tables(NamedTuple):
       (:class:`~yacht_env.rules.ObservationTables`: ``by_roll``, ``by_open``, ``upper``, ...), the very arrays the
       numpy encoders gather from.
     * ``score_now``: ``(252, J, C)`` float32: what each box would hold now, / the score scale (joker included).
+    * ``keep``: ``(252, 32)``: the kept multiset (an index of ``yacht_env.rules.KEPT``) of each keep-mask of a roll.
+    * ``outcome_probability``: ``(463, 252)`` float32: the chance of each sorted roll after keeping each multiset
+      (:data:`yacht_env.rules.TRANSITION`, which :mod:`yacht_env.chance` gives as exact counts), and a last row of
+      zeros: nothing falls.
     """
 
     canonical: np.ndarray
@@ -60,6 +64,8 @@ class Tables(NamedTuple):
     upper_obs: np.ndarray
     total_fraction: np.ndarray
     margin: np.ndarray
+    keep: np.ndarray
+    outcome_probability: np.ndarray
 
 
 def joker_contexts(rules: R.Rules) -> int:
@@ -139,6 +145,8 @@ def numpy_tables(rules: R.Rules) -> Tables:
         upper_obs=observation.upper,
         total_fraction=observation.total_fraction,
         margin=observation.margin,
+        keep=R.KEEP.astype(np.int32),
+        outcome_probability=np.concatenate([R.TRANSITION, np.zeros((1, R.NUM_ROLLS))]).astype(np.float32),
     )
 
 

@@ -409,3 +409,11 @@ def test_every_documented_install_works_from_a_clone_or_a_wheel():
     assert not found, "\n".join(found)
     assert _installs_from_an_index('pip install "yacht-rl[jax]"') and _installs_from_an_index("pip install yacht-rl")
     assert not _installs_from_an_index('pip install -e ".[jax]"') and not _installs_from_an_index("pip install rejax")
+
+
+def test_the_two_player_example_names_its_best_action_for_what_it_is(capsys, tmp_path, monkeypatch):
+    """``docs/two-players.md`` once called action 34, a pick of the Yacht box, the "best first keep"."""
+    monkeypatch.chdir(tmp_path)
+    (block,) = [b for b in blocks(DOCS / "two-players.md") if b.language == "python" and "q_values" in b.code]
+    exec(compile(block.code, str(block.path), "exec"), {})
+    assert capsys.readouterr().out.splitlines()[-1] == "best first action: 34 (score yacht), 0.944889"

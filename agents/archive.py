@@ -1,7 +1,9 @@
 """Zip files a user names (a PPO model's ``.zip``, a JAX policy's ``.npz``), read within bounds.
 
-The central directory is checked before anything is decompressed: how many members there are, what each expands to
-and what all expand to together. No member is read past the size it declares, and an array member's ``.npy`` header
+The file's size on disk and its end record's count of members and size of central directory are checked before the
+directory is parsed (a small zip of millions of empty members would take seconds and a gigabyte to list); the
+central directory is checked before anything is decompressed: how many members there are, what each expands to and
+what all expand to together. No member is read past the size it declares, and an array member's ``.npy`` header
 must declare no more than the member holds: a zip bomb, or a header that asks for gigabytes, is refused at once, in
 one line, before any memory is taken for it.
 """
@@ -12,6 +14,7 @@ import errno
 import io
 import os
 import stat
+import struct
 import zipfile
 from collections.abc import Mapping
 
@@ -23,6 +26,16 @@ READ_ERRORS = (OSError, EOFError, zipfile.BadZipFile, zipfile.LargeZipFile, NotI
 
 #: The ``.npy`` header readers, by format version (numpy writes 1.0, and 2.0 for headers over 64 KiB).
 _HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+#: The most bytes one member's entry may take in a central directory (46 bytes and its name, extra field and comment):
+#: ours take under 200; the bound on a zip's central directory is this times its bound on members.
+DIRECTORY_ENTRY_BYTES = 4096
+
+#: The end of central directory record (22 bytes, then a comment of up to 65,535), and ZIP64's locator and record.
+_END = struct.Struct("<4s4H2LH")
+_END64_LOCATOR = struct.Struct("<4sLQL")
+_END64 = struct.Struct("<4sQ2H2L4Q")
 
 
 class Refused(ValueError):
@@ -68,6 +81,7 @@ def open_zip(
         Refused: a bound passed.
         OSError, zipfile.BadZipFile, ...: no readable zip at ``path`` (:data:`READ_ERRORS`).
     """
+    _check_end_record(path, what, max_bytes, max_members)
     archive = zipfile.ZipFile(path)
     try:
         members = archive.infolist()
@@ -84,6 +98,43 @@ def open_zip(
         archive.close()
         raise
     return archive
+
+
+def _check_end_record(path: str | os.PathLike, what: str, max_bytes: int, max_members: int) -> None:
+    """Refuses a zip whose size on disk, or whose end record's count of members or size of central directory, passes
+    what ``max_bytes`` and ``max_members`` allow, reading only its last 64 KiB (and a ZIP64 record it points to).
+
+    A file whose end record is not found is left to :mod:`zipfile`, which says it is not a zip.
+    """
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        # Members' data (deflate may add a little), their local headers and directory entries, and the end records.
+        most = max_bytes + max_bytes // 64 + 2 * max_members * DIRECTORY_ENTRY_BYTES + _END.size + 2**16
+        if size > most:
+            raise Refused(f"it takes {size} bytes on disk, more than {what} may ({most} bytes)")
+        tail_start = max(0, size - _END.size - 2**16)
+        file.seek(tail_start)
+        tail = file.read()
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < _END.size:
+            return
+        _, _, _, _, members, directory, _, _ = _END.unpack_from(tail, at)
+        locator = tail_start + at - _END64_LOCATOR.size
+        if (members == 0xFFFF or directory == 0xFFFFFFFF) and locator >= 0:  # ZIP64: the real values lie elsewhere
+            file.seek(locator)
+            signature, _, offset, _ = _END64_LOCATOR.unpack(file.read(_END64_LOCATOR.size))
+            if signature == b"PK\x06\x07" and offset <= size - _END64.size:
+                file.seek(offset)
+                record = _END64.unpack(file.read(_END64.size))
+                if record[0] == b"PK\x06\x06":
+                    members, directory = record[7], record[8]
+    if members > max_members:
+        raise Refused(f"it has {members} members ({what} has at most {max_members})")
+    if directory > max_members * DIRECTORY_ENTRY_BYTES:
+        raise Refused(
+            f"its central directory takes {directory} bytes, more than {what}'s {max_members} members may "
+            f"({max_members * DIRECTORY_ENTRY_BYTES} bytes)"
+        )
 
 
 def read_member(archive: zipfile.ZipFile, name: str | zipfile.ZipInfo) -> bytes:

@@ -31,8 +31,9 @@ from yacht_agents.duel import DuelAgent
 from yacht_agents.optimal import OptimalAgent
 from yacht_env import duel
 from yacht_env import rules as R
+from yacht_env.util import atomic_write
 from yacht_lab.measure.yardstick import check_built, seat_games
-from yacht_lab.scripts.cli import OneLineParser, number
+from yacht_lab.scripts.cli import OneLineParser, number, output_file
 
 PROG = "duel.py"
 
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--build", action="store_true", help="build the solution if it is missing (for standard: 29 minutes, 2.5 GB)"
     )
-    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--json", type=output_file, help="write the figures here (checked before the games)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     try:
@@ -155,9 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"+- {1.96 * paired.std(ddof=1) / np.sqrt(args.deals):.6f})"
             )
     if args.json:
-        with open(args.json, "w") as file:
-            json.dump(report, file, indent=1)
-            file.write("\n")
+        atomic_write(args.json, json.dumps(report, indent=1) + "\n")
     return 0
 
 

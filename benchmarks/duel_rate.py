@@ -15,7 +15,6 @@ build's time, which a build's own recorded time (``benchmarks/duel.py``) does no
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import tempfile
@@ -31,6 +30,8 @@ from yacht_env.duel import builder
 from yacht_env.duel.layout import chunks
 from yacht_env.duel.levels import Turn, solve_level
 from yacht_env.duel.worker import Workers
+from yacht_env.util import atomic_write
+from yacht_lab.scripts.cli import OneLineParser, output_file
 
 KERNELS = {"max": Turn.MAX, "policy": Turn.POLICY, "follow": Turn.FOLLOW}  # the follow turn follows the level below
 
@@ -57,13 +58,13 @@ def time_kernel(pool, layout, n: int, runs, kernel: str, below: np.ndarray, out:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rules", default="standard")
     parser.add_argument("--share", type=float, default=0.005, help="the share of every level's chunks timed")
     parser.add_argument("--workers", type=int, default=builder.WORKERS, help="worker processes (a build's)")
     parser.add_argument("--kernels", nargs="+", choices=KERNELS, default=list(KERNELS), help="the turns timed")
     parser.add_argument("--cache-dir", default=None)
-    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--json", type=output_file, help="write the figures here (checked before the timing)")
     args = parser.parse_args()
     if not 0 < args.share <= 1:
         parser.error(f"--share must be in (0, 1], got {args.share}")
@@ -119,9 +120,7 @@ def main() -> None:
             "microseconds_per_value": rate,
             "build_minutes_estimate": {name: spent / 60 for name, spent in builds.items()},
         }
-        with open(args.json, "w") as file:
-            json.dump(report, file, indent=1)
-            file.write("\n")
+        atomic_write(args.json, json.dumps(report, indent=1) + "\n")
 
 
 if __name__ == "__main__":

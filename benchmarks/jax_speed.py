@@ -23,7 +23,6 @@ names it. A GPU run is this one command on a machine with a GPU and jax[cuda].
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -32,6 +31,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from yacht_env.util import atomic_write
+from yacht_lab.scripts.cli import OneLineParser, output_file
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -172,7 +174,7 @@ def time_to(curve: Path, percent: float) -> dict | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=["cpu", "gpu", "cuda", "tpu"], help="the JAX platform (default: jax's)")
     parser.add_argument("--sizes", type=int, nargs="+", default=SIZES, help="games played at once")
     parser.add_argument("--steps", type=int, default=64, help="steps per timed call (random play)")
@@ -183,7 +185,7 @@ def main() -> None:
     parser.add_argument("--skip-ppo", action="store_true", help="no training speeds")
     parser.add_argument("--skip-sb3", action="store_true", help="no SB3 training speed")
     parser.add_argument("--curves", nargs=2, metavar=("JAX_RUN", "SB3_RUN"), type=Path, help="run folders to read")
-    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--json", type=output_file, help="write the results here (checked before the timing)")
     args = parser.parse_args()
     if args.device:
         os.environ["JAX_PLATFORMS"] = "cuda" if args.device == "gpu" else args.device
@@ -213,7 +215,7 @@ def main() -> None:
             out["time_to"][name] = {p: time_to(folder / "learning_curve.csv", p) for p in (95, 98)}
             print(f"  {name} ({folder}): to 95%: {out['time_to'][name][95]}; to 98%: {out['time_to'][name][98]}")
     if args.json:
-        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        atomic_write(args.json, json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

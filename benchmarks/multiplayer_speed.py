@@ -35,7 +35,6 @@ each, interleaved; the games/s are the head to head's own (``evaluate.py``'s fig
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import json
 import platform
@@ -45,6 +44,9 @@ import sys
 import time
 
 import numpy as np
+
+from yacht_env.util import atomic_write
+from yacht_lab.scripts.cli import OneLineParser, output_file
 
 clock = time.perf_counter
 
@@ -202,7 +204,7 @@ def _version(package: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one slice per engine (default 2)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved slices per engine; the median is kept")
     parser.add_argument("--players", type=int, nargs="+", default=[2], help="player counts (default: 2)")
@@ -215,7 +217,9 @@ def main(argv: list[str] | None = None) -> dict:
         help="the three agents of both head to heads (default: random greedy optimal)",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument(
+        "--json", type=output_file, metavar="PATH", help="also write the figures as JSON (checked before the timing)"
+    )
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.rounds < 1 or args.h2h_deals < 0:
         parser.error("--seconds must be positive, --rounds at least 1 and --h2h-deals at least 0")
@@ -254,8 +258,7 @@ def main(argv: list[str] | None = None) -> dict:
         for players, rate in rates.items():
             print(f"{players:>7}  {rate:>10,.0f}  {rate / rates['2']:>10.2f}x")
     if args.json:
-        with open(args.json, "w") as file:
-            json.dump(results, file, indent=2)
+        atomic_write(args.json, json.dumps(results, indent=2) + "\n")
     return results
 
 

@@ -26,7 +26,7 @@ from scipy import stats
 from yacht_agents import make_agent
 from yacht_env.util import atomic_output
 from yacht_lab.measure.evaluation import evaluate
-from yacht_lab.scripts.cli import OneLineParser, number
+from yacht_lab.scripts.cli import OneLineParser, number, output_file
 from yacht_lab.training.runs import read_curve
 
 
@@ -135,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="train.py run folders")
     parser.add_argument("--games", type=number(int, 1), default=10_000, help="evaluate.py games per model")
     parser.add_argument("--seed", type=number(int, 0), default=0, help="evaluate.py seed (default: 0)")
-    parser.add_argument("--plot", type=Path, help="write the curves to this .png/.svg/.pdf")
-    parser.add_argument("--json", type=Path, help="write the figures as JSON")
+    parser.add_argument("--plot", type=output_file, help="write the curves to this .png/.svg/.pdf")
+    parser.add_argument("--json", type=output_file, help="write the figures as JSON")
     parser.add_argument("--reference", type=Path, help="an earlier run's learning_curve.csv to plot beside them")
     parser.add_argument("--reference-label", default="", help="its legend (default: its path)")
     args = parser.parse_args(argv)

@@ -29,7 +29,6 @@ load on a shared machine hits every engine alike. Ratios matter more than absolu
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import json
 import os
@@ -46,8 +45,10 @@ import numpy as np
 
 from yacht_env import YachtEnv
 from yacht_env import rules as R
+from yacht_env.util import atomic_write
 from yacht_env.vector import YachtVectorEnv
 from yacht_env.versus import YachtVersusVectorEnv
+from yacht_lab.scripts.cli import OneLineParser, output_file
 
 clock = time.perf_counter
 VERSUS = "YachtVersus (1 random opp)"
@@ -244,7 +245,7 @@ def print_table(results: list[dict], reference: dict[str, float | None]) -> None
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per engine and size")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved slices per measurement (median kept)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 4096, 65536], help="YachtVectorEnv N")
@@ -260,7 +261,9 @@ def main() -> None:
     parser.add_argument("--sb3-steps", type=int, default=16_384, help="training steps for each SB3 run")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads for the SB3 comparison")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", metavar="PATH", help="also write every figure to this JSON file")
+    parser.add_argument(
+        "--json", type=output_file, metavar="PATH", help="also write every figure to this JSON file (checked first)"
+    )
     args = parser.parse_args()
 
     info = machine()
@@ -375,20 +378,22 @@ def main() -> None:
         print(f"  {'ratio native / DummyVecEnv':<40}{sb3['ratio']:>11.2f}x")
 
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(
+        atomic_write(
+            args.json,
+            json.dumps(
                 {
                     "command": command,
-                    "args": vars(args),
+                    "args": {**vars(args), "json": str(args.json)},
                     "machine": info,
                     "results": results,
                     "targets": targets,
                     "multiplayer": multiplayer,
                     "sb3": sb3,
                 },
-                f,
                 indent=2,
             )
+            + "\n",
+        )
         print(f"\nwrote {args.json}")
 
 

@@ -21,7 +21,6 @@ actions, it does not train anything. JSON with ``--json PATH``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -30,7 +29,9 @@ import numpy as np
 from yacht_agents import make_agent
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder, flat_layout
+from yacht_env.util import atomic_write
 from yacht_env.versus import YachtVersusVectorEnv
+from yacht_lab.scripts.cli import OneLineParser, output_file
 
 
 def late_decisions(agent, players: int, games: int, seed: int, last_turns: int, tables: int = 256):
@@ -116,13 +117,13 @@ def policy_odds(agent, obs: np.ndarray, masks: np.ndarray, moves: np.ndarray) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", nargs="+", required=True, help="agent specs: ppo:PATH, optimal, greedy, win")
     parser.add_argument("--players", type=int, default=2, help="table size, 2..10 (default 2)")
     parser.add_argument("--games", type=int, default=4000, help="games per agent (default 4000)")
     parser.add_argument("--last-turns", type=int, default=4, help="look at the last K turns (default 4)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", help="write the reports here")
+    parser.add_argument("--json", type=output_file, help="write the reports here (checked before the games)")
     args = parser.parse_args(argv)
     if not 2 <= args.players <= 10 or args.games < 1 or not 1 <= args.last_turns <= R.NUM_CATEGORIES:
         print("error: need --players in 2..10, --games >= 1 and --last-turns in 1..12", file=sys.stderr)
@@ -158,10 +159,9 @@ def main(argv: list[str] | None = None) -> int:
             )
     if args.json:
         try:
-            with open(args.json, "w") as f:
-                json.dump(reports, f, indent=1)
-        except OSError as error:
-            print(f"error: cannot write {args.json}: {error.strerror}", file=sys.stderr)
+            atomic_write(args.json, json.dumps(reports, indent=1) + "\n")
+        except (OSError, ValueError) as error:  # checked before the games, but a disk can fill since
+            print(f"error: cannot write {args.json}: {getattr(error, 'strerror', None) or error}", file=sys.stderr)
             return 2
     return 0
 

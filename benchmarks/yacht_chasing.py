@@ -13,7 +13,6 @@ opportunities and the chasing rate) and ``yacht_chasing.png`` (the rates against
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -25,7 +24,9 @@ from yacht_agents.base import Agent
 from yacht_agents.optimal import OptimalAgent
 from yacht_agents.win import WinAgent
 from yacht_env import rules as R
+from yacht_env.util import atomic_output, atomic_write, check_writable
 from yacht_lab.measure.head_to_head import head_to_head
+from yacht_lab.scripts.cli import OneLineParser
 
 EDGES = np.arange(-70, 71, 10)  # bins: below -70, [-70, -60), ..., [60, 70), 70 and more
 _INDEX = {kept: i for i, kept in enumerate(R.KEPT)}
@@ -123,16 +124,23 @@ def plot(result: dict, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_output(path) as temp:
+        fig.savefig(temp, dpi=110, format="png")
     plt.close(fig)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deals", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/win"))
     args = parser.parse_args()
+    try:  # before the games: a folder that cannot be written costs no time
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name in ("yacht_chasing.json", "yacht_chasing.png"):
+            check_writable(args.out / name)
+    except (OSError, ValueError) as error:
+        parser.error(f"argument --out: {getattr(error, 'strerror', None) or error}")
     win, optimal = Recorder(make_agent("win")), Recorder(OptimalAgent())
     start = time.perf_counter()
     h2h = head_to_head([win, optimal], 2, args.deals, seed=args.seed, calibration=False)
@@ -152,8 +160,7 @@ def main() -> None:
             "rate": round(float(chased.mean()), 6),
             "bins": bins(margin, chased),
         }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "yacht_chasing.json").write_text(json.dumps(result, indent=1) + "\n")
+    atomic_write(args.out / "yacht_chasing.json", json.dumps(result, indent=1) + "\n")
     plot(result, args.out / "yacht_chasing.png")
     for name, stats in result["agents"].items():
         rates = " ".join(

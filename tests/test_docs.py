@@ -386,3 +386,34 @@ def test_the_hidden_lines_are_the_lines_myst_hides(page, hidden):
         words = re.findall(r"[a-z]{2,}", line)
         if words and not re.match(r"\s*(```|~~~)", line):  # a fence's own lines are markup
             assert all(w in shown for w in words) != (number in hidden), (number, line, html)
+
+
+def _installs_from_an_index(command: str) -> bool:
+    """Whether a ``pip install`` command asks an index for yacht-rl itself (``yacht-rl``, ``"yacht-rl[jax]"``), which
+    is not published: a clone installs ``-e .`` (or ``-e ".[EXTRA]"``), a wheel by its path. The generic
+    ``yacht-rl[EXTRA]`` of Install's note on adding an extra to an installed yacht-rl is not a command to copy."""
+    words = [word.strip("\"'") for word in command.split()]
+    return any(re.fullmatch(r"yacht[-_]rl(\[(?!EXTRA\])[^\]]*\])?", word, flags=re.I) for word in words)
+
+
+def test_every_documented_install_works_from_a_clone_or_a_wheel():
+    """``pip install "yacht-rl[jax]"`` failed for a new user (yacht-rl is not on PyPI): every install line of the
+    README and the docs, in a shell block or inline, installs from the clone or from a built wheel."""
+    found = []
+    for path in markdown_files():
+        text = path.read_text()
+        fenced = [b.code for b in blocks(path) if b.language in SHELL_LANGUAGES]
+        inline = re.findall(r"`(pip install [^`]*)`", re.sub(r"```.*?```", "", text, flags=re.S))
+        commands = [line for code in fenced for line in code.splitlines() if "pip install" in line] + inline
+        found += [f"{path.relative_to(REPO)}: {c}" for c in commands if _installs_from_an_index(c.split("#")[0])]
+    assert not found, "\n".join(found)
+    assert _installs_from_an_index('pip install "yacht-rl[jax]"') and _installs_from_an_index("pip install yacht-rl")
+    assert not _installs_from_an_index('pip install -e ".[jax]"') and not _installs_from_an_index("pip install rejax")
+
+
+def test_the_two_player_example_names_its_best_action_for_what_it_is(capsys, tmp_path, monkeypatch):
+    """``docs/two-players.md`` once called action 34, a pick of the Yacht box, the "best first keep"."""
+    monkeypatch.chdir(tmp_path)
+    (block,) = [b for b in blocks(DOCS / "two-players.md") if b.language == "python" and "q_values" in b.code]
+    exec(compile(block.code, str(block.path), "exec"), {})
+    assert capsys.readouterr().out.splitlines()[-1] == "best first action: 34 (score yacht), 0.944889"

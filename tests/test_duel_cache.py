@@ -205,3 +205,88 @@ def test_a_folder_that_cannot_be_written_is_one_line_and_exit_code_2(tmp_path, c
         read_only.mkdir(mode=0o555)
         with pytest.raises(ValueError, match="cannot build the two-player solution in .*: Permission denied"):
             duel.solve(TINY, cache_dir=read_only)
+
+
+def test_a_level_or_manifest_that_is_a_symlink_is_replaced_not_written_through(tmp_path):
+    """A link planted in the cache (to a file outside it) is replaced by the build's own file; its target is kept."""
+    layout = duel.Layout(TINY)
+    folder, outside = tmp_path / "cache", tmp_path / "outside"
+    outside.mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        B.build(folder, layout, "equilibrium", "k", progress=False, workers=1, on_level=_stop_at(1))
+    targets = {name: outside / name for name in ("manifest.json", "E02.npy", "E03.npy.target")}
+    for name in ("E02.npy", "E03.npy.target"):
+        targets[name].write_text(f"the user's {name}")
+    (folder / "manifest.json").replace(targets["manifest.json"])  # the link's target: the stopped build's manifest
+    kept = targets["manifest.json"].read_text()
+    (folder / "manifest.json").symlink_to(targets["manifest.json"])
+    (folder / "E02.npy").symlink_to(targets["E02.npy"])  # the level the resume writes next
+    (folder / "E03.npy").symlink_to(targets["E03.npy.target"])
+    whole = B.build(tmp_path / "whole", layout, "equilibrium", "k", progress=False, workers=1)
+    resumed = B.build(folder, layout, "equilibrium", "k", progress=False, workers=1)
+    assert resumed["values"] == whole["values"]
+    assert targets["manifest.json"].read_text() == kept
+    assert [targets[name].read_text() for name in ("E02.npy", "E03.npy.target")] == [
+        "the user's E02.npy",
+        "the user's E03.npy.target",
+    ]
+    assert not any(path.is_symlink() for path in folder.iterdir())
+    assert json.loads((folder / "manifest.json").read_text())["complete"]
+
+
+_TERMINATED_BUILD = """
+import os, signal, sys
+from yacht_env import rules as R
+from yacht_env.duel import builder, worker
+from yacht_env.duel.__main__ import main
+
+R.get_rules = lambda name: R.Rules(name="ones-threes-yacht", categories=("ones", "threes", "yacht"))
+builder.WORKER_VALUES = 1  # every level goes to the workers
+solve_level = worker.Workers.solve_level
+
+
+def terminated(self, *args, **kwargs):
+    print(*(process.pid for process in self.processes), flush=True)  # the workers, started
+    os.kill(os.getpid(), signal.SIGTERM)
+    return solve_level(self, *args, **kwargs)
+
+
+worker.Workers.solve_level = terminated
+sys.exit(main(["build", "--cache-dir", sys.argv[1], "--workers", "2", "--device", "numpy"]))
+"""
+
+
+def test_sigterm_stops_a_build_and_its_workers_in_one_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", _TERMINATED_BUILD, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "python -m yacht_env.duel: stopped (SIGTERM); the finished levels are kept, run it again to go on"
+    )
+    assert "Traceback" not in done.stderr and "Error" not in done.stderr
+    workers = [int(pid) for pid in done.stdout.split()]
+    assert len(workers) == 2
+    for pid in workers:  # stopped with the build (and reaped by it)
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_a_worker_ends_without_a_word_when_its_build_is_gone_or_terminated(capfd):
+    from yacht_env.duel.worker import Workers
+
+    bad_task = (99, [(0, 1)], 0, None, None, None)  # no level 99: the worker answers with its traceback
+    with Workers(TINY, None, 2) as workers:
+        gone, terminated = workers.processes
+        for process in (gone, terminated):  # each is in its loop: it has answered a task
+            Workers._send(process, bad_task)
+            with pytest.raises(RuntimeError, match="a duel worker failed"):
+                Workers._receive(process)
+        gone.stdout.close()  # the build went away: the answer to the next task finds no reader
+        Workers._send(gone, bad_task)
+        gone.stdin.close()
+        assert gone.wait(timeout=60) == 1
+        terminated.send_signal(signal.SIGTERM)
+        assert terminated.wait(timeout=60) == 130
+    error = capfd.readouterr().err
+    assert "Traceback" not in error and "BrokenPipeError" not in error, error

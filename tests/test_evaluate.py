@@ -486,3 +486,27 @@ def test_script_plays_the_clubhouse_preset(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "optimal - greedy" in done.stdout
+
+
+def test_the_default_agents_say_when_the_shipped_model_is_left_out(monkeypatch, capsys):
+    """Without the train extra the default table once lost ``ppo:standard`` without a word."""
+    import importlib.util
+
+    from yacht_lab.scripts.evaluate import parse_args
+
+    args = parse_args(["--games", "10"], prog="evaluate.py")
+    assert args.agents == ["random", "greedy", "optimal", "ppo:standard"] and capsys.readouterr().err == ""
+    find_spec = importlib.util.find_spec
+
+    def without_sb3_contrib(name, *args):
+        return None if name == "sb3_contrib" else find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_sb3_contrib)
+    args = parse_args(["--games", "10", "--rules", "classic"], prog="evaluate.py")
+    assert args.agents == ["random", "greedy", "optimal"]
+    assert capsys.readouterr().err == (
+        "evaluate.py: note: the default agents leave out ppo:classic, the shipped model: it needs the train extra "
+        "(pip install 'yacht-rl[train]')\n"
+    )
+    args = parse_args(["--games", "10", "--rules", "knizia"], prog="evaluate.py")  # no shipped model: nothing to say
+    assert args.agents == ["random", "greedy", "optimal"] and capsys.readouterr().err == ""

@@ -723,3 +723,48 @@ def test_terminate_illegal_wrapper_ends_the_game_at_an_illegal_move():
         warnings.filterwarnings("ignore", message=r".*made an illegal move", category=UserWarning)
         table.step(R.KEEP_ALL)  # never legal
     assert all(table.terminations.values()) and table.rewards["player_0"] == -1
+
+
+def _gymnasium_1_3_contains(self, x) -> bool:
+    """``gymnasium.spaces.Discrete.contains`` as gymnasium 1.3 (the jax extra's, capped by gymnax) has it: a Python
+    int is cast to int64 before its range is checked, so 10**20 raises ``OverflowError``.
+    """
+    if isinstance(x, int):
+        as_np = np.dtype(self.dtype).type(x)
+    elif isinstance(x, np.generic | np.ndarray) and np.issubdtype(x.dtype, np.integer) and x.shape == ():
+        as_np = x
+    else:
+        return False
+    return bool(self.start <= as_np < self.start + self.n) and np.can_cast(as_np.dtype, self.dtype)
+
+
+HUGE_ACTIONS = [10**20, -(10**20), 2**63, -(2**63) - 1, np.uint64(2**64 - 1), np.int64(2**62), 1e30, float("nan")]
+
+
+@pytest.mark.parametrize("gymnasium_contains", ["installed", "1.3"])
+@pytest.mark.parametrize("action", HUGE_ACTIONS, ids=repr)
+def test_a_huge_or_odd_action_is_refused_by_every_env_in_its_own_words(action, gymnasium_contains, monkeypatch):
+    """Never an ``OverflowError``: the raw env and the single and versus envs say ``ValueError``; ``env()`` and
+    ``parallel_env()``, PettingZoo's wrapper stack, its ``AssertionError`` "not in action space" (as for 50).
+    """
+    from yacht_env.multiplayer import parallel_env
+
+    if gymnasium_contains == "1.3":
+        monkeypatch.setattr(gym.spaces.Discrete, "contains", _gymnasium_1_3_contains)
+    message = r"^action must be an int in 0\.\.43"
+    table = raw_env(num_players=2)
+    table.reset(seed=0)
+    single, versus = YachtEnv(), YachtVersusEnv(opponents=["random"])
+    for env in (single, versus):
+        env.reset(seed=0)
+    for step in (table.step, single.step, versus.step):
+        with pytest.raises(ValueError, match=message):
+            step(action)
+    wrapped, parallel = aec_env(num_players=2), parallel_env(num_players=2)
+    wrapped.reset(seed=0)
+    parallel.reset(seed=0)
+    for step, act in ((wrapped.step, action), (parallel.step, {"player_0": action, "player_1": None})):
+        with pytest.raises(AssertionError, match="^action is not in action space$"):
+            step(act)
+    with pytest.raises(AssertionError, match="^action is not in action space$"):
+        wrapped.step(50)  # the same answer as an action just out of range

@@ -25,6 +25,7 @@ from yacht_env.solver import solve
 from yacht_lab.table.commands import (
     ALIASES,
     HELP,
+    MAX_LINE,
     Command,
     CommandError,
     command_for,
@@ -1042,3 +1043,43 @@ def test_the_docs_yahtzee_sheet_is_real_output():
     lines = done.stdout.splitlines()
     at = lines.index(shown[0])
     assert lines[at : at + len(shown)] == shown and len(shown) == 19
+
+
+# VmHWM, not ru_maxrss: the latter keeps the peak of the process before exec (a fork of pytest's).
+_PEAK_OF_PLAY = (
+    "import runpy, sys\n"
+    "sys.argv = sys.argv[1:]\n"
+    "try:\n"
+    "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    "finally:\n"
+    "    status = open('/proc/self/status').read()\n"
+    "    print('peak', status.split('VmHWM:')[1].split()[0], file=sys.stderr)\n"
+)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the peak memory is read from Linux's /proc")
+def test_a_line_too_long_for_a_command_is_read_in_bounded_pieces_and_echoed_cut(tmp_path):
+    """A 64 MiB line (once read whole and echoed whole: a 600 MB one peaked at 1.86 GB) is one refusal, and the game
+    goes on; neither the output nor the memory grows with it."""
+
+    def play(stdin: str) -> tuple[list[str], int]:
+        (tmp_path / "stdin").write_text(stdin)
+        args = ["play.py", "--players", "human", "--seed", "1", "--delay", "0"]
+        with open(tmp_path / "stdin") as lines:
+            done = subprocess.run(
+                [sys.executable, "-c", _PEAK_OF_PLAY, *args], cwd=REPO, stdin=lines, capture_output=True, text=True
+            )
+        assert done.returncode == 0 and done.stderr.startswith("peak "), done.stderr
+        assert len(done.stdout) < 20_000
+        return done.stdout.splitlines(), int(done.stderr.split()[1]) * 1024
+
+    _, baseline = play("quit\n")
+    long_line = "k" + " 1" * (32 * 2**20)
+    out, peak = play(f"{'x' * (MAX_LINE + 1)}\n{'s 1'.ljust(MAX_LINE)}\r\n{long_line}\nquit\n")
+    refusal = f"? a command is at most {MAX_LINE} characters: this line is longer"
+    assert out.count(refusal) == 2 and out[-1] == "bye"
+    assert out[out.index("You> " + "x" * 40 + "...") + 1] == refusal
+    assert out[out.index("You> k" + " 1" * 19 + " ...") + 1] == refusal
+    at = next(i for i, line in enumerate(out) if line.startswith("You> s 1"))
+    assert len(out[at]) == len("You> ") + MAX_LINE and not out[at + 1].startswith("? ")  # the longest line: read
+    assert peak - baseline < 16 * 2**20

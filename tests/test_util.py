@@ -224,3 +224,21 @@ def test_check_writable_refuses_a_loop_of_symlinks_and_takes_a_255_byte_name(tmp
         atomic_write(tmp_path / name, "written")
         assert (tmp_path / name).read_text() == "written"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a", "b", "x" * 255, "é" * 127 + "x"])
+
+
+def test_atomic_output_can_replace_a_link_instead_of_writing_through_it(tmp_path):
+    """``follow_links=False`` (the duel cache's files): the link itself becomes the new file; its target is kept."""
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("kept")
+    link = tmp_path / "cache.json"
+    link.symlink_to(target)
+    atomic_write(link, "new", follow_links=False)
+    assert not link.is_symlink() and link.read_text() == "new" and target.read_text() == "kept"
+    link.unlink()
+    link.symlink_to(target)
+    atomic_write(link, "through")  # the default: written through, the link stays
+    assert link.is_symlink() and target.read_text() == "through"
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "missing" / "file.json")
+    atomic_write(dangling, "here", follow_links=False)
+    assert dangling.read_text() == "here" and not (tmp_path / "missing").exists()

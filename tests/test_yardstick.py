@@ -111,3 +111,19 @@ def test_agents_that_do_not_sit_at_a_two_player_table_are_refused(cache):
         Y.make_agents(["win:3"], GAME, cache_dir=cache)
     with pytest.raises(ValueError, match="agent names must be distinct"):
         Y.make_agents(["greedy", "greedy"], GAME, cache_dir=cache)
+
+
+def test_the_help_says_what_a_build_costs(capsys):
+    """``--help`` of the benchmark and of the build name the build's time and space before anyone starts one."""
+    from yacht_env.duel.__main__ import main
+
+    done = run_script("benchmarks/two_players.py", "--help")
+    for command in (["build", "--help"], ["evaluate", "--help"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(command)
+        assert exit_.value.code == 0
+        helps = (done.stdout, capsys.readouterr().out)
+        for text in helps:
+            text = " ".join(text.split())
+            assert "about 30 minutes on 2 cores (3 minutes on a GPU)" in text and "2.5 GB on disk" in text, text
+            assert "about 2.5 GB of memory" in text

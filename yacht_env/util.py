@@ -110,19 +110,24 @@ def check_writable(path: str | os.PathLike) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_output(path: str | os.PathLike, follow_links: bool = True) -> Iterator[Path]:
     """Yields a temporary path beside ``path``; when the block ends without error it replaces ``path``.
 
     The file is never seen half-written: readers get the old file or the whole new one. A symlink is
-    written through (its target is replaced, the link stays). The new file gets the mode of the file it
-    replaces, else the usual one (``0o666`` less the umask, not ``mkstemp``'s private ``0600``). On an
-    error (or Ctrl-C) the temporary file is removed and ``path`` is untouched.
+    written through (its target is replaced, the link stays), unless ``follow_links`` is false: then the
+    link itself is replaced by the new file and its target is never touched (a cache's own files, where a
+    link can only be planted). The new file gets the mode of the file it replaces, else the usual one
+    (``0o666`` less the umask, not ``mkstemp``'s private ``0600``). On an error (or Ctrl-C) the temporary
+    file is removed and ``path`` is untouched.
 
     Raises:
         ValueError: ``path`` is a directory or a special file.
     """
-    target = writable_target(path)
-    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _default_mode()
+    if not follow_links and os.path.islink(path):
+        target, mode = Path(path), _default_mode()
+    else:
+        target = writable_target(path)
+        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _default_mode()
     temp = _temp_name(target)
     try:
         yield temp
@@ -133,11 +138,11 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
-def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
+def atomic_write(path: str | os.PathLike, data: bytes | str, follow_links: bool = True) -> None:
     """Writes ``data`` (text is UTF-8 encoded) to ``path`` atomically; see :func:`atomic_output`."""
     if isinstance(data, str):
         data = data.encode()
-    with atomic_output(path) as temp:
+    with atomic_output(path, follow_links) as temp:
         temp.write_bytes(data)
 
 

@@ -153,14 +153,14 @@ def _entry_problem(name: str, entry, tables: tuple[str, ...]) -> str | None:
 
 
 def write_manifest(folder: Path, manifest: dict) -> None:
-    """Writes ``manifest.json`` atomically."""
-    with atomic_output(folder / "manifest.json") as temp:
+    """Writes ``manifest.json`` atomically (a symlink there is replaced, never written through, as the levels are)."""
+    with atomic_output(folder / "manifest.json", follow_links=False) as temp:
         temp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
 def _save_level(folder: Path, name: str, values: np.ndarray) -> dict:
     path = folder / f"{name}.npy"
-    with atomic_output(path) as temp, open(temp, "wb") as file:
+    with atomic_output(path, follow_links=False) as temp, open(temp, "wb") as file:
         np.save(file, values, allow_pickle=False)
     return {"file": path.name, "dtype": str(values.dtype), "count": int(values.size), "crc32": _file_crc(path)}
 
@@ -168,7 +168,7 @@ def _save_level(folder: Path, name: str, values: np.ndarray) -> dict:
 def _write_level(folder: Path, name: str, count: int, dtype, fill: Callable[[np.ndarray], None]) -> dict:
     """Writes a level file of ``count`` values that ``fill`` computes into the file itself, memory-mapped."""
     path = folder / f"{name}.npy"
-    with atomic_output(path) as temp:
+    with atomic_output(path, follow_links=False) as temp:
         values = np.lib.format.open_memmap(temp, mode="w+", dtype=dtype, shape=(count,))
         try:
             fill(values)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import pickle
 import selectors
+import signal
 import subprocess
 import sys
 import traceback
@@ -175,8 +176,18 @@ def serve() -> None:
 
 
 def main() -> None:
-    """A worker process's entry point (:class:`Workers` starts it with ``python -c``)."""
+    """A worker process's entry point (:class:`Workers` starts it with ``python -c``).
+
+    Ctrl-C or SIGTERM (which reach the whole process group) and a build that went away (its pipe closed while an
+    answer is written) end the worker without a word: the build says what stopped.
+    """
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         serve()
-    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the build says what stopped
+    except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:
+        # Nothing more can reach the build; the unflushed answer must not be flushed again at exit, which would
+        # print "Exception ignored ... BrokenPipeError".
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+        sys.exit(1)

@@ -9,7 +9,8 @@ exactly (``tests/test_jax.py`` checks every transition, observation, mask, rewar
 :class:`yacht_env.game.TableState`).
 
 The faces: :class:`YachtPgx` (a ``pgx.Env``) and :class:`YachtGymnax` (a gymnax ``Environment``, one player, for
-PureJaxRL-style code); :func:`check_jax_env` is their conformance check (pgx's ``api_test`` accepts only pgx's own
+PureJaxRL-style code; :class:`FiveValueStep` gives it the five-value step of gymnax before 1.0, which PureJaxRL and
+rejax call); :func:`check_jax_env` is their conformance check (pgx's ``api_test`` accepts only pgx's own
 games). They are imported on first use, so ``import yacht_env.jax`` needs only jax.
 
 ``import yacht_env`` never imports this package (nor jax).
@@ -24,6 +25,7 @@ from yacht_env.jax.core import MAX_PLAYERS, Afterstate, GameState, YachtGame, dr
 __all__ = [
     "MAX_PLAYERS",
     "Afterstate",
+    "FiveValueStep",
     "GameState",
     "YachtGame",
     "YachtGymnax",
@@ -36,6 +38,7 @@ __all__ = [
 _LAZY = {
     "YachtPgx": "yacht_env.jax.pgx_env",
     "YachtGymnax": "yacht_env.jax.gymnax_env",
+    "FiveValueStep": "yacht_env.jax.gymnax_env",
     "check_jax_env": "yacht_env.jax.conformance",
 }
 

@@ -20,7 +20,14 @@ ended). An illegal action is ``Yacht-v0``'s "ignore": nothing changes, the rewar
 
 ## Arguments
 ``rules``: a preset name or :class:`~yacht_env.rules.Rules`. ``EnvParams``: ``illegal_action_penalty`` (0.0),
-``max_illegal_actions`` (100).
+``max_illegal_actions`` (100); ``max_steps_in_episode`` of the default parameters is the longest an episode can be
+(three decisions a category, and the illegal actions before the truncation), for code that caps its episodes by it.
+
+## Code written for gymnax before 1.0
+PureJaxRL and rejax call the five-value step of gymnax 0.0.x, ``(obs, state, reward, done, info)``:
+:class:`FiveValueStep` (``FiveValueStep(YachtGymnax(rules))``) is the env with that step (``done`` is ``terminated
+or truncated``; ``info`` tells which), so their algorithms take it unmodified (``tests/test_jax_rejax.py`` trains
+rejax's PPO on it).
 
 ## Version History
 * v0: initial release (yacht-rl 0.3.0).
@@ -75,8 +82,10 @@ class YachtGymnax(environment.Environment[EnvState, EnvParams]):
 
     @property
     def default_params(self) -> EnvParams:
-        """The default parameters (``Yacht-v0``'s)."""
-        return EnvParams()
+        """The default parameters (``Yacht-v0``'s); ``max_steps_in_episode``: the longest episode possible."""
+        params = EnvParams()
+        longest = 3 * self.rules.num_categories + params.max_illegal_actions - 1
+        return params.replace(max_steps_in_episode=longest)
 
     @partial(jax.jit, static_argnames=("self",))
     def step(self, key: jax.Array, state: EnvState, action: Any, params: EnvParams | None = None):
@@ -133,3 +142,39 @@ class YachtGymnax(environment.Environment[EnvState, EnvParams]):
     def observation_space(self, params: EnvParams | None = None) -> spaces.Box:
         """``Box(0, 1, (observation_size,), float32)``."""
         return spaces.Box(0.0, 1.0, (self.game.observation_size,), jnp.float32)
+
+
+class FiveValueStep:
+    """A gymnax env whose ``step`` returns gymnax 0.0.x's five values, ``(obs, state, reward, done, info)``, for code
+    written for that API (PureJaxRL, rejax): ``done`` is ``terminated | truncated`` (``info["terminated"]`` and
+    ``info["truncated"]`` tell which). Everything else (``reset``, the spaces, ``default_params``,
+    ``action_mask``, ...) is the wrapped env's.
+
+    Example:
+        >>> import jax
+        >>> from yacht_env.jax import FiveValueStep, YachtGymnax
+        >>> env = FiveValueStep(YachtGymnax("standard"))
+        >>> obs, state = env.reset(jax.random.key(0))
+        >>> obs, state, reward, done, info = env.step(jax.random.key(1), state, 0)  # a keep: re-roll all five
+        >>> bool(done), float(reward), bool(info["truncated"])
+        (False, 0.0, False)
+    """
+
+    def __init__(self, env: environment.Environment) -> None:
+        self.env = env
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "env":  # not set yet (a copy being made): never look it up on itself
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+    @partial(jax.jit, static_argnames=("self",))
+    def step(self, key: jax.Array, state: Any, action: Any, params: Any = None):
+        """The wrapped env's step (auto-reset included), ``terminated`` and ``truncated`` joined into ``done``."""
+        obs, state, reward, terminated, truncated, info = self.env.step(key, state, action, params)
+        return obs, state, reward, jnp.logical_or(terminated, truncated), info
+
+    @partial(jax.jit, static_argnames=("self",))
+    def reset(self, key: jax.Array, params: Any = None):
+        """The wrapped env's reset."""
+        return self.env.reset(key, params)

@@ -1,10 +1,13 @@
-"""What the command-line programs share: one-line errors, checked numbers, and descriptions in plain text."""
+"""What the command-line programs share: one-line errors, checked numbers and output paths, and descriptions in plain
+text.
+"""
 
 from __future__ import annotations
 
 import argparse
 import math
 import re
+from pathlib import Path
 
 
 def description(doc: str) -> str:
@@ -49,3 +52,17 @@ def number(kind: type, low: float, inclusive: bool = True, high: float | None = 
         return value
 
     return parse
+
+
+def output_file(text: str) -> Path:
+    """An argparse ``type``: a path where a file can be written now, checked before the work whose results it will
+    hold, so that a bad path costs no time: a regular file, or a new one in an existing folder where a file can
+    really be created (a symlink is written through). See :func:`yacht_env.util.check_writable`.
+    """
+    from yacht_env.util import check_writable
+
+    try:
+        check_writable(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return Path(text)

@@ -130,8 +130,15 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     args = parser.parse_args(argv)
     if args.agents is None:
         args.agents = list(DEFAULT_AGENTS)
-        if args.rules in shipped_models() and importlib.util.find_spec("sb3_contrib") is not None:  # the train extra
-            args.agents.append(f"ppo:{args.rules}")
+        if args.rules in shipped_models():
+            if importlib.util.find_spec("sb3_contrib") is not None:  # the train extra
+                args.agents.append(f"ppo:{args.rules}")
+            else:  # said, not dropped silently: the table would look complete without it
+                print(
+                    f"{parser.prog}: note: the default agents leave out ppo:{args.rules}, the shipped model: it "
+                    "needs the train extra (pip install 'yacht-rl[train]')",
+                    file=sys.stderr,
+                )
     problem = players_problem(args)
     if problem:
         parser.error(problem)

@@ -111,8 +111,12 @@ def make_reader():
     scripted game's transcript shows what was typed.
 
     Bytes that are not text in the input's encoding (a strict UTF-8 stdin given Latin-1 or binary) are read as
-    U+FFFD, so such a line is an unknown command (one line, the game goes on), not a ``UnicodeDecodeError``.
+    U+FFFD, so such a line is an unknown command (one line, the game goes on), not a ``UnicodeDecodeError``. A line
+    longer than a command may be (:data:`~yacht_lab.table.commands.MAX_LINE`) is read no further than two characters
+    past it (the rest is skipped, not kept) and echoed cut: it is refused as too long, and the game goes on.
     """
+    from yacht_lab.table.commands import MAX_LINE
+
     try:
         sys.stdin.reconfigure(errors="replace")
     except (AttributeError, ValueError, OSError):  # not a text stream of its own (a test's stand-in), or closed
@@ -123,12 +127,15 @@ def make_reader():
     def read(prompt: str) -> str:
         sys.stdout.write(prompt)
         sys.stdout.flush()
-        line = sys.stdin.readline()
+        line = sys.stdin.readline(MAX_LINE + 2)  # a line of MAX_LINE characters, "\r\n" and all
         if not line:
             sys.stdout.write("\n")
             raise EOFError
+        if not line.endswith("\n"):
+            while (rest := sys.stdin.readline(2**16)) and not rest.endswith("\n"):
+                pass  # the rest of a line too long to be a command, in bounded pieces, dropped
         line = line.rstrip("\r\n")
-        sys.stdout.write(line + "\n")
+        sys.stdout.write((line if len(line) <= MAX_LINE else line[:40] + "...") + "\n")
         return line
 
     return read

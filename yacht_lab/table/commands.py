@@ -66,6 +66,10 @@ def display_name(category: str) -> str:
     return " ".join(w if i and w in _SMALL_WORDS else w.capitalize() for i, w in enumerate(words))
 
 
+#: The longest line read as a command (past any terminal's line, 4,096): a longer one is refused whole, so a reader
+#: need keep no more of a line than this and its end (``yacht-play`` reads no more of one from a pipe).
+MAX_LINE = 8192
+
 #: Numbers a person types are read only up to this many digits: longer ones are out of every range here (and
 #: ``int`` refuses more than 4,300 digits).
 _MAX_DIGITS = 6
@@ -242,6 +246,8 @@ def parse_command(text: str, categories: Sequence[str] = R.CATEGORIES) -> Comman
     Raises:
         CommandError: the line is not a command, or its arguments cannot be read.
     """
+    if len(text) > MAX_LINE:
+        raise CommandError(f"a command is at most {MAX_LINE} characters: this line is longer")
     words = text.strip().lower().replace(",", " ").split()
     if not words:
         raise CommandError("type a command (help lists them)")

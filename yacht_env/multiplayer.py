@@ -157,8 +157,7 @@ class _Turns(AECOrderEnforcingIterator):
 
 class _AssertOutOfBounds(wrappers.AssertOutOfBoundsWrapper):
     """PettingZoo's ``AssertOutOfBoundsWrapper``, its check read straight from the raw env (an int in range passes
-    at once, anything else goes through the space's ``contains``, but a Python int outside int64's range is out of
-    the space at once, as gymnasium 1.4's ``contains`` says, where older ones raised ``OverflowError``).
+    at once, one past int64 fails at once, as in gymnasium 1.4; anything else goes through the space's ``contains``).
     """
 
     def __init__(self, aec: AECEnv) -> None:
@@ -172,10 +171,7 @@ class _AssertOutOfBounds(wrappers.AssertOutOfBoundsWrapper):
             (type(action) is int and 0 <= action < aec._num_actions)
             or (action is None and (aec.terminations[agent] or aec.truncations[agent]))
             # gymnasium before 1.4 casts a Python int to int64 first: one past that range raised OverflowError there
-            or (
-                not (isinstance(action, int) and not -(2**63) <= action < 2**63)
-                and aec.action_space(agent).contains(action)
-            )
+            or (not (type(action) is int and abs(action) >= 2**63) and aec.action_space(agent).contains(action))
         ), "action is not in action space"
         aec.step(action)
 

@@ -41,7 +41,8 @@ def play_one_by_one(agent: Agent, games: int, seed: int, solution: Solution) -> 
         while not done:
             action = agent.act(obs, env.action_masks())
             roll_dice, rolls_left = info["dice"], info["rolls_left"]
-            open_categories = [name for name, points in info["scores"].items() if points is None]
+            names = solution.rules.categories  # the sheet: -1 in each open box
+            open_categories = [name for name, points in zip(names, info["scores"], strict=True) if points < 0]
             q = solution.action_values(roll_dice, rolls_left, open_categories)
             regret += q.max() - q[action]
             obs, _, terminated, truncated, info = env.step(action)

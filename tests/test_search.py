@@ -345,3 +345,22 @@ def test_the_browser_seats_a_search_model_only_where_its_server_allowed_it():
     check_spec("search:standard", ("search:standard",))
     with pytest.raises(WebError, match="reads a file: the table seats it only if the server was started with it"):
         check_spec("search:standard")
+
+
+def test_the_games_targets_are_td_lambda_of_their_own_turns():
+    from yacht_lab.training.search.rollouts import play
+
+    rules = R.get_rules("standard")
+    planner = TurnPlanner(rules, 1, network())
+    # lambda = 1: each afterstate's target is the points its game still scored after it (Monte Carlo).
+    batch = play(planner, 8, np.random.default_rng(5), 1.0)
+    assert batch.x.shape == (11 * 8, feature_size(rules, 1)) and batch.turns == 96
+    first = batch.y[:8]  # the first turn's afterstates, game by game
+    assert (first > 0).all() and (first < batch.scores[:, 0]).all()
+    again = play(planner, 8, np.random.default_rng(5), 1.0)  # seeded: the same games
+    np.testing.assert_array_equal(again.y, batch.y)
+    # lambda = 0: the target is the next turn's exact expectation under V, whatever the dice did.
+    exact = TurnPlanner(rules, 1, exact_value(rules)[0])
+    batch = play(exact, 8, np.random.default_rng(5), 0.0)
+    masks = (batch.x[:, :12] > 0.5).astype(np.int64) @ (1 << np.arange(12))
+    np.testing.assert_allclose(batch.y, exact_value(rules)[1][masks], atol=1e-9)

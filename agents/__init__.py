@@ -15,6 +15,11 @@ with other packages, openai-agents among them). The experiment lab that seats th
   has built the solution),
 * ``"ppo:PATH"``: a saved sb3-contrib ``MaskablePPO`` model (needs the ``train`` extra); ``PATH`` may also name a
   shipped model, ``ppo:standard`` or ``ppo:classic`` (:func:`yacht_agents.ppo.resolve_model`),
+* ``"search:PATH"``: a learned value of the turn's end played by the exact turn's expectimax
+  (:mod:`yacht_agents.search`, trained by :mod:`yacht_lab.training.search`; plain numpy): its ``.npz``, its run
+  folder, or a shipped model
+  (``search:standard``). A solo network sits at any table; one trained at a table of ``P`` sees that table's view,
+  at tables of ``P`` only.
 * ``"jax:PATH"``: a policy trained by the JAX trainer (:mod:`yacht_agents.jax_policy`; needs the ``jax`` extra):
   its parameters' ``.npz`` file, or its run folder. A solo policy sits at any table; one trained at a table of
   ``P`` (its ``table_players``) sees that table's view, at tables of ``P`` only.
@@ -35,12 +40,23 @@ import re
 from yacht_agents.base import Agent
 from yacht_env import rules as R
 
-AGENT_SPECS = ("random", "greedy", "optimal", "win", "win:P", "duel", "duel:optimal", "ppo:PATH", "jax:PATH")
+AGENT_SPECS = (
+    "random",
+    "greedy",
+    "optimal",
+    "win",
+    "win:P",
+    "duel",
+    "duel:optimal",
+    "ppo:PATH",
+    "jax:PATH",
+    "search:PATH",
+)
 #: The kinds of spec, as :func:`parse_spec` names them.
-AGENT_KINDS = ("random", "greedy", "optimal", "win", "duel", "ppo", "jax")
+AGENT_KINDS = ("random", "greedy", "optimal", "win", "duel", "ppo", "jax", "search")
 #: The kinds whose agent reads no file a spec names (``duel`` reads the solver's own cache). Every other kind,
-#: present or future, reads one (``ppo:PATH``, ``jax:PATH``): a server seats those only where its operator allowed
-#: them (``yacht-web --agent``), never where a visitor names them.
+#: present or future, reads one (``ppo:PATH``, ``jax:PATH``, ``search:PATH``): a server seats those only where its
+#: operator allowed them (``yacht-web --agent``), never where a visitor names them.
 FILELESS_KINDS = ("random", "greedy", "optimal", "win", "duel")
 
 
@@ -89,6 +105,8 @@ def _parse_unlabelled(spec: str) -> tuple[str, str | None]:
         return "ppo", spec[len("ppo:") :]
     if isinstance(spec, str) and spec.startswith("jax:") and len(spec) > len("jax:"):
         return "jax", spec[len("jax:") :]
+    if isinstance(spec, str) and spec.startswith("search:") and len(spec) > len("search:"):
+        return "search", spec[len("search:") :]
     raise ValueError(f"unknown agent {spec!r}; expected one of {', '.join(AGENT_SPECS)}")
 
 
@@ -99,17 +117,18 @@ def make_agent(
 
     Args:
         spec: ``"random"``, ``"greedy"``, ``"optimal"``, ``"win"``, ``"win:P"``, ``"duel"``, ``"duel:optimal"``,
-            ``"ppo:PATH"`` or ``"jax:PATH"``.
+            ``"ppo:PATH"``, ``"jax:PATH"`` or ``"search:PATH"``.
         rules: A preset name or :class:`~yacht_env.rules.Rules`.
         seed: Seed of the ``random`` agent's generator (the other agents are deterministic).
         players: The table the agent sits at: the size of ``"win"`` (default 2; ``"win:P"`` names it in the spec,
             which is how ``evaluate.py --players P --agents win:P ...`` seats it: the table view is chosen before any
-            observation, so the agent cannot infer it); a ``"ppo:PATH"`` or ``"jax:PATH"`` model trained at a table
-            must have been trained at one of this size (a solo model sits at any table).
+            observation, so the agent cannot infer it); a ``"ppo:PATH"``, ``"jax:PATH"`` or ``"search:PATH"`` model
+            trained at a table must have been trained at one of this size (a solo model sits at any table).
 
     Raises:
-        ValueError: unknown spec or rules, a PPO model (or JAX policy) that is missing, unreadable or of other spaces
-            or rules, the jax extra missing for a JAX policy, or an agent of another table size than ``players``.
+        ValueError: unknown spec or rules, a PPO model (or JAX policy, or search model) that is missing, unreadable or
+            of other spaces or rules, the jax extra missing for a JAX policy, or an agent of another table size than
+            ``players``.
     """
     rules = R.get_rules(rules)
     kind, argument = parse_spec(spec)
@@ -143,20 +162,28 @@ def make_agent(
         if players not in (None, 2):
             raise ValueError(f"agent {spec!r} plays at two-player tables only (the exact solve), not {players}")
         return DuelAgent(rules, argument, name=spec)
+    agent = _model_agent(kind, argument, rules, spec)
+    # A solo model sits at any table (its own game's view); one trained at a table, at a table of its size only.
+    if players is not None and agent.table_players not in (None, players):
+        raise ValueError(f"{spec!r} plays at a table of {agent.table_players} players; this one has {players}")
+    return agent
+
+
+def _model_agent(kind: str, argument: str, rules: R.Rules, spec: str) -> Agent:
+    """The agent of a spec that names a model file (``ppo``, ``jax``, ``search``)."""
     if kind == "jax":
         try:
             from yacht_agents.jax_policy import JaxAgent
         except ImportError as error:
             raise ValueError(f"agent {spec!r} needs the jax extra (pip install 'yacht-rl[jax]'): {error}") from None
-        agent = JaxAgent(argument, rules, name=spec)
-    else:
-        from yacht_agents.ppo import PPOAgent
+        return JaxAgent(argument, rules, name=spec)
+    if kind == "search":
+        from yacht_agents.search import SearchAgent
 
-        agent = PPOAgent(argument, rules, name=spec)
-    # A solo model sits at any table (its own game's view); one trained at a table, at a table of its size only.
-    if players is not None and agent.table_players not in (None, players):
-        raise ValueError(f"{spec!r} plays at a table of {agent.table_players} players; this one has {players}")
-    return agent
+        return SearchAgent(argument, rules, name=spec)
+    from yacht_agents.ppo import PPOAgent
+
+    return PPOAgent(argument, rules, name=spec)
 
 
 __all__ = ["AGENT_KINDS", "AGENT_SPECS", "FILELESS_KINDS", "Agent", "make_agent", "parse_spec", "unlabelled"]

@@ -3,6 +3,9 @@ game at a time on ``YachtEnv``.
 
 Usage:
     python benchmarks/agent_speed.py [--agents random greedy optimal] [--batched-games 10000] [--single-games 200]
+    python benchmarks/agent_speed.py --agents ppo:standard search:standard optimal --batched-games 2000
+
+The batched path's decisions per second (keeps and picks) are printed beside its games per second.
 
 Both paths do the same work per decision: the agent acts, the solver values the state (for regret) and the
 env steps. The batched path is :func:`yacht_lab.measure.evaluation.play_games` (what ``evaluate.py`` runs); the single
@@ -38,7 +41,8 @@ def play_one_by_one(agent: Agent, games: int, seed: int, solution: Solution) -> 
         while not done:
             action = agent.act(obs, env.action_masks())
             roll_dice, rolls_left = info["dice"], info["rolls_left"]
-            open_categories = [name for name, points in info["scores"].items() if points is None]
+            names = solution.rules.categories  # the sheet: -1 in each open box
+            open_categories = [name for name, points in zip(names, info["scores"], strict=True) if points < 0]
             q = solution.action_values(roll_dice, rolls_left, open_categories)
             regret += q.max() - q[action]
             obs, _, terminated, truncated, info = env.step(action)
@@ -62,7 +66,11 @@ def main() -> int:
         f"rules {args.rules}; batched: {args.batched_games:,} games in one vector env; "
         f"single: {args.single_games:,} games on YachtEnv; both value every decision with the solver"
     )
-    header = f"{'agent':<10}{'batched games/s':>18}{'single games/s':>17}{'speed-up':>11}{'mean score':>13}"
+    width = max(10, *(len(spec) + 2 for spec in args.agents))
+    header = (
+        f"{'agent':<{width}}{'batched games/s':>18}{'decisions/s':>14}{'single games/s':>17}{'speed-up':>11}"
+        f"{'mean score':>13}"
+    )
     print(header)
     print("-" * len(header))
     for spec in args.agents:
@@ -74,8 +82,9 @@ def main() -> int:
             print(f"{spec}: the single env and the vector env scored the same games differently", file=sys.stderr)
             return 1
         single_rate = args.single_games / single_s
+        decisions = batched.decisions.sum() / batched.seconds
         print(
-            f"{spec:<10}{batched.games_per_second:>18,.0f}{single_rate:>17,.0f}"
+            f"{spec:<{width}}{batched.games_per_second:>18,.0f}{decisions:>14,.0f}{single_rate:>17,.0f}"
             f"{batched.games_per_second / single_rate:>10.0f}x{batched.scores.mean():>13.2f}"
         )
     return 0

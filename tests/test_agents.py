@@ -234,9 +234,9 @@ def test_optimal_plays_the_solvers_best_action(rules):
 # --------------------------------------------------------------------------------------------------
 # make_agent errors
 # --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("bad", ["", "foo", "Random", "ppo", "ppo:", "greedy ", "optimal:1"])
+@pytest.mark.parametrize("bad", ["", "foo", "Random", "ppo", "ppo:", "greedy ", "optimal:1", "search", "search:"])
 def test_unknown_spec_is_a_value_error(bad):
-    specs = "random, greedy, optimal, win, win:P, duel, duel:optimal, ppo:PATH, jax:PATH"
+    specs = "random, greedy, optimal, win, win:P, duel, duel:optimal, ppo:PATH, jax:PATH, search:PATH"
     expected = rf"^unknown agent .*; expected one of {specs}$"
     with pytest.raises(ValueError, match=expected):
         make_agent(bad)

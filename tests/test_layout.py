@@ -225,7 +225,7 @@ JOBS = {
 #: The modules at the lab's top that the jobs share; they import no job.
 SHARED = {"yacht_lab", "yacht_lab.__main__", "yacht_lab.ray_cluster"}
 #: The trainer families under ``training/``: neither imports the other.
-FAMILIES = ("yacht_lab.training.sb3", "yacht_lab.training.jax")
+FAMILIES = ("yacht_lab.training.sb3", "yacht_lab.training.jax", "yacht_lab.training.search")
 
 
 def job_of(module: str) -> str | None:

@@ -333,6 +333,8 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     data = {name for name in names if not name.endswith(".py") and ".dist-info/" not in name}
     shipped = ("standard", "classic", "yahtzee", "yatzy", "selfplay_standard")
     models = {f"yacht_agents/models/ppo_{name}.zip" for name in shipped}
+    searched = ("standard", "yahtzee", "selfplay_standard")
+    models |= {f"yacht_agents/models/search_{name}.{ext}" for name in searched for ext in ("npz", "json")}
     configs = {
         f"yacht_lab/configs/{name}.yaml"
         for name in (
@@ -346,13 +348,23 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
             "jax_selfplay",
             "jax_ppo_gpu",
             "jax_yahtzee_gpu",
+            "search_standard",
+            "search_yahtzee",
+            "search_selfplay",
+            "search_selfplay3",
+            "search_selfplay_yahtzee",
         )
     }
     # the web table's page
     static = {f"yacht_lab/table/web/static/{name}" for name in ("index.html", "app.css", "app.js")}
     assert data == models | configs | static  # no run folder, no checkpoint, no benchmark
     # every model and config of the repository, none forgotten as new ones come
-    assert {f"yacht_agents/models/{path.name}" for path in (REPO / "models").glob("*.zip")} == models
+    found = [
+        *(REPO / "models").glob("*.zip"),
+        *(REPO / "models").glob("search_*.npz"),
+        *(REPO / "models").glob("*.json"),
+    ]
+    assert {f"yacht_agents/models/{path.name}" for path in found} == models
     assert {f"yacht_lab/configs/{path.name}" for path in (REPO / "configs").glob("*.yaml")} == configs
     assert not any(name.startswith(("agents/", "models/", "tests/", "benchmarks/", "research/")) for name in names)
     top = {name.split("/")[0] for name in names if ".dist-info/" not in name}

@@ -583,7 +583,8 @@ def test_ctrl_c_leaves_cleanly():
         (
             ["--players", "human", "alphago"],
             "argument --players: unknown seat 'alphago'; "
-            "expected human or random, greedy, optimal, win, win:P, duel, duel:optimal, ppo:PATH, jax:PATH",
+            "expected human or random, greedy, optimal, win, win:P, duel, duel:optimal, ppo:PATH, jax:PATH, "
+            "search:PATH",
         ),
         (  # argparse quotes the choices from Python 3.12.8 / 3.13.1 on
             ["--rules", "kniffel"],

@@ -39,7 +39,7 @@ def test_every_kind_that_reads_a_file_needs_the_servers_agent(monkeypatch):
     from yacht_agents import AGENT_KINDS, FILELESS_KINDS
 
     readers = sorted(set(AGENT_KINDS) - set(FILELESS_KINDS))
-    assert readers == ["jax", "ppo"]
+    assert readers == ["jax", "ppo", "search"]
     for kind in readers:
         spec = f"{kind}:runs/x/policy"
         with pytest.raises(WebError, match=r"^agent '.*': the table seats|reads a file"):

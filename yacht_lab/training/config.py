@@ -34,6 +34,11 @@ from yacht_lab.training.schema import (
     MAX_N_ENVS,
     MAX_OPPONENTS,
     MAX_ROLLOUT_STEPS,
+    MAX_SEARCH_BATCH,
+    MAX_SEARCH_EPOCHS,
+    MAX_SEARCH_LAYERS,
+    MAX_SEARCH_TABLES,
+    MAX_SEARCH_WIDTH,
     MAX_SEED,
     MAX_SNAPSHOTS,
     MAX_TABLE_EVAL_GAMES,
@@ -46,6 +51,7 @@ from yacht_lab.training.schema import (
     LeagueConfig,
     PolicyConfig,
     PPOConfig,
+    SearchConfig,
     TrainConfig,
     dataclass_from_dict,
     from_dict,
@@ -60,6 +66,7 @@ __all__ = [
     "LeagueConfig",
     "PPOConfig",
     "PolicyConfig",
+    "SearchConfig",
     "TrainConfig",
     "dataclass_from_dict",
     "from_dict",
@@ -334,6 +341,39 @@ def _check_jax(config: TrainConfig) -> None:
         )
 
 
+def _check_search(config: TrainConfig) -> None:
+    """The ``search`` section: self-play from fresh weights, solo on the score or a table on the win."""
+    section = config.search
+    if not isinstance(section, SearchConfig):
+        raise ValueError(f"search must be a mapping of search keys (players, net_arch, ...) or null, got {section!r}")
+    _check_number("search.players", section.players, int, 1, high=MAX_OPPONENTS + 1)
+    if config.opponents or config.league is not None or config.distill is not None or config.jax is not None:
+        raise ValueError("the search trainer plays itself (search.players): no opponents, league, distill or jax")
+    if config.init is not None:
+        raise ValueError("the search trainer starts from fresh weights: leave init out")
+    wanted = "score" if section.players == 1 else "win"
+    if config.reward != wanted:
+        raise ValueError(
+            f"the search trainer trains {'solo' if section.players == 1 else 'at a table'} on reward: {wanted} "
+            f"(search.players: {section.players}), got {config.reward!r}"
+        )
+    arch = section.net_arch
+    if not (
+        isinstance(arch, list)
+        and 1 <= len(arch) <= MAX_SEARCH_LAYERS
+        and all(is_int(w) and 1 <= w <= MAX_SEARCH_WIDTH for w in arch)
+    ):
+        raise ValueError(
+            f"search.net_arch must be a list of 1..{MAX_SEARCH_LAYERS} widths of 1..{MAX_SEARCH_WIDTH}, got {arch!r}"
+        )
+    _check_number("search.tables", section.tables, int, 1, high=MAX_SEARCH_TABLES)
+    _check_number("search.td_lambda", section.td_lambda, float, 0, high=1)
+    _check_number("search.epochs", section.epochs, int, 1, high=MAX_SEARCH_EPOCHS)
+    _check_number("search.batch_size", section.batch_size, int, 1, high=MAX_SEARCH_BATCH)
+    _check_number("search.learning_rate", section.learning_rate, float, 0, low_inclusive=False, high=1)
+    _check_number("search.learning_rate_final", section.learning_rate_final, float, 0, high=section.learning_rate)
+
+
 def validate(config: TrainConfig) -> TrainConfig:
     """Checks every field; raises ``ValueError`` naming the first bad one.
 
@@ -353,6 +393,8 @@ def validate(config: TrainConfig) -> TrainConfig:
         _check_distill(config)
     if config.jax is not None:
         _check_jax(config)
+    if config.search is not None:
+        _check_search(config)
     _check_eval(config)
     config.__dict__["_validated"] = config.to_dict()
     return config

@@ -56,6 +56,14 @@ MAX_DISTILL_POSITIONS = 1_000_000
 MAX_DISTILL_MEMORY = 2_000_000
 MAX_DISTILL_EPOCHS = 1000
 MAX_DISTILL_ITERATIONS = 100_000
+#: The search trainer's sizes (:class:`SearchConfig`): tables played per iteration (each keeps its afterstates'
+#: features, at most 15 x 10 x 160 float32: under 100 KB at ten seats), its network's hidden layers and widths
+#: (:mod:`yacht_agents.search`'s bounds), passes over an iteration's afterstates, a minibatch.
+MAX_SEARCH_TABLES = 16_384
+MAX_SEARCH_LAYERS = 8
+MAX_SEARCH_WIDTH = 2048
+MAX_SEARCH_EPOCHS = 100
+MAX_SEARCH_BATCH = 1_000_000
 
 
 @dataclass
@@ -204,6 +212,36 @@ class JaxConfig:
 
 
 @dataclass
+class SearchConfig:
+    """Train a learned-value search agent by self-play (:mod:`yacht_lab.training.search`, the ``train`` extra's torch)
+    instead of a policy: a value ``V`` of the turn's end, every turn played by the exact expectimax over the mover's
+    own dice (:mod:`yacht_agents.search`), fitted to TD(lambda) targets of its own games, from fresh weights. Its
+    steps (``total_timesteps``, ``eval.every_timesteps``, ``checkpoint_every_timesteps``) count turns played (one
+    afterstate each). No ``opponents``, league, distill, jax or ``init``; ``reward`` is ``score`` solo, ``win`` at a
+    table; ``device`` and ``torch_threads`` are the regression's.
+    """
+
+    players: int = 1
+    """1: solo (``V`` is the points to come). 2..10: a table of this many seats, every seat played by the agent
+    being trained (``V`` is the mover's chance to finish first, ties split)."""
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    """The value network's hidden relu layers (1..:data:`MAX_SEARCH_LAYERS` widths of 1..:data:`MAX_SEARCH_WIDTH`)."""
+    tables: int = 256
+    """Games (tables) played per iteration, all seats stepped together (1..:data:`MAX_SEARCH_TABLES`)."""
+    td_lambda: float = 0.0
+    """TD(lambda)'s lambda in [0, 1]: 0 fits each afterstate to ``V``'s own exact one-turn backup (fitted value
+    iteration), 1 to the game's result."""
+    epochs: int = 2
+    """Passes over an iteration's afterstates (1..:data:`MAX_SEARCH_EPOCHS`)."""
+    batch_size: int = 512
+    """Afterstates per minibatch step (1..:data:`MAX_SEARCH_BATCH`)."""
+    learning_rate: float = 1.0e-3
+    """Adam's step size at the start."""
+    learning_rate_final: float = 1.0e-4
+    """Adam's step size at the budget's end (linear in between; 0..``learning_rate``)."""
+
+
+@dataclass
 class TrainConfig:
     """A training run: the game, the table, the reward, the budget, and the sections above."""
 
@@ -255,6 +293,9 @@ class TrainConfig:
     jax: JaxConfig | None = None
     """Train with the JAX trainer instead of SB3's MaskablePPO: :class:`JaxConfig`. ``None`` (the default, left out of
     a saved config): SB3."""
+    search: SearchConfig | None = None
+    """Train a learned-value search agent by self-play instead: :class:`SearchConfig`. ``None`` (the default, left out
+    of a saved config): no search."""
     init: str | None = None
     """Start a new run from this model's weights (a path, or a shipped model's name such as ``standard``):
     :mod:`yacht_lab.training.sb3.warm_start`. The network the config describes must be the model's; a model of one game
@@ -273,6 +314,8 @@ class TrainConfig:
         ``distill`` section (:mod:`yacht_lab.training.sb3.distill`), ``jax_ppo`` with a ``jax`` section
         (:mod:`yacht_lab.training.jax.ppo`), else ``ppo``, SB3's MaskablePPO (:mod:`yacht_lab.training.sb3.ppo`).
         """
+        if self.search is not None:
+            return "search"
         return "distill" if self.distill is not None else "jax_ppo" if self.jax is not None else "ppo"
 
     @property
@@ -284,12 +327,19 @@ class TrainConfig:
             return self.distill.players
         if isinstance(self.jax, JaxConfig):
             return self.jax.players
+        if isinstance(self.search, SearchConfig):
+            return self.search.players
         return self.league.players if isinstance(self.league, LeagueConfig) else len(self.opponents) + 1
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain data (what ``config.yaml`` holds)."""
         data = dataclasses.asdict(self)
-        for section in ("league", "distill", "jax"):  # a config without one reads (and is saved) as before it existed
+        for section in (
+            "league",
+            "distill",
+            "jax",
+            "search",
+        ):  # a config without one reads (and is saved) as before it existed
             if data[section] is None:
                 del data[section]
         return data
@@ -303,8 +353,9 @@ _SECTIONS = {
     "league": LeagueConfig,
     "distill": DistillConfig,
     "jax": JaxConfig,
+    "search": SearchConfig,
 }
-_OPTIONAL_SECTIONS = ("league", "distill", "jax")
+_OPTIONAL_SECTIONS = ("league", "distill", "jax", "search")
 #: Keys of the ``ppo`` section of 0.2's research builds, read when at the value that did nothing (the try log in the
 #: docs names the commits that ran them otherwise).
 _RETIRED_PPO_KEYS = {

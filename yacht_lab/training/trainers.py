@@ -6,7 +6,9 @@
 - ``distill`` (a ``distill`` section): the policy-iteration distillation,
   :func:`yacht_lab.training.sb3.distill.train_distill`, with the ``train`` extra;
 - ``jax_ppo`` (a ``jax`` section): PPO on the JAX core, :func:`yacht_lab.training.jax.ppo.train_jax`, with the ``jax``
-  extra.
+  extra;
+- ``search`` (a ``search`` section): a learned-value search agent trained by self-play,
+  :func:`yacht_lab.training.search.trainer.train_search`, with the ``train`` extra (torch).
 
 Each trainer refuses a config of another (:func:`require_trainer`, one ``ValueError`` line), and only the chosen
 trainer's module is imported: a JAX run imports neither torch nor Stable-Baselines3. Every trainer runs in a
@@ -47,6 +49,9 @@ TRAINERS = {
     "ppo": Trainer("yacht_lab.training.sb3.ppo", "train", "PPO", "neither a distill nor a jax section", "train"),
     "distill": Trainer("yacht_lab.training.sb3.distill", "train_distill", "distillation", "a distill section", "train"),
     "jax_ppo": Trainer("yacht_lab.training.jax.ppo", "train_jax", "JAX PPO", "a jax section", "jax"),
+    "search": Trainer(
+        "yacht_lab.training.search.trainer", "train_search", "search self-play", "a search section", "train"
+    ),
 }
 
 

@@ -1,0 +1,488 @@
+"""``search:PATH``: a learned value of the turn's end, and the exact expectimax over the agent's own dice.
+
+A network ``V`` values the *afterstate* of a turn, the sheets once the pick is made and before anyone rolls again:
+
+* solo, the points still to come (an open mask, the upper subtotal capped at the bonus threshold, whether the
+  Yahtzee box holds its points; every box filled: exactly 0);
+* at a table of ``P``, the chance that the mover finishes first (a tie among ``m`` leaders counts ``1 / m``), from
+  what the table view shows: its own sheet, bonus progress and total, and each opponent's open mask and total in
+  seat order after it (every sheet filled: exactly the game's result).
+
+It sees nothing of a solver: its inputs are the sheets (:func:`features`), and it was trained on its own games
+(:mod:`yacht_lab.training.search`). Each decision is the exact expectimax over the rest of the turn, from the rules
+alone (the dice's odds and the scoring of :func:`yacht_env.rules.pick_outcome`): a pick is worth its points plus
+``V`` of its afterstate (solo) or ``V`` of its afterstate (at a table), and a keep the mean over the re-rolled dice
+of the best that follows (:func:`yacht_env.turn_rows.turn_values`' passes). Everything the turn's decisions read
+depends only on the turn's *context* (the sheets and totals, fixed for a whole turn), so :class:`TurnPlanner`
+computes it once per distinct context of a batch of games: ``V`` once per distinct afterstate of a context (a
+category and what it earns), never per roll, then the whole turn's keeps. The agent keeps the last call's contexts,
+so a turn costs one plan, not three.
+
+Inference is plain numpy: the network's weights are a ``.npz`` of float32 arrays and a ``.json`` beside it (the
+rules, the table size, the layer widths), read through the one bounded reader, :mod:`yacht_agents.archive`. A
+``search:PATH`` spec names the ``.npz``, a run folder (its ``model.npz``) or a shipped model (``search:standard``,
+``models/search_standard.npz``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_arrays
+from yacht_agents.base import Agent
+from yacht_env import rules as R
+from yacht_env.encoding import MultiplayerEncoder
+from yacht_env.turn_rows import FIRST_ROLL, KEEP_PROPER, KEPT_ROW, ROLL_ORDER, best_keeps, expected_keeps
+
+FORMAT = "yacht-rl search value 1"
+MAX_PLAYERS = 10
+MAX_LAYERS = 8
+MAX_LAYER_WIDTH = 2048
+#: The most a value network's ``.npz`` may expand to, and its members (two per layer).
+MAX_VALUE_BYTES = 64 * 2**20
+MAX_VALUE_MEMBERS = 2 * (MAX_LAYERS + 1)
+MAX_SPEC_BYTES = 2**16
+#: Points in one unit of the network's output (solo) and of its total inputs.
+POINTS_SCALE = 100.0
+_CHUNK = 1024  # contexts planned together: bounds the (contexts, 252, C) pick arrays to ~30 MB
+#: Where shipped models lie: the package's data (installed), then a source checkout's ``models/``.
+SHIPPED = (Path(__file__).resolve().parent / "models", Path(__file__).resolve().parent.parent / "models")
+
+
+class ValueSpec(NamedTuple):
+    """What a saved value network is (its ``.json``): the rules, the table size (1: solo) and the hidden widths."""
+
+    rules: str
+    players: int
+    net_arch: tuple[int, ...]
+
+
+def feature_size(rules: R.Rules, players: int) -> int:
+    """The length of :func:`features`' rows."""
+    own = rules.num_categories + 1 + (rules.upper_bonus > 0) + (rules.yahtzee_bonus > 0)
+    return own + 1 + (players - 1) * (rules.num_categories + 1) if players > 1 else own
+
+
+def features(rules: R.Rules, players: int, own: tuple, opponents: tuple | None = None) -> np.ndarray:
+    """``(m, feature_size)`` float32: afterstates as the network sees them.
+
+    Args:
+        rules: The game.
+        players: The table (1: solo).
+        own: ``(open_mask, upper, armed, total)``, ``(m,)`` ints each: the mover's sheet after its pick (``total``
+            is not read solo: the points to come do not depend on it).
+        opponents: At a table, ``(open_masks, totals)``, ``(m, P - 1)`` ints each, in seat order after the mover.
+    """
+    open_mask, upper, armed, total = (np.asarray(x) for x in own)
+    c = rules.num_categories
+    bits = R.open_bits(c).astype(np.float32)
+    parts = [bits[open_mask], (bits[open_mask].sum(axis=1, keepdims=True) / c)]
+    if rules.upper_bonus:
+        parts.append((upper / rules.upper_bonus_threshold)[:, None])
+    if rules.yahtzee_bonus:
+        parts.append(armed[:, None].astype(np.float32))
+    if players > 1:
+        opponent_open, opponent_total = (np.asarray(x) for x in opponents)
+        parts.append((total / POINTS_SCALE)[:, None])
+        for j in range(players - 1):
+            parts += [bits[opponent_open[:, j]], ((opponent_total[:, j] - total) / POINTS_SCALE)[:, None]]
+    return np.concatenate([np.asarray(p, dtype=np.float32) for p in parts], axis=1)
+
+
+class ValueNetwork:
+    """The network ``V`` in numpy: relu hidden layers, one output (solo: points / :data:`POINTS_SCALE`; at a table:
+    a logit, through a sigmoid).
+
+    Args:
+        spec: Its :class:`ValueSpec`.
+        layers: ``[(w, b), ...]`` float32, ``w`` ``(in, out)``; the last layer's ``out`` is 1.
+    """
+
+    def __init__(self, spec: ValueSpec, layers: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        self.spec, self.layers = spec, layers
+        self.rules = R.get_rules(spec.rules)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """``(m,)`` float64: the values of feature rows ``x`` (points solo, a win chance at a table)."""
+        h = x
+        for w, b in self.layers[:-1]:
+            h = np.maximum(h @ w + b, 0.0)
+        w, b = self.layers[-1]
+        out = (h @ w + b)[:, 0].astype(np.float64)
+        if self.spec.players > 1:
+            return 1.0 / (1.0 + np.exp(-np.clip(out, -60.0, 60.0)))
+        return out * POINTS_SCALE
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The weights as named arrays (``w0``, ``b0``, ...)."""
+        out = {}
+        for i, (w, b) in enumerate(self.layers):
+            out[f"w{i}"], out[f"b{i}"] = w, b
+        return out
+
+
+def layer_shapes(spec: ValueSpec) -> list[tuple[int, int]]:
+    """``(in, out)`` of each layer of ``spec``'s network."""
+    widths = [feature_size(R.get_rules(spec.rules), spec.players), *spec.net_arch, 1]
+    return list(zip(widths[:-1], widths[1:], strict=True))
+
+
+def save_value(path: str | Path, network: ValueNetwork) -> Path:
+    """Writes ``path`` (``.npz``, the weights) and the ``.json`` beside it, each atomically; returns the ``.npz``."""
+    from yacht_env.util import atomic_output
+
+    path = Path(path).with_suffix(".npz")
+    spec = network.spec
+    meta = {"format": FORMAT, "rules": spec.rules, "players": spec.players, "net_arch": list(spec.net_arch)}
+    with atomic_output(path.with_suffix(".json")) as temp:
+        Path(temp).write_text(json.dumps(meta, indent=2) + "\n")
+    with atomic_output(path) as temp, open(temp, "wb") as file:
+        np.savez(file, **network.arrays())
+    return path
+
+
+def resolve_value(path: str | Path) -> Path:
+    """The ``.npz`` a ``search:PATH`` spec names: the file, a run folder's ``model.npz``, or a shipped model's name
+    (``standard`` is ``models/search_standard.npz``).
+
+    Raises:
+        ValueError: nothing there, or a path that cannot be looked up.
+    """
+    text = str(path)
+    if text and text.replace("_", "").isalnum() and text.isascii() and path_kind(text) is None:
+        found = [folder / f"search_{text}.npz" for folder in SHIPPED if path_kind(folder / f"search_{text}.npz")]
+        path = found[0] if found else path
+    try:
+        kind = path_kind(path)
+        if kind == "directory":
+            path = Path(path) / "model.npz"
+            kind = path_kind(path)
+    except Refused as error:
+        raise ValueError(f"no search model at {text!r}: {error}") from None
+    path = Path(path)
+    if kind != "file" or path.suffix != ".npz":
+        raise ValueError(
+            f"no search model at {text!r}: expected a .npz file (with its .json), a run folder or a shipped name"
+        )
+    return path
+
+
+def load_value(path: str | Path) -> ValueNetwork:
+    """The network saved at ``path`` (:func:`resolve_value`): its spec's every field checked, the arrays bounded
+    before they are read, their names and shapes the spec's, finite float32 values.
+
+    Raises:
+        ValueError: ``cannot read the search model '<path>': <why>``.
+    """
+    path = resolve_value(path)
+    try:
+        spec = _read_spec(path.with_suffix(".json"))
+        with open_zip(path, what="a search model", max_bytes=MAX_VALUE_BYTES, max_members=MAX_VALUE_MEMBERS) as zf:
+            arrays = read_arrays(zf, kinds="f")
+        shapes = layer_shapes(spec)
+        expected = {f"{p}{i}": s for i, (a, b) in enumerate(shapes) for p, s in (("w", (a, b)), ("b", (b,)))}
+        if set(arrays) != set(expected):
+            raise Refused(f"its arrays {sorted(arrays)[:6]} are not the spec's network's {sorted(expected)[:6]}")
+        for name, shape in expected.items():
+            if arrays[name].shape != shape or not np.isfinite(arrays[name]).all():
+                raise Refused(f"its {name!r} is not a finite {shape} array")
+    except Refused as error:
+        raise ValueError(f"cannot read the search model {str(path)!r}: {error}") from None
+    except READ_ERRORS as error:
+        detail = " ".join(str(error).split())[:200] or type(error).__name__
+        raise ValueError(f"cannot read the search model {str(path)!r}: not a readable .npz ({detail})") from None
+    layers = [(arrays[f"w{i}"].astype(np.float32), arrays[f"b{i}"].astype(np.float32)) for i in range(len(shapes))]
+    return ValueNetwork(spec, layers)
+
+
+def _read_spec(path: Path) -> ValueSpec:
+    if path_kind(path) != "file":
+        raise Refused(f"it has no {path.name} beside it (the network's spec)")
+    with open(path, "rb") as file:
+        content = file.read(MAX_SPEC_BYTES + 1)
+    if len(content) > MAX_SPEC_BYTES:
+        raise Refused(f"its {path.name} is larger than a spec may be ({MAX_SPEC_BYTES} bytes)")
+    try:
+        meta = json.loads(content)
+    except (ValueError, RecursionError):
+        raise Refused(f"its {path.name} is not JSON") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or set(meta) != {"format", *ValueSpec._fields}:
+        raise Refused(f"its {path.name} is not a {FORMAT!r} file")
+    rules, players, arch = meta["rules"], meta["players"], meta["net_arch"]
+    if not (isinstance(rules, str) and rules in R.PRESETS):
+        raise Refused(f"its {path.name}'s rules {json.dumps(rules)[:40]} is not a preset")
+    if not (type(players) is int and 1 <= players <= MAX_PLAYERS):
+        raise Refused(f"its {path.name}'s players is not an int in 1..{MAX_PLAYERS}")
+    if not (
+        isinstance(arch, list)
+        and 1 <= len(arch) <= MAX_LAYERS
+        and all(type(w) is int and 1 <= w <= MAX_LAYER_WIDTH for w in arch)
+    ):
+        raise Refused(f"its {path.name}'s net_arch is not 1..{MAX_LAYERS} widths of 1..{MAX_LAYER_WIDTH}")
+    return ValueSpec(rules, players, tuple(arch))
+
+
+# --------------------------------------------------------------------------------------------------
+# The turn: what every decision of a context reads
+# --------------------------------------------------------------------------------------------------
+class Plan(NamedTuple):
+    """A turn's values for ``n`` contexts.
+
+    Fields:
+        pick: ``(n, 252, C)``: a pick's value (``-inf`` where it is not legal), by roll and category.
+        keep: ``(n, 2, 210)``: a keep's value with 1 or 2 re-rolls left, by kept multiset (``rules.KEPT``).
+        start: ``(n,)``: the turn's value before its first roll (what the afterstate before it is worth).
+    """
+
+    pick: np.ndarray
+    keep: np.ndarray
+    start: np.ndarray
+
+
+class TurnPlanner:
+    """The turn's exact expectimax for batches of contexts, from a value of afterstates.
+
+    Args:
+        rules, players: The game and the table (1: solo).
+        value: ``features -> (m,)`` float64 (:class:`ValueNetwork`), called once per :meth:`plan`.
+    """
+
+    def __init__(self, rules: R.Rules, players: int, value) -> None:
+        self.rules, self.players, self.value = rules, players, value
+        c = rules.num_categories
+        self._bits = (1 << np.arange(c)).astype(np.intp)
+        self._rolls = np.arange(R.NUM_ROLLS)[None, :, None]
+        self._categories = np.arange(c)[None, None, :]
+        tables = R.pick_tables(rules)
+        self._plain = not rules.has_bonuses
+        self._score = tables.score.astype(np.float64)
+        # Yacht's presets: the distinct (category, score) pairs, solo one per category.
+        pairs = np.unique(
+            np.stack([np.broadcast_to(np.arange(c), tables.score.shape), tables.score], -1).reshape(-1, 2), axis=0
+        )
+        if players == 1:
+            pairs = np.stack([np.arange(c), np.zeros(c, dtype=np.intp)], axis=1)
+        self._class_category, self._class_points = pairs[:, 0], pairs[:, 1]
+        lookup = {(int(k), int(v)): i for i, (k, v) in enumerate(pairs)}
+        self._class_of = (
+            np.array(
+                [[lookup[(k, int(tables.score[r, k]))] for k in range(c)] for r in range(R.NUM_ROLLS)], dtype=np.intp
+            )
+            if players > 1
+            else np.zeros((R.NUM_ROLLS, c), dtype=np.intp)
+        )
+        self._boxes = int(max(tables.score.max(), tables.joker_score.max())) + 1
+        five = R.FIVE_OF_A_KIND_FACE > 0 if rules.yahtzee_bonus else np.zeros(R.NUM_ROLLS, dtype=bool)
+        self._five = five.astype(np.intp)[None, :, None]
+
+    def plan(self, own: tuple, opponents: tuple | None = None) -> Plan:
+        """The turn of each context: ``own`` ``(open_mask, upper, armed, total)`` ``(n,)`` each, at a table
+        ``opponents`` ``(open_masks, totals)`` ``(n, P - 1)`` each (as :func:`features`).
+        """
+        n = len(own[0])
+        parts = []
+        for first in range(0, n, _CHUNK):
+            at = slice(first, first + _CHUNK)
+            them = None if opponents is None else tuple(np.asarray(x)[at] for x in opponents)
+            parts.append(self._plan(tuple(np.asarray(x, dtype=np.intp)[at] for x in own), them))
+        if len(parts) == 1:
+            return parts[0]
+        return Plan(*(np.concatenate(p) for p in zip(*parts, strict=True)))
+
+    def _plan(self, own: tuple, opponents: tuple | None) -> Plan:
+        pick = self._plain_picks(own, opponents) if self._plain else self._family_picks(own, opponents)
+        # The turn, rows (252 rolls, n contexts): V0 the best pick, then keeps with 1 and 2 re-rolls left.
+        now = pick.max(axis=2).T[ROLL_ORDER]
+        keep1 = expected_keeps(now)
+        (best,) = best_keeps([keep1.copy()])
+        keep2 = expected_keeps(np.maximum(best, now))
+        (best,) = best_keeps([keep2.copy()])
+        start = FIRST_ROLL @ np.maximum(best, now)
+        keep = np.stack([keep1.T, keep2.T], axis=1)[:, :, KEPT_ROW]  # (n, 2, 210) by KEPT index
+        return Plan(pick, keep, start)
+
+    def _plain_picks(self, own: tuple, opponents: tuple | None) -> np.ndarray:
+        """The picks' values ``(n, 252, C)`` under Yacht's presets (no bonuses): a pick's points are its score, so its
+        afterstate is its category (solo) or its category and score (a table's class), the same in every context.
+        """
+        open_mask, _, _, total = own
+        category, points = self._class_category, self._class_points
+        is_open = (open_mask[:, None] >> category & 1).astype(bool)  # (n, classes)
+        g, j = np.nonzero(is_open)
+        zero = np.zeros(len(g), dtype=np.intp)
+        after = (open_mask[g] & ~self._bits[category[j]], zero, zero, total[g] + points[j])
+        theirs = None if opponents is None else (opponents[0][g], opponents[1][g])
+        values = np.full(is_open.shape, -np.inf)
+        values[g, j] = self.afterstate_values(after, theirs)
+        if self.players == 1:  # one class per category: its score plus the value of the sheet without it
+            return self._score[None] + values[:, None, :]
+        return values[:, self._class_of]
+
+    def _family_picks(self, own: tuple, opponents: tuple | None) -> np.ndarray:
+        """The picks' values ``(n, 252, C)`` under the family's rules: :func:`yacht_env.rules.pick_outcome` for
+        every roll and category of each context, ``V`` once per distinct afterstate.
+        """
+        rules, c = self.rules, self.rules.num_categories
+        open_mask, upper, armed, total = own
+        n = len(open_mask)
+        o, u, a = (x[:, None, None] for x in (open_mask, upper, armed))
+        shape = (n, R.NUM_ROLLS, c)
+        rolls = np.broadcast_to(self._rolls, shape)
+        outcome = R.pick_outcome(rules, rolls, self._categories, o, u, a)
+        points, box, up, arm = (np.broadcast_to(x, shape) for x in outcome)
+        legal = (R.legal_picks(rules, self._rolls, o) >> self._categories & 1).astype(bool)
+        legal = np.broadcast_to(legal, (n, R.NUM_ROLLS, c))
+        # The distinct afterstates of each context, one key each: solo (category, upper, armed); at a table the
+        # pick's class (category, box, five of a kind or not), which fixes its points, upper and armed in a context.
+        table = self.players > 1
+        if table:
+            key = (self._five * c + self._categories) * self._boxes + box
+            size = 2 * c * self._boxes
+        else:
+            key = (self._categories * rules.bonus_shape[0] + up) * 2 + arm
+            size = c * rules.bonus_shape[0] * 2
+        flat = np.arange(n)[:, None, None] * size + key
+        entry = np.full(n * size, -1, dtype=np.intp)
+        entry[flat[legal]] = np.flatnonzero(legal)  # an entry of each afterstate (any: they are equal)
+        at = np.flatnonzero(entry >= 0)
+        g, r, k = np.unravel_index(entry[at], shape)
+        after = (open_mask[g] & ~self._bits[k], up[g, r, k], arm[g, r, k], total[g] + points[g, r, k])
+        theirs = None if opponents is None else (opponents[0][g], opponents[1][g])
+        values = np.zeros(n * size)
+        values[at] = self.afterstate_values(after, theirs)
+        pick = np.where(legal, values[flat], -np.inf)
+        if not table:
+            pick = pick + points
+        return pick
+
+    def afterstate_values(self, own: tuple, opponents: tuple | None) -> np.ndarray:
+        """``V`` of afterstates (:func:`features`' arguments), exact where nothing is left to play: solo, every box
+        filled (0); at a table, every sheet filled (the result, ties split).
+        """
+        open_mask = np.asarray(own[0])
+        if self.players == 1:
+            done = open_mask == 0
+            values = np.zeros(len(open_mask))
+            if not done.all():
+                values[~done] = self.value(features(self.rules, 1, tuple(np.asarray(x)[~done] for x in own)))
+            return values
+        opponent_open, opponent_total = (np.asarray(x) for x in opponents)
+        done = (open_mask == 0) & (opponent_open == 0).all(axis=1)
+        values = np.empty(len(open_mask))
+        if (~done).any():
+            rows = tuple(np.asarray(x)[~done] for x in own)
+            values[~done] = self.value(
+                features(self.rules, self.players, rows, (opponent_open[~done], opponent_total[~done]))
+            )
+        if done.any():
+            values[done] = result(np.asarray(own[3])[done], opponent_total[done])
+        return values
+
+
+def result(total: np.ndarray, opponent_total: np.ndarray) -> np.ndarray:
+    """The mover's share of the win at a finished table: 1 / (number of leaders) if it leads, else 0."""
+    best = np.maximum(total, opponent_total.max(axis=1))
+    leaders = (total == best) + (opponent_total == best[:, None]).sum(axis=1)
+    return np.where(total == best, 1.0 / np.maximum(leaders, 1), 0.0)
+
+
+def decide(plan: Plan, index: np.ndarray, roll: np.ndarray, rolls_left: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """``(N,)`` actions: the best of ``legal`` ``(N, num_actions)`` under each game's plan (row ``index``); a tie goes
+    to the first best action (a keep before a pick: the turn's values are the same either way).
+    """
+    n, c = len(roll), plan.pick.shape[2]
+    values = np.full((n, R.PICK_OFFSET + c), -np.inf)
+    values[:, R.PICK_OFFSET :] = plan.pick[index, roll]
+    re_roll = np.flatnonzero(rolls_left > 0)
+    kept = KEEP_PROPER[roll[re_roll]]  # (m, 32) kept-multiset indices
+    values[re_roll, : R.NUM_KEEPS] = plan.keep[index[re_roll, None], rolls_left[re_roll, None] - 1, kept]
+    values = np.where(legal, values, -np.inf)
+    return values.argmax(axis=1)
+
+
+class SearchAgent(Agent):
+    """Plays the exact expectimax of each turn over a learned value of its end (module docstring).
+
+    Args:
+        path: The network's ``.npz``, a run folder, or a shipped name (:func:`resolve_value`); or a
+            :class:`ValueNetwork` itself.
+        rules: The game; must be the network's.
+        name: The agent's name (default ``search:PATH``).
+
+    Attributes:
+        table_players: ``None`` for a solo network (it plays its own game at any table), ``P`` for one trained at a
+            table of ``P``: it acts on that table's view, at tables of ``P`` only.
+
+    Raises:
+        ValueError: an unreadable file, or a network of other rules.
+    """
+
+    def __init__(
+        self, path: str | Path | ValueNetwork, rules: str | R.Rules = "standard", name: str | None = None
+    ) -> None:
+        super().__init__(name or f"search:{path}", rules)
+        self.network = path if isinstance(path, ValueNetwork) else load_value(path)
+        spec = self.network.spec
+        if spec.rules != self.rules.name or R.PRESETS.get(spec.rules) != self.rules:
+            where = "network" if isinstance(path, ValueNetwork) else repr(str(path))
+            raise ValueError(f"the search model {where} plays the {spec.rules!r} rules, not {self.rules.name!r}")
+        self.table_players = spec.players if spec.players > 1 else None
+        self.view = MultiplayerEncoder(self.rules, spec.players) if spec.players > 1 else None
+        self.planner = TurnPlanner(self.rules, spec.players, self.network)
+        self._cache: tuple[dict[bytes, int], Plan | None] = ({}, None)
+
+    @classmethod
+    def from_network(cls, network: ValueNetwork, rules: str | R.Rules, name: str) -> SearchAgent:
+        """The agent of a network in memory (a trainer's current weights)."""
+        return cls(network, rules, name)
+
+    def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        if self.view is None:
+            state = self.encoder.decode(observations)
+            roll, rolls_left, open_mask, upper, armed = (np.asarray(x, dtype=np.intp) for x in state)
+            total = np.zeros_like(open_mask)
+            context = np.stack([open_mask, upper, armed], axis=1)
+        else:
+            view = self.view.decode(observations)
+            roll, rolls_left, open_mask, upper, armed, total = (np.asarray(x, dtype=np.intp) for x in view[:6])
+            context = np.concatenate(
+                [np.stack([open_mask, upper, armed, total], axis=1), view.opponent_open, view.opponent_total], axis=1
+            )
+        plan, index = self._plans(np.ascontiguousarray(context, dtype=np.intp))
+        return decide(plan, index, roll, rolls_left, action_masks)
+
+    def _plans(self, context: np.ndarray) -> tuple[Plan, np.ndarray]:
+        """The plan of each distinct context (the last call's kept: the same games' next decision finds them)."""
+        unique, inverse = np.unique(context, axis=0, return_inverse=True)
+        keys = unique.view(np.dtype((np.void, unique.shape[1] * unique.itemsize))).reshape(-1).tolist()
+        old_index, old_plan = self._cache
+        found = np.array([old_index.get(key, -1) for key in keys], dtype=np.intp)
+        missing = np.flatnonzero(found < 0)
+        if len(missing) == len(keys) or old_plan is None:
+            plan = self._plan_rows(unique)
+        else:
+            fresh = self._plan_rows(unique[missing]) if len(missing) else None
+            parts = []
+            for old, new in zip(old_plan, fresh or (None,) * 3, strict=True):
+                array = np.empty((len(keys), *old.shape[1:]))
+                array[found >= 0] = old[found[found >= 0]]
+                if new is not None:
+                    array[missing] = new
+                parts.append(array)
+            plan = Plan(*parts)
+        self._cache = (dict(zip(keys, range(len(keys)), strict=True)), plan)
+        return plan, inverse.reshape(-1)
+
+    def _plan_rows(self, rows: np.ndarray) -> Plan:
+        own = (rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3] if self.view is not None else np.zeros(len(rows)))
+        if self.view is None:
+            return self.planner.plan(own)
+        p = self.table_players
+        return self.planner.plan(own, (rows[:, 4 : 4 + p - 1], rows[:, 4 + p - 1 :]))
+
+
+__all__ = ["FORMAT", "Plan", "SearchAgent", "TurnPlanner", "ValueNetwork", "ValueSpec", "features", "load_value"]

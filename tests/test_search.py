@@ -1,0 +1,366 @@
+"""The learned-value search agent (``search:PATH``) and its self-play trainer: the turn's expectimax is the solver's
+turn when handed the solver's values, the model files are read within bounds, the agent sits at every table, the
+trainer runs end to end and resumes bit for bit, and nothing of a solver reaches the value's inputs or targets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import numpy as np
+import pytest
+from helpers import run_script, write_config
+
+from yacht_agents import make_agent, parse_spec
+from yacht_agents.search import (
+    SearchAgent,
+    TurnPlanner,
+    ValueNetwork,
+    ValueSpec,
+    feature_size,
+    layer_shapes,
+    load_value,
+    result,
+    save_value,
+)
+from yacht_env import rules as R
+from yacht_lab.training.config import from_dict, validate
+
+pytest.importorskip("torch")
+
+TINY_SEARCH = {
+    "rules": "standard",
+    "reward": "score",
+    "total_timesteps": 1440,  # three iterations of 40 games (480 turns each)
+    "max_minutes": 5,
+    "eval": {"every_timesteps": 960, "games": 10, "seed": 1000},
+    "checkpoint_every_timesteps": 480,
+    "search": {"players": 1, "net_arch": [16], "tables": 40, "epochs": 1, "batch_size": 64},
+}
+
+
+def network(rules="standard", players=1, arch=(8,), seed=0) -> ValueNetwork:
+    """A small random value network."""
+    spec = ValueSpec(rules, players, tuple(arch))
+    rng = np.random.default_rng(seed)
+    layers = [
+        (rng.normal(0, 0.3, (a, b)).astype(np.float32), rng.normal(0, 0.1, b).astype(np.float32))
+        for a, b in layer_shapes(spec)
+    ]
+    return ValueNetwork(spec, layers)
+
+
+def exact_value(rules: R.Rules):
+    """The solver's expected points to come as a value of afterstates (the yardstick in a test, never in training)."""
+    from yacht_env.solver import solve
+
+    start = np.nan_to_num(solve(rules).start_values, nan=0.0)
+    c, bits = rules.num_categories, 1 << np.arange(rules.num_categories)
+
+    def value(x):
+        mask = (x[:, :c] > 0.5).astype(np.int64) @ bits
+        if rules.has_bonuses:
+            upper = np.rint(x[:, c + 1] * rules.upper_bonus_threshold).astype(np.intp)
+            return start[mask, upper, np.rint(x[:, c + 2]).astype(np.intp)]
+        return start[mask]
+
+    return value, start
+
+
+def test_the_turn_over_the_solvers_values_is_the_solvers_turn():
+    rules = R.get_rules("standard")
+    value, start = exact_value(rules)
+    masks = np.arange(1, rules.num_open_masks, 7)
+    zero = np.zeros_like(masks)
+    plan = TurnPlanner(rules, 1, value).plan((masks, zero, zero, zero))
+    np.testing.assert_allclose(plan.start, start[masks], rtol=0, atol=1e-9)
+
+
+@pytest.mark.slow
+def test_the_family_turn_over_the_solvers_values_is_the_solvers_turn():
+    rules = R.get_rules("yahtzee")
+    value, start = exact_value(rules)
+    from yacht_env.family_solver import reachable_states
+
+    masks, upper, armed = np.nonzero(reachable_states(rules))
+    pick = np.random.default_rng(0).choice(len(masks), 400, replace=False)
+    plan = TurnPlanner(rules, 1, value).plan((masks[pick], upper[pick], armed[pick], np.zeros(400, dtype=np.intp)))
+    np.testing.assert_allclose(plan.start, start[masks[pick], upper[pick], armed[pick]], rtol=0, atol=1e-9)
+
+
+def test_an_agent_over_the_solvers_values_plays_without_regret():
+    from yacht_lab.measure.evaluation import evaluate
+
+    rules = R.get_rules("standard")
+    agent = SearchAgent(network(), rules, "exact")
+    agent.planner = TurnPlanner(rules, 1, exact_value(rules)[0])
+    result_ = evaluate([agent], 60, seed=3, rules=rules).results["exact"]
+    assert result_.regret.max() < 1e-9
+
+
+def test_a_table_result_splits_ties():
+    total = np.array([10, 10, 5, 7])
+    others = np.array([[9, 3], [10, 2], [6, 1], [7, 7]])
+    np.testing.assert_array_equal(result(total, others), [1.0, 0.5, 0.0, 1 / 3])
+
+
+def test_the_model_files_round_trip_and_the_spec_parses(tmp_path):
+    net = network(players=2)
+    path = save_value(tmp_path / "v.npz", net)
+    loaded = load_value(path)
+    assert loaded.spec == net.spec
+    x = np.random.default_rng(1).random((5, feature_size(R.get_rules("standard"), 2)), dtype=np.float32)
+    np.testing.assert_array_equal(loaded(x), net(x))
+    assert parse_spec(f"search:{path}") == ("search", str(path))
+    (tmp_path / "run").mkdir()
+    save_value(tmp_path / "run" / "model.npz", net)
+    agent = make_agent(f"search:{tmp_path / 'run'}", players=2)
+    assert agent.table_players == 2 and agent.name == f"search:{tmp_path / 'run'}"
+    with pytest.raises(ValueError, match="plays at a table of 2 players; this one has 3"):
+        make_agent(f"search:{path}", players=3)
+    with pytest.raises(ValueError, match="plays the 'standard' rules, not 'yahtzee'"):
+        make_agent(f"search:{path}", "yahtzee")
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda p: p.with_suffix(".json").unlink(), "has no v.json beside it"),
+        (lambda p: p.with_suffix(".json").write_text("[]"), "is not a 'yacht-rl search value 1' file"),
+        (lambda p: p.write_bytes(b"not a zip"), "not a readable .npz"),
+        (
+            lambda p: np.savez(p, w0=np.zeros((3, 8), np.float32)),
+            "are not the spec's network's",
+        ),
+        (
+            lambda p: np.savez(p, **{**network().arrays(), "w0": np.full(network().layers[0][0].shape, np.nan, "f4")}),
+            "'w0' is not a finite",
+        ),
+        (
+            lambda p: p.with_suffix(".json").write_text(
+                json.dumps(
+                    {"format": "yacht-rl search value 1", "rules": "standard", "players": 1, "net_arch": [10**6]}
+                )
+            ),
+            "net_arch is not",
+        ),
+    ],
+)
+def test_a_bad_model_file_is_one_line(tmp_path, damage, message):
+    path = save_value(tmp_path / "v.npz", network())
+    damage(path)
+    with pytest.raises(ValueError, match=message):
+        SearchAgent(path)
+
+
+def test_a_missing_model_is_one_line(tmp_path):
+    with pytest.raises(ValueError, match="no search model at"):
+        make_agent(f"search:{tmp_path / 'nothing.npz'}")
+    with pytest.raises(ValueError, match="no search model at 'nosuchmodel'"):
+        make_agent("search:nosuchmodel")
+
+
+def test_the_agent_sits_at_tables_and_in_the_envs(tmp_path):
+    import gymnasium as gym
+
+    from yacht_env.multiplayer import env as aec_env
+    from yacht_lab.measure.head_to_head import head_to_head
+
+    solo = save_value(tmp_path / "solo.npz", network())
+    duo = save_value(tmp_path / "duo.npz", network(players=2, seed=1))
+    agents = [make_agent(f"search:{duo}", players=2), make_agent(f"search:{solo}", players=2), make_agent("greedy")]
+    outcome = head_to_head(agents, 2, 4, seed=0, calibration=False)
+    assert sum(pair.games for pair in outcome.pairs.values()) == 3 * 4 * 4
+    env = gym.make("YachtVersus-v0", opponents=[f"search:{duo}"])
+    obs, info = env.reset(seed=0)
+    done = False
+    while not done:
+        obs, _, done, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    game = aec_env(num_players=2)
+    game.reset(seed=2)
+    players = {name: make_agent(f"search:{duo}", players=2) for name in game.possible_agents}
+    for name in game.agent_iter():
+        obs, _, term, trunc, _ = game.last()
+        action = None if term or trunc else players[name].act(obs["observation"], obs["action_mask"])
+        game.step(action)
+
+
+@pytest.mark.slow
+def test_evaluate_and_play_seat_the_agent(tmp_path):
+    solo = save_value(tmp_path / "solo.npz", network())
+    duo = save_value(tmp_path / "duo.npz", network(players=2))
+    done = run_script("evaluate.py", "--agents", f"search:{solo}", "greedy", "--games", "20", "--seed", "0")
+    assert done.returncode == 0, done.stderr
+    assert f"search:{solo}" in done.stdout
+    done = run_script(
+        "evaluate.py", "--players", "2", "--agents", f"search:{duo}", "optimal", "--games", "3", "--seed", "0"
+    )
+    assert done.returncode == 0, done.stderr
+    done = run_script("play.py", "--players", f"search:{duo}", "greedy", "--seed", "5", "--delay", "0", input="")
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_value_code_never_reads_a_solver():
+    """V's inputs and targets come from the rules alone: the agent, the games and the learner import no solver module
+    (walked through every module they import, transitively).
+    """
+    from test_layout import imports
+
+    graph = imports()
+    forbidden = {
+        "yacht_env.solver",
+        "yacht_env.family_solver",
+        "yacht_env.distributions",
+        "yacht_agents.win",
+        "yacht_agents.optimal",
+        "yacht_agents.duel",
+    }
+    forbidden |= {name for name in graph if name.startswith("yacht_env.duel")}
+    for root in ("yacht_agents.search", "yacht_lab.training.search.rollouts", "yacht_lab.training.search.learner"):
+        seen, todo = set(), [root]
+        while todo:
+            module = todo.pop()
+            if module not in seen:
+                seen.add(module)
+                todo.extend(graph.get(module, ()))
+        assert not seen & forbidden, (root, sorted(seen & forbidden))
+    assert "yacht_lab.training.search.rollouts" in graph["yacht_lab.training.search.trainer"]
+
+
+def test_a_search_section_is_checked():
+    good = validate(from_dict(TINY_SEARCH))
+    assert good.trainer == "search" and good.players == 1
+    for change, message in [
+        ({"search": {"players": 2}}, "reward: win"),
+        ({"search": {"net_arch": []}}, "search.net_arch"),
+        ({"search": {"tables": 0}}, "search.tables"),
+        ({"search": {"td_lambda": 1.5}}, "search.td_lambda"),
+        ({"search": {"learning_rate_final": 1.0}}, "search.learning_rate_final"),
+        ({"init": "standard"}, "fresh weights"),
+        ({"opponents": ["greedy"]}, "plays itself"),
+        ({"search": {"bogus": 1}}, "unknown config key search.bogus"),
+    ]:
+        data = {**TINY_SEARCH, **{k: v for k, v in change.items() if k != "search"}}
+        data["search"] = {**TINY_SEARCH["search"], **change.get("search", {})}
+        with pytest.raises(ValueError, match=message):
+            validate(from_dict(data))
+
+
+@pytest.fixture(scope="module")
+def search_run(tmp_path_factory):
+    """One tiny solo search run through train.py."""
+    root = tmp_path_factory.mktemp("search")
+    config = write_config(root / "search.yaml", TINY_SEARCH)
+    done = run_script("train.py", "--config", str(config), "--output-dir", str(root / "runs"), timeout=300)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (root / "runs").iterdir()
+    return run_dir
+
+
+@pytest.mark.slow
+def test_train_py_writes_a_search_run_that_evaluate_py_plays(search_run):
+    files = {p.name for p in search_run.iterdir()}
+    assert {
+        "config.yaml",
+        "command.txt",
+        "learning_curve.csv",
+        "learning_curve.png",
+        "model.npz",
+        "model.json",
+    } <= files
+    assert sorted(p.name for p in (search_run / "checkpoints").iterdir()) == [
+        "step_1440.npz",
+        "step_480.npz",
+        "step_960.npz",
+    ]
+    rows = (search_run / "learning_curve.csv").read_text().splitlines()
+    assert rows[0].startswith("timesteps,wall_minutes,mean_score,mean_score_ci95,percent_of_optimal,mean_regret")
+    assert [row.split(",")[0] for row in rows[1:]] == ["0", "960", "1440"]
+    done = run_script("evaluate.py", "--agents", f"search:{search_run}", "--games", "10")
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_stopped_search_run_resumed_ends_bit_for_bit(tmp_path, monkeypatch, capsys):
+    from yacht_lab.training.run_context import RunContext, resume_config
+    from yacht_lab.training.search.trainer import train_search
+
+    data = {**TINY_SEARCH, "eval": {**TINY_SEARCH["eval"], "every_timesteps": 1440}}
+    config = validate(from_dict(data))
+    straight = train_search(config, tmp_path / "straight", progress=False)
+    checkpoint_if_due = RunContext.checkpoint_if_due
+
+    def interrupted_after_the_first(self, state):
+        saved = checkpoint_if_due(self, state)
+        if saved is not None and not self.stop_requested:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, through the run's own handler
+        return saved
+
+    monkeypatch.setattr(RunContext, "checkpoint_if_due", interrupted_after_the_first)
+    stopped = train_search(config, tmp_path / "stopped", progress=False)
+    monkeypatch.undo()
+    checkpoint = stopped / "checkpoints" / "step_480.npz"
+    assert sorted(p.name for p in (stopped / "checkpoints").iterdir()) == ["step_480.npz"]
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line == f"interrupted: saved {checkpoint}; continue with: yacht-train --resume {checkpoint}"
+    resumed = train_search(resume_config(stopped), resume=stopped, progress=False)
+    assert resumed == stopped
+    with np.load(straight / "model.npz") as a, np.load(resumed / "model.npz") as b:
+        assert a.files == b.files and all(np.array_equal(a[n], b[n]) for n in a.files)  # bit for bit
+    with (
+        np.load(straight / "checkpoints" / "step_1440.npz") as a,
+        np.load(resumed / "checkpoints" / "step_1440.npz") as b,
+    ):
+        assert a.files == b.files and all(np.array_equal(a[n], b[n]) for n in a.files)  # Adam and the generators too
+
+
+def test_a_table_run_trains_and_measures_against_its_start_and_the_solver(tmp_path):
+    from yacht_lab.training.search.trainer import train_search
+
+    data = {
+        **TINY_SEARCH,
+        "reward": "win",
+        "total_timesteps": 480,
+        "eval": {"every_timesteps": 480, "games": 3, "seed": 0},
+        "search": {**TINY_SEARCH["search"], "players": 2, "tables": 20},
+    }
+    run = train_search(validate(from_dict(data)), tmp_path, progress=False)
+    rows = (run / "learning_curve.csv").read_text().splitlines()
+    assert rows[0].split(",")[:6] == [
+        "timesteps",
+        "wall_minutes",
+        "win_rate_vs_start",
+        "win_rate_vs_start_ci95",
+        "win_rate_vs_optimal",
+        "win_rate_vs_optimal_ci95",
+    ]
+    assert len(rows) == 3
+    assert make_agent(f"search:{run}", players=2).table_players == 2
+
+
+def test_the_browser_seats_a_search_model_only_where_its_server_allowed_it():
+    from yacht_lab.table.web.games import WebError, check_spec
+
+    check_spec("search:standard", ("search:standard",))
+    with pytest.raises(WebError, match="reads a file: the table seats it only if the server was started with it"):
+        check_spec("search:standard")
+
+
+def test_the_games_targets_are_td_lambda_of_their_own_turns():
+    from yacht_lab.training.search.rollouts import play
+
+    rules = R.get_rules("standard")
+    planner = TurnPlanner(rules, 1, network())
+    # lambda = 1: each afterstate's target is the points its game still scored after it (Monte Carlo).
+    batch = play(planner, 8, np.random.default_rng(5), 1.0)
+    assert batch.x.shape == (11 * 8, feature_size(rules, 1)) and batch.turns == 96
+    first = batch.y[:8]  # the first turn's afterstates, game by game
+    assert (first > 0).all() and (first < batch.scores[:, 0]).all()
+    again = play(planner, 8, np.random.default_rng(5), 1.0)  # seeded: the same games
+    np.testing.assert_array_equal(again.y, batch.y)
+    # lambda = 0: the target is the next turn's exact expectation under V, whatever the dice did.
+    exact = TurnPlanner(rules, 1, exact_value(rules)[0])
+    batch = play(exact, 8, np.random.default_rng(5), 0.0)
+    masks = (batch.x[:, :12] > 0.5).astype(np.int64) @ (1 << np.arange(12))
+    np.testing.assert_allclose(batch.y, exact_value(rules)[1][masks], atol=1e-9)

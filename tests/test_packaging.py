@@ -332,6 +332,7 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     data = {name for name in names if not name.endswith(".py") and ".dist-info/" not in name}
     shipped = ("standard", "classic", "yahtzee", "yatzy", "selfplay_standard")
     models = {f"yacht_agents/models/ppo_{name}.zip" for name in shipped}
+    models |= {f"yacht_agents/models/jax_standard.{suffix}" for suffix in ("npz", "json")}  # ppo:standard for JAX
     configs = {
         f"yacht_lab/configs/{name}.yaml"
         for name in (
@@ -351,7 +352,8 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     static = {f"yacht_lab/table/web/static/{name}" for name in ("index.html", "app.css", "app.js")}
     assert data == models | configs | static  # no run folder, no checkpoint, no benchmark
     # every model and config of the repository, none forgotten as new ones come
-    assert {f"yacht_agents/models/{path.name}" for path in (REPO / "models").glob("*.zip")} == models
+    shipped_files = [*(REPO / "models").glob("*.zip"), *(REPO / "models").glob("jax_*.*")]
+    assert {f"yacht_agents/models/{path.name}" for path in shipped_files} == models
     assert {f"yacht_lab/configs/{path.name}" for path in (REPO / "configs").glob("*.yaml")} == configs
     assert not any(name.startswith(("agents/", "models/", "tests/", "benchmarks/", "research/")) for name in names)
     top = {name.split("/")[0] for name in names if ".dist-info/" not in name}

@@ -113,11 +113,19 @@ def odds_features(odds: Odds, where: dict[str, Any], obs):
 def init_params(key, spec: NetworkSpec, odds_size: int) -> dict[str, Any]:
     """New parameters, SB3's initialisation: orthogonal, gain sqrt(2) in the MLPs, 0.01 for the policy's heads, 1 for
     the value head; zero biases.
+
+    Called outside ``jit`` (as the JAX trainer calls it), each layer's QR factorisation is its own small program, run
+    to its end before the next: XLA's CPU runtime runs a QR's work on the same thread pool that runs independent QRs
+    side by side, and on a machine of two cores two of them (or one vmapped over four seeds) can leave every worker
+    waiting for another's work, a call that never returns.
     """
     orthogonal = jax.nn.initializers.orthogonal
 
     def dense(key, n_in, n_out, gain):
-        return {"w": orthogonal(gain)(key, (n_in, n_out), jnp.float32), "b": jnp.zeros(n_out, jnp.float32)}
+        w = orthogonal(gain)(key, (n_in, n_out), jnp.float32)
+        if not isinstance(w, jax.core.Tracer):  # run eagerly: one QR factorisation at a time (see above)
+            w.block_until_ready()
+        return {"w": w, "b": jnp.zeros(n_out, jnp.float32)}
 
     n_in = spec.obs_size + (odds_size if spec.chase_inputs else 0)
     keys = iter(jax.random.split(key, 2 * len(spec.net_arch) + 3))
@@ -218,6 +226,23 @@ MAX_PARAMS_MEMBERS = 4 * MAX_LAYERS + 8
 MAX_SPEC_BYTES = 2**16
 #: The most seats a table network may see (``NetworkSpec.players``).
 MAX_PLAYERS = 10
+
+
+def shipped_params() -> dict[str, Path]:
+    """The JAX policies that come with the package, by short name: ``{"standard": .../jax_standard.npz}`` (the
+    package data ``yacht_agents/models/jax_<name>.npz`` with its ``.json``; in a source checkout the repository's
+    ``models/``). ``jax_standard`` is ``ppo:standard``'s network as JAX arrays, so that a JAX run starts from it
+    without torch (``configs/jax_selfplay.yaml``).
+    """
+    package = Path(__file__).resolve().parent
+    folders = [package / "models"]
+    if (package.parent / "pyproject.toml").is_file():  # a source checkout: agents/ beside models/
+        folders.append(package.parent / "models")
+    for folder in folders:
+        found = {path.name[len("jax_") : -len(".npz")]: path for path in sorted(folder.glob("jax_*.npz"))}
+        if found:
+            return found
+    return {}
 
 
 def resolve_params(path: str | Path) -> Path:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -408,3 +411,251 @@ def test_a_three_seat_table_trains_and_its_start_splits_every_deal_evenly():
     after, _ = update(runners, 0)
     changed = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), after.params, runners.params)
     assert all(jax.tree.leaves(changed)) and after.env_state.total.shape == (1, 4, 3)
+
+
+# --------------------------------------------------------------------------------------------------
+# Hardening: damaged checkpoints, NaN, bounds before anything is written, many seeds on two cores
+# --------------------------------------------------------------------------------------------------
+def _rewritten(source, target, **changes):
+    """A copy of the checkpoint ``source`` at ``target`` with ``changes`` (name -> function of the array)."""
+    with np.load(source, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files}
+    for name, change in changes.items():
+        arrays[name] = change(arrays[name])
+    np.savez(target, **arrays)
+    return target
+
+
+def _written(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+def _npz_declaring(target, shape):
+    """An .npz whose first parameter's header declares ``shape`` of float32, holding 16 bytes."""
+    import io
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    with zipfile.ZipFile(target, "w") as archive:
+        archive.writestr("params/pi/0/w.npy", header.getvalue() + bytes(16))
+    return target
+
+
+def _zip_bomb(target):
+    """An .npz of one member that inflates to 256 MB of zeros (about 250 KB on disk)."""
+    import zipfile
+
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("update.npy", "w") as member:
+        for _ in range(256):
+            member.write(bytes(1 << 20))
+    return target
+
+
+@pytest.fixture(scope="module")
+def jax_state(jax_run):
+    """A fresh :class:`JaxState` of the tiny run's config, to load checkpoints into."""
+    import jax
+    import jax.numpy as jnp
+
+    from yacht_lab.training.config import load_config
+    from yacht_lab.training.jax.ppo import JaxState, make_trainer
+
+    config = load_config(jax_run[0] / "config.yaml")
+    init = make_trainer(config)[0]
+    keys = jnp.stack([jax.random.key(s) for s in (0, 1)])
+    return lambda: JaxState(init(keys, None), config.n_envs * config.ppo.n_steps, config)
+
+
+def test_a_damaged_checkpoint_is_one_line_and_never_read_whole(jax_run, jax_state, tmp_path):
+    good = jax_run[0] / "checkpoints" / "step_1024.npz"
+    data = good.read_bytes()
+    counts = [name for name in np.load(good).files if name.endswith("count")]
+    assert counts  # Adam's and the schedule's step counts
+    cases = {
+        "truncated": (lambda p: _written(p, data[: len(data) // 2]), "File is not a zip file"),
+        "empty": (lambda p: _written(p, b""), "File is not a zip file"),
+        "corrupted": (
+            lambda p: _written(p, data[:2000] + bytes(200) + data[2200:]),
+            "",  # whatever the zip's own error is: one line
+        ),
+        "4 GiB": (lambda p: _npz_declaring(p, (2**30,)), "declares a (1073741824,) array of float32"),
+        "8 TiB": (lambda p: _npz_declaring(p, (2**41,)), "declares a (2199023255552,) array of float32"),
+        "zip bomb": (_zip_bomb, "it expands to 268435456 bytes, more than this run's checkpoint may"),
+        "a folder": (lambda p: p.mkdir() or p, "it is not a regular file"),
+        "negative update": (lambda p: _rewritten(good, p, update=lambda a: np.int64(-1)), "update index is -1"),
+        "rolls_left 99": (
+            lambda p: _rewritten(good, p, **{"env_state/game/rolls_left": lambda a: a * 0 + 99}),
+            "its games' rolls_left is outside 0..2",
+        ),
+        "a roll out of range": (
+            lambda p: _rewritten(good, p, **{"env_state/game/roll": lambda a: a * 0 + 999}),
+            "its games' roll is outside 0..251",
+        ),
+        "inf observation": (
+            lambda p: _rewritten(good, p, obs=lambda a: np.where(a == a.max(), np.inf, a).astype(a.dtype)),
+            "its obs is not finite (NaN or inf)",
+        ),
+        "a mask of another game": (
+            lambda p: _rewritten(good, p, mask=lambda a: ~a),
+            "its observations or masks are not those of its games",
+        ),
+        "NaN parameters": (
+            lambda p: _rewritten(good, p, **{"params/pi/0/w": lambda a: a * np.nan}),
+            "its params/pi/0/w is not finite (NaN or inf)",
+        ),
+        "an optimizer count of -1": (
+            lambda p: _rewritten(good, p, **{counts[-1]: lambda a: a * 0 - 1}),
+            "is not the 8 steps of 1 updates",
+        ),
+    }
+    for name, (make, message) in cases.items():
+        path = make(tmp_path / f"{name.replace(' ', '_')}.npz")
+        with pytest.raises(ValueError) as raised:
+            jax_state().load_checkpoint(path)
+        text = str(raised.value)
+        assert text.startswith(f"cannot resume from {str(path)!r}: ") and "\n" not in text, (name, text)
+        assert message in text, (name, text)
+    state = jax_state()
+    state.load_checkpoint(good)  # the undamaged one loads
+    assert state.progress() == 1024
+
+
+def test_resuming_a_truncated_checkpoint_through_train_py_is_one_line_exit_2(jax_run, tmp_path):
+    import shutil
+
+    run_dir = Path(shutil.copytree(jax_run[0], tmp_path / "run"))
+    checkpoint = run_dir / "checkpoints" / "step_2048.npz"
+    checkpoint.write_bytes(checkpoint.read_bytes()[:100])
+    before = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    done = run_script("train.py", "--resume", str(checkpoint), "--total-timesteps", "4096", timeout=300)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"train.py: error: cannot resume from {str(checkpoint)!r}: ")
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
+
+
+def test_a_jax_run_whose_parameters_stop_being_finite_ends_in_one_line(tmp_path, monkeypatch):
+    import jax
+    import jax.numpy as jnp
+
+    from yacht_lab.training.jax import ppo as jax_ppo
+
+    real = jax_ppo.make_update
+
+    def diverging(config, network, rollout):
+        update = real(config, network, rollout)
+
+        def poisoned(runner, u):  # from the second update on: as a learning rate far too large would
+            runner, metrics = update(runner, u)
+            return runner._replace(
+                params=jax.tree.map(lambda x: jnp.where(u >= 1, x * jnp.nan, x), runner.params)
+            ), metrics
+
+        return poisoned
+
+    monkeypatch.setattr(jax_ppo, "make_update", diverging)
+    config = validate(from_dict(merged(TINY_JAX, {"jax": {"seeds": 1}, "total_timesteps": 4096})))
+    with pytest.raises(
+        ValueError, match=r"^training diverged at step 2,048: seed 0's parameters or loss are no longer"
+    ):
+        jax_ppo.train_jax(config, tmp_path / "runs", progress=False)
+    (run,) = (tmp_path / "runs").iterdir()
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step_1024.npz"]  # the last finite one
+    assert not (run / "model.npz").exists()
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"eval": {"games": 10_000_000}},
+        {"jax": {"seeds": 64}, "policy": {"net_arch": [4096] * 4}},
+    ],
+)
+def test_a_jax_run_too_large_for_its_device_is_one_line_before_anything_is_written(
+    tmp_path, monkeypatch, capsys, changes
+):
+    from yacht_lab.scripts import train as train_script
+    from yacht_lab.training.jax import ppo as jax_ppo
+
+    monkeypatch.setattr(jax_ppo, "_machine_memory", lambda: 16 * 2**30)  # the CPU's memory: 16 GiB
+    config = write_config(tmp_path / "big.yaml", merged(TINY_JAX, changes))
+    status = train_script.main(["--config", str(config), "--output-dir", str(tmp_path / "runs")], prog="train.py")
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1, err
+    assert err.startswith("train.py: error: this JAX run would take about ") and "has 16.0 GiB" in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("seeds", [4, pytest.param(8, marks=pytest.mark.slow)])
+def test_many_seeds_train_on_a_two_core_cpu(tmp_path, seeds):
+    # jax.seeds: 4 once hung for ever on 2 cores (the orthogonal initialisation's QRs waiting on one thread pool).
+    config = write_config(
+        tmp_path / "seeds.yaml",
+        merged(TINY_JAX, {"jax": {"seeds": seeds}, "total_timesteps": 1024, "eval": {"games": 20}}),
+    )
+    done = run_script("train.py", "--config", str(config), "--output-dir", str(tmp_path / "runs"), timeout=600)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert sorted(p.name for p in (run_dir / "params").glob("*.npz")) == [f"seed_{s}.npz" for s in range(seeds)]
+
+
+def test_a_jax_init_names_its_model_and_its_networks_as_they_are(jax_run, tmp_path):
+    from yacht_lab.training.jax.init import start_params
+    from yacht_lab.training.jax.learner import network_spec
+
+    solo = jax_run[0] / "params" / "seed_1.npz"
+    table = validate(from_dict(merged(TINY_TABLE, {"init": f"jax:{solo}"})))  # evaluate.py's spec form
+    assert start_params(table, network_spec(table)) is not None
+    other = validate(from_dict(merged(TINY_TABLE, {"init": str(solo), "policy": {"net_arch": [16]}})))
+    with pytest.raises(ValueError, match=r"is the network rules 'standard', obs_size 64, .* players 1, this run's"):
+        start_params(other, network_spec(other))
+
+
+def test_the_jax_budget_is_rounded_up_to_whole_updates():
+    from yacht_lab.training.config import load_config
+    from yacht_lab.training.jax.learner import num_updates
+
+    config = load_config("jax_ppo")
+    config.total_timesteps = 100_000  # 6.1 updates of 16,384 steps: 7 (114,688 steps), as SB3 trains
+    assert num_updates(config) == 7
+
+
+def test_the_shipped_jax_model_is_ppo_standards_network_and_loads_without_torch():
+    pytest.importorskip("sb3_contrib")
+    from yacht_agents.jax_policy import load_params, shipped_params
+    from yacht_lab.training.jax.init import sb3_params
+
+    assert set(shipped_params()) == {"standard"}
+    params, spec = load_params(shipped_params()["standard"])
+    expected, expected_spec = sb3_params("standard")
+    assert spec == expected_spec
+    import jax
+
+    assert len(jax.tree.leaves(params)) == len(jax.tree.leaves(expected))
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(expected), strict=True))
+    # configs/jax_selfplay.yaml's init: standard, in a process where torch cannot be imported
+    code = """
+import importlib.abc, sys
+
+class Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "stable_baselines3", "sb3_contrib"):
+            raise ModuleNotFoundError(name)
+        return None
+
+sys.meta_path.insert(0, Blocked())
+from yacht_lab.training.config import load_config
+from yacht_lab.training.jax.init import start_params
+from yacht_lab.training.jax.learner import network_spec
+config = load_config("jax_selfplay")
+params = start_params(config, network_spec(config))
+config.init = "classic"  # a PPO model only: one line naming the extra
+try:
+    start_params(config, network_spec(config))
+except ValueError as error:
+    print(error)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "reading a PPO model needs the train extra (pip install -e '.[train]'" in done.stdout

@@ -335,6 +335,7 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     models = {f"yacht_agents/models/ppo_{name}.zip" for name in shipped}
     searched = ("standard", "yahtzee", "selfplay_standard")
     models |= {f"yacht_agents/models/search_{name}.{ext}" for name in searched for ext in ("npz", "json")}
+    models |= {f"yacht_agents/models/jax_standard.{suffix}" for suffix in ("npz", "json")}  # ppo:standard for JAX
     configs = {
         f"yacht_lab/configs/{name}.yaml"
         for name in (
@@ -363,6 +364,7 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
         *(REPO / "models").glob("*.zip"),
         *(REPO / "models").glob("search_*.npz"),
         *(REPO / "models").glob("*.json"),
+        *(REPO / "models").glob("jax_*.npz"),
     ]
     assert {f"yacht_agents/models/{path.name}" for path in found} == models
     assert {f"yacht_lab/configs/{path.name}" for path in (REPO / "configs").glob("*.yaml")} == configs

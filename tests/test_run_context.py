@@ -8,6 +8,7 @@ The context's tests use a trainer of a few lines (:class:`Counter`), so they tak
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -26,9 +27,12 @@ FIELDS = ("timesteps", "wall_minutes", "value")
 
 
 def config(**changes):
-    """A validated tiny PPO config (the context reads its budget, checkpoint interval and ``max_minutes``)."""
+    """A validated tiny PPO config (the context reads its budget, checkpoint interval and ``max_minutes``) whose
+    updates are the counter's steps of 10 (one env, 10 steps a rollout).
+    """
+    update = {"n_envs": 1, "ppo": {"n_steps": 10, "batch_size": 10}}
     return validate(
-        from_dict(merged(TINY_PPO, {"checkpoint_every_timesteps": 100, "total_timesteps": 1000, **changes}))
+        from_dict(merged(TINY_PPO, {"checkpoint_every_timesteps": 100, "total_timesteps": 1000, **update, **changes}))
     )
 
 
@@ -391,3 +395,143 @@ print(config.trainer)
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout, done.stderr) == (0, "jax_ppo\n", "")
+
+
+# --------------------------------------------------------------------------------------------------
+# Hardening: a resume takes its run's config, checkpoints are pruned, a stop exits non-zero, a second signal ends
+# even a run stuck in a native call
+# --------------------------------------------------------------------------------------------------
+def test_a_resume_with_another_config_is_refused_and_the_runs_record_is_kept(stopped):
+    before = {p: p.read_bytes() for p in stopped.rglob("*") if p.is_file()}
+    for changes, key in [
+        ({"seed": 7}, "seed"),
+        ({"rules": "classic"}, "rules"),
+        ({"ppo": {"n_steps": 10, "batch_size": 10, "n_epochs": 3}}, "n_epochs"),
+    ]:
+        other = config(**changes)
+        with pytest.raises(ValueError, match=rf"^cannot resume .* with another config: the run's (ppo\.)?{key} is "):
+            RunContext(other, resume=stopped, fields=FIELDS)
+        with pytest.raises(ValueError, match="with another config"):
+            yacht_lab.train(other, resume=stopped, progress=False)  # the library, as the command line does
+    assert {p: p.read_bytes() for p in stopped.rglob("*") if p.is_file()} == before  # config.yaml never rewritten
+    with RunContext(config(total_timesteps=300, max_minutes=5.0), resume=stopped, fields=FIELDS) as run:  # the budget
+        train_counter(run, Counter(), until=300)
+    assert load_config(stopped / "config.yaml").total_timesteps == 300
+
+
+def test_a_run_keeps_its_newest_checkpoints_only(tmp_path):
+    with RunContext(config(keep_checkpoints=2), tmp_path, command="c", fields=FIELDS) as run:
+        train_counter(run, Counter(), until=550)
+    assert sorted((run.dir / "checkpoints").iterdir()) == [
+        run.dir / "checkpoints" / n for n in ("step_500.txt", "step_550.txt")
+    ]
+    with RunContext(config(keep_checkpoints=None), tmp_path, command="c", fields=FIELDS) as run:
+        train_counter(run, Counter(), until=550)
+    assert len(list((run.dir / "checkpoints").iterdir())) == 6
+    assert config().keep_checkpoints == 5
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"keep_checkpoints": 0}, "keep_checkpoints must be an int >= 1, got 0"),
+        ({"checkpoint_every_timesteps": 9}, "checkpoint_every_timesteps (9) is less than one update's steps"),
+    ],
+)
+def test_a_checkpoint_cadence_that_would_fill_the_disk_is_refused(changes, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        config(**changes)
+
+
+def test_a_stop_on_a_signal_is_reported_to_on_stop(tmp_path):
+    stopped_by = []
+    with RunContext(config(), tmp_path, command="c", fields=FIELDS, on_stop=stopped_by.append) as run:
+        train_counter(run, Counter(), until=1000, stop_at=130)
+    assert stopped_by == [signal.SIGINT]
+    with RunContext(config(), tmp_path, command="c", fields=FIELDS, on_stop=stopped_by.append) as run:
+        train_counter(run, Counter(), until=100)  # a run that finishes: nothing to report
+    assert stopped_by == [signal.SIGINT]
+
+
+STUCK_RUN = """
+import ctypes, sys
+from yacht_lab.training.config import from_dict, validate
+from yacht_lab.training.run_context import RunContext
+config = validate(from_dict({"n_envs": 1, "ppo": {"n_steps": 10, "batch_size": 10}, "checkpoint_every_timesteps": 10}))
+with RunContext(config, sys.argv[1], command="c", progress=False) as run:
+    run.start([])
+    print("started", flush=True)
+    # One native call that never returns, whatever signal comes (as a compiled update waiting for a lost task): a
+    # thread locking a plain mutex it holds, the interpreter's lock released meanwhile as a JAX call releases it.
+    mutex = ctypes.create_string_buffer(64)
+    libc = ctypes.CDLL(None)
+    libc.pthread_mutex_lock(mutex)
+    libc.pthread_mutex_lock(mutex)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a glibc mutex stands for the stuck call")
+def test_a_second_signal_ends_a_run_stuck_in_a_native_call(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STUCK_RUN, str(tmp_path / "runs")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout.readline() == "started\n", proc.communicate()
+        proc.send_signal(signal.SIGINT)  # the first: asks to stop after the update, which never ends
+        time.sleep(1)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        _, stderr = proc.communicate(timeout=30)
+        seconds = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130 and seconds < 10
+    assert stderr == "interrupted (SIGINT) inside a long call: quit at once, without saving\n"
+
+
+def test_resume_names_what_is_wrong_with_a_path_that_is_no_checkpoint(tmp_path):
+    folder = tmp_path / "step_1024.npz"
+    folder.mkdir()
+    with pytest.raises(ValueError, match=r"is a folder but not a run folder \(no config.yaml\)"):
+        resume_checkpoint(folder)
+    os.mkfifo(tmp_path / "step_2048.npz")
+    with pytest.raises(ValueError, match="is not a regular file"):
+        resume_checkpoint(tmp_path / "step_2048.npz")
+
+
+@pytest.mark.parametrize(
+    ("config_", "options", "message"),
+    [
+        ({"rules": "standard"}, {}, "yacht_lab.train takes a TrainConfig (.*), got dict"),
+        (None, {}, "yacht_lab.train takes a TrainConfig (.*), got NoneType"),
+        ("jax", {"report": True}, "the JAX PPO trainer takes no option 'report' "),
+        ("ppo", {"report": True}, "report must be a callable or None, got True"),
+        ("ppo", {"verbose": 1}, "the PPO trainer takes no option 'verbose' "),
+    ],
+)
+def test_yacht_lab_train_says_what_it_takes(tmp_path, config_, options, message):
+    if config_ == "jax":
+        config_ = validate(from_dict({"jax": {"seeds": 1}}))
+    elif config_ == "ppo":
+        config_ = config()
+    with pytest.raises(ValueError, match=f"^{message}"):
+        yacht_lab.train(config_, tmp_path / "runs", **options)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_progress_bar_shows_one_speed_and_never_passes_its_total(tmp_path):
+    run = RunContext(config(), tmp_path, fields=FIELDS)  # budget 1,000 steps
+    bar = run.progress_bar(initial=1500)  # a resumed run's checkpoint counted past the budget
+    try:
+        bar.set_postfix_str("3,706 steps/s", refresh=False)
+        shown = str(bar)
+    finally:
+        bar.close()
+    assert (bar.n, bar.total) == (1000, 1000) and "1.00k/1.00k" in shown, shown
+    assert shown.count("/s") == 1 and shown.endswith(", 3,706 steps/s]"), shown  # the run's speed, not tqdm's rate

@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ import yaml
 from helpers import REPO, TINY_PPO, write_config
 from sb3_contrib import MaskablePPO
 
+import yacht_lab
 from yacht_agents import make_agent
 from yacht_env.solver import solve
 from yacht_lab.measure.evaluation import evaluate
@@ -146,12 +148,20 @@ def interrupt(config: Path, output_dir: Path, signum: int) -> dict:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    return {"args": args, "returncode": proc.returncode, "stdout": stdout, "stderr": stderr, "seconds": seconds}
+    return {
+        "args": args,
+        "returncode": proc.returncode,
+        "stdout": stdout,
+        "stderr": stderr,
+        "seconds": seconds,
+        "signum": signum,
+    }
 
 
 def check_interrupted(outcome: dict, output_dir: Path) -> tuple[Path, Path, int]:
     """The contract of a stop on a signal; returns ``(run folder, checkpoint, its step)``."""
-    assert outcome["returncode"] == 0, outcome["stderr"]
+    # Saved but not finished: 128 + the signal (130 for Ctrl-C), so that `train.py && evaluate.py` stops too.
+    assert outcome["returncode"] == 128 + outcome["signum"], outcome["stderr"]
     assert outcome["seconds"] < 20, "the run should stop after the current update, not finish its budget"
     assert "Traceback" not in outcome["stderr"]
     run = run_folder(outcome["stdout"])
@@ -909,6 +919,7 @@ def test_sizes_and_devices_are_bounded_up_front(tmp_path, changes, message):
 
 def test_the_limits_themselves_are_accepted(tmp_path):
     changes = {"seed": 2**32 - 1, "torch_threads": 256, "n_envs": 100_000, "policy": {"net_arch": [8192] + [1] * 15}}
+    changes["checkpoint_every_timesteps"] = 10**7  # one update's steps: a checkpoint after every update, asked for
     config = load_config(write_config(tmp_path / "c.yaml", **changes, ppo={"n_steps": 100}, eval={"games": 10**7}))
     assert (config.seed, config.n_envs, config.ppo.n_steps, config.eval.games) == (2**32 - 1, 100_000, 100, 10**7)
 
@@ -1273,3 +1284,96 @@ def test_train_py_takes_a_shipped_configs_name(tmp_path):
         2,
         "train.py: error: device must be a torch device name such as 'cpu' or 'cuda', got 'nosuch'\n",
     ), done.stderr
+
+
+# --------------------------------------------------------------------------------------------------
+# Hardening: bounds, one rounding rule, the curve's speed and seed, a FIFO config, NaN parameters
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"ppo": {"n_epochs": 10**9}}, "ppo.n_epochs must be an int >= 1 and <= 1,000, got 1000000000"),
+        ({"ppo": {"learning_rate": 1e30}}, "ppo.learning_rate must be a number > 0 and <= 1.0, got 1e+30"),
+        ({"ppo": {"learning_rate_final": 2.0}}, "ppo.learning_rate_final must be a number >= 0 and <= 1.0, got 2.0"),
+        ({"total_timesteps": 2**70}, f"total_timesteps must be an int >= 1 and <= 1,000,000,000,000, got {2**70}"),
+        ({"eval": {"seed": 2**70}}, f"eval.seed must be an int >= 0 and <= 4,294,967,295, got {2**70}"),
+        ({"eval": {"every_timesteps": 2**70}}, "eval.every_timesteps must be an int >= 1 and <= 1,000,000,000,000"),
+        ({"checkpoint_every_timesteps": 2**70}, "checkpoint_every_timesteps must be an int >= 1 and <= 1,000,000,"),
+        ({"reward": "win", "jax": {"players": 2.0}}, "jax.players must be an int >= 1, got 2.0"),  # not the reward
+        ({"jax": {"seeds": 64}, "policy": {"net_arch": [8192] * 8}}, "this JAX run would take about "),
+    ],
+)
+def test_every_size_and_rate_is_bounded_before_a_run_starts(tmp_path, changes, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        load_config(write_config(tmp_path / "c.yaml", **changes))
+    if "learning_rate" in changes.get("ppo", {}) or "jax" in changes:  # two through train.py: one line, nothing written
+        result = run_train("--config", str(tmp_path / "c.yaml"), "--output-dir", str(tmp_path / "runs"))
+        check_clean_error(result, tmp_path / "runs", message)
+
+
+def test_a_distillations_learning_rate_is_bounded():
+    from helpers import tiny_distill
+
+    with pytest.raises(ValueError, match=r"^distill\.learning_rate must be a number > 0 and <= 1\.0, got 1e\+30"):
+        tiny_distill(learning_rate=1e30)
+
+
+def test_every_trainer_rounds_the_budget_up_to_whole_updates():
+    from yacht_lab.training.schema import budget_steps
+
+    config = load_config("jax_ppo")  # 64 games x 256 steps: updates of 16,384 steps
+    assert [budget_steps(replace(config, total_timesteps=t)) for t in (1, 16_384, 100_000, 300_000)] == [
+        16_384,
+        16_384,
+        114_688,
+        311_296,
+    ]
+
+
+def test_a_config_that_is_a_fifo_is_refused_at_once(tmp_path):
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match=r"^cannot read config '.*': it is a folder$"):
+        load_config(tmp_path)
+    # In a process of its own: a reader that waits for the FIFO's writer would wait for ever.
+    result = run_train("--config", str(fifo), "--output-dir", str(tmp_path / "runs"), timeout=60)
+    check_clean_error(result, tmp_path / "runs", f"cannot read config '{fifo}': it is not a regular file")
+
+
+def test_the_curves_first_speed_is_zero_and_printed_as_such(e2e):
+    rows = curve_rows(e2e["run"])
+    assert rows[0]["steps_per_second"] == 0.0 and curve_lines(e2e["run"])[1].endswith(",0.0")
+    first = next(line for line in e2e["result"].stderr.splitlines() if line.startswith("[         0 steps"))
+    assert "nan" not in e2e["result"].stderr and first.endswith(", 0 steps/s")
+
+
+def test_a_run_whose_parameters_stop_being_finite_ends_in_one_line(tmp_path, monkeypatch):
+    from yacht_lab.training.sb3 import callbacks
+
+    check = callbacks.FiniteCallback.check
+
+    def poisoned(self):
+        if self.model.num_timesteps >= 1024:  # after the first update: as a learning rate far too large would
+            with torch.no_grad():
+                next(self.model.policy.parameters()).fill_(float("nan"))
+        check(self)
+
+    monkeypatch.setattr(callbacks.FiniteCallback, "check", poisoned)
+    config = load_config(write_config(tmp_path / "c.yaml", total_timesteps=4096))
+    with pytest.raises(ValueError, match=r"^training diverged at step 1,024: the policy's .* is no longer finite"):
+        yacht_lab.train(config, tmp_path / "runs", progress=False)
+    (run,) = (tmp_path / "runs").iterdir()
+    assert not (run / "model.zip").exists()
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == []  # nothing of the NaN was saved
+
+
+def test_a_resumed_curve_keeps_its_seeds_as_ints(tmp_path):
+    from yacht_lab.training.runs import read_curve, write_curve
+
+    fields = ("timesteps", "wall_minutes", "seed", "mean_score")
+    path = tmp_path / "learning_curve.csv"
+    path.write_text("timesteps,wall_minutes,seed,mean_score\n0,0.1,0.0,40.5\n1024,0.2,1,41.0\n")  # an older curve
+    rows = read_curve(path, fields)
+    assert [row["seed"] for row in rows] == [0, 1] and all(type(row["seed"]) is int for row in rows)
+    write_curve(path, rows, fields)
+    assert path.read_text().splitlines()[1:] == ["0,0.1,0,40.5", "1024,0.2,1,41.0"]

@@ -16,7 +16,8 @@ config with a ``distill`` section, such as ``configs/selfplay.yaml``), or PPO on
 ``configs/ppo.yaml`` lists in full. Each run writes ``runs/<run name>/``: config.yaml, command.txt, model.zip,
 checkpoints/, learning_curve.csv, learning_curve.png and tb/ (TensorBoard); a JAX run writes its model as data
 (model.npz, model.json). Ctrl-C (or SIGTERM) saves a checkpoint
-and exits; a second Ctrl-C quits at once without saving (exit status 130; 143 for SIGTERM). Bad input prints one
+and exits with status 130 (143 for SIGTERM): the run can be resumed, it has not finished; a second Ctrl-C quits at once
+without saving (the same statuses), even inside a long compiled call. Bad input prints one
 ``yacht-train: error: ...`` line (named as the program was started) and exits with status 2, writing nothing.
 """
 
@@ -152,15 +153,22 @@ def _main(argv: list[str] | None, prog: str) -> int:
         else:
             config = default_config(overrides)
         # The config chooses its trainer (yacht_lab.training.trainers): SB3 PPO, the distillation, or PPO on JAX.
+        stopped: list[int] = []
         run_dir = train(
-            config, args.output_dir, resume=args.resume, progress=not args.no_progress, rerun=rerun_command(prog)
+            config,
+            args.output_dir,
+            resume=args.resume,
+            progress=not args.no_progress,
+            rerun=rerun_command(prog),
+            on_stop=stopped.append,
         )
     except (ValueError, OSError) as error:
         message = " ".join(str(error).split())  # one line, whatever the error says
         print(f"{prog}: error: {message}", file=sys.stderr)
         return 2
     print(f"run folder: {run_dir}")
-    return 0
+    # Stopped by a signal (saved, but not finished): not 0, so that `train.py && evaluate.py` stops here too.
+    return 128 + stopped[0] if stopped else 0
 
 
 def default_config(overrides: dict):

@@ -27,10 +27,14 @@ from yacht_lab.training.schema import (
     MAX_DISTILL_MEMORY,
     MAX_DISTILL_POSITIONS,
     MAX_DISTILL_TABLES,
+    MAX_EPOCHS,
     MAX_FIXED_MEMBERS,
+    MAX_JAX_BYTES,
     MAX_JAX_SEEDS,
+    MAX_KEEP_CHECKPOINTS,
     MAX_LAYER_WIDTH,
     MAX_LAYERS,
+    MAX_LEARNING_RATE,
     MAX_N_ENVS,
     MAX_OPPONENTS,
     MAX_ROLLOUT_STEPS,
@@ -42,6 +46,7 @@ from yacht_lab.training.schema import (
     MAX_SEED,
     MAX_SNAPSHOTS,
     MAX_TABLE_EVAL_GAMES,
+    MAX_TIMESTEPS,
     MAX_TORCH_THREADS,
     OPPONENT_KINDS,
     OPPONENT_SPECS,
@@ -55,6 +60,8 @@ from yacht_lab.training.schema import (
     TrainConfig,
     dataclass_from_dict,
     from_dict,
+    jax_memory_bytes,
+    update_steps,
 )
 from yacht_lab.training.yaml_reader import read_yaml
 
@@ -83,10 +90,11 @@ def _check_number(
 ) -> None:
     ok = (is_int(value) or (kind is float and isinstance(value, float))) and math.isfinite(value)
     noun = "a number" if kind is float else "an int"
+    above = f"{'>=' if low_inclusive else '>'} {low}"
     if not ok or not (value >= low if low_inclusive else value > low):
-        raise ValueError(f"{name} must be {noun} {'>=' if low_inclusive else '>'} {low}, got {value!r}")
+        raise ValueError(f"{name} must be {noun} {above}, got {value!r}")
     if high is not None and value > high:
-        raise ValueError(f"{name} must be {noun} >= {low} and <= {high:,}, got {value!r}")
+        raise ValueError(f"{name} must be {noun} {above} and <= {high:,}, got {value!r}")
 
 
 def _check_device(device: Any, uses_torch: bool = True) -> None:
@@ -203,7 +211,7 @@ def _check_league(config: TrainConfig) -> tuple[int, str]:
         _check_number(f"league.{name}", value, float, 0, low_inclusive=False)
         if value > 1:
             raise ValueError(f"league.{name} must be in (0, 1], got {value!r}")
-    _check_number("league.snapshot_every_timesteps", league.snapshot_every_timesteps, int, 1)
+    _check_number("league.snapshot_every_timesteps", league.snapshot_every_timesteps, int, 1, high=MAX_TIMESTEPS)
     _check_number("league.max_snapshots", league.max_snapshots, int, 0, high=MAX_SNAPSHOTS)
     share = league.snapshot_share
     if share is not None:
@@ -242,7 +250,7 @@ def _check_distill(config: TrainConfig) -> None:
     }
     for name, high in bounds.items():
         _check_number(f"distill.{name}", getattr(section, name), int, 1, high=high)
-    _check_number("distill.learning_rate", section.learning_rate, float, 0, low_inclusive=False)
+    _check_number("distill.learning_rate", section.learning_rate, float, 0, low_inclusive=False, high=MAX_LEARNING_RATE)
 
 
 def _check_policy(config: TrainConfig) -> None:
@@ -265,9 +273,9 @@ def _check_ppo(config: TrainConfig) -> None:
     p = config.ppo
     _check_number("ppo.n_steps", p.n_steps, int, 1, high=MAX_ROLLOUT_STEPS)
     _check_number("ppo.batch_size", p.batch_size, int, 2)
-    _check_number("ppo.n_epochs", p.n_epochs, int, 1)
-    _check_number("ppo.learning_rate", p.learning_rate, float, 0, low_inclusive=False)
-    _check_number("ppo.learning_rate_final", p.learning_rate_final, float, 0)
+    _check_number("ppo.n_epochs", p.n_epochs, int, 1, high=MAX_EPOCHS)
+    _check_number("ppo.learning_rate", p.learning_rate, float, 0, low_inclusive=False, high=MAX_LEARNING_RATE)
+    _check_number("ppo.learning_rate_final", p.learning_rate_final, float, 0, high=MAX_LEARNING_RATE)
     _check_number("ppo.ent_coef", p.ent_coef, float, 0)
     _check_number("ppo.ent_coef_final", p.ent_coef_final, float, 0)
     _check_number("ppo.clip_range", p.clip_range, float, 0, low_inclusive=False)
@@ -288,27 +296,36 @@ def _check_ppo(config: TrainConfig) -> None:
             f"ppo.batch_size ({p.batch_size}) must not exceed the rollout size n_steps x n_envs "
             f"({p.n_steps * config.n_envs})"
         )
+    size = update_steps(config)
+    if config.trainer in ("ppo", "jax_ppo") and config.checkpoint_every_timesteps < size:
+        raise ValueError(
+            f"checkpoint_every_timesteps ({config.checkpoint_every_timesteps:,}) is less than one update's steps "
+            f"(n_envs x ppo.n_steps = {size:,}): it would write a checkpoint after every update; set it to {size:,} "
+            "to ask for that, or to a multiple"
+        )
 
 
 def _check_run(config: TrainConfig) -> None:
     """The top-level numbers of a run: seed, budget, sizes, threads, scale, checkpoints and ``init``."""
     _check_number("seed", config.seed, int, 0, high=MAX_SEED)
-    _check_number("total_timesteps", config.total_timesteps, int, 1)
+    _check_number("total_timesteps", config.total_timesteps, int, 1, high=MAX_TIMESTEPS)
     if config.max_minutes is not None:
         _check_number("max_minutes", config.max_minutes, float, 0, low_inclusive=False)
     _check_number("n_envs", config.n_envs, int, 1, high=MAX_N_ENVS)
     _check_number("torch_threads", config.torch_threads, int, 1, high=MAX_TORCH_THREADS)
     _check_number("reward_scale", config.reward_scale, float, 0, low_inclusive=False)
-    _check_number("checkpoint_every_timesteps", config.checkpoint_every_timesteps, int, 1)
+    _check_number("checkpoint_every_timesteps", config.checkpoint_every_timesteps, int, 1, high=MAX_TIMESTEPS)
+    if config.keep_checkpoints is not None:
+        _check_number("keep_checkpoints", config.keep_checkpoints, int, 1, high=MAX_KEEP_CHECKPOINTS)
     if config.init is not None and not (isinstance(config.init, str) and config.init):
         raise ValueError(f"init must be a model's path or shipped name, or null, got {config.init!r}")
 
 
 def _check_eval(config: TrainConfig) -> None:
     """The ``eval`` section; at a table, the games of an evaluation (``eval.games`` deals x ``players ** 2``)."""
-    _check_number("eval.every_timesteps", config.eval.every_timesteps, int, 1)
+    _check_number("eval.every_timesteps", config.eval.every_timesteps, int, 1, high=MAX_TIMESTEPS)
     _check_number("eval.games", config.eval.games, int, 1, high=MAX_GAMES)
-    _check_number("eval.seed", config.eval.seed, int, 0)
+    _check_number("eval.seed", config.eval.seed, int, 0, high=MAX_SEED)
     players = config.players
     if players > 1 and config.eval.games * players**2 > MAX_TABLE_EVAL_GAMES:
         raise ValueError(
@@ -318,15 +335,20 @@ def _check_eval(config: TrainConfig) -> None:
         )
 
 
-def _check_jax(config: TrainConfig) -> None:
-    """The ``jax`` section: solo on the score or a self-play table on the win, relu MLPs, no other opponents."""
+def _check_jax_numbers(config: TrainConfig) -> None:
+    """The ``jax`` section's own values (first: its players decide whether the reward fits)."""
     section = config.jax
     if not isinstance(section, JaxConfig):
         raise ValueError(f"jax must be a mapping of jax keys (seeds, players) or null, got {section!r}")
     _check_number("jax.seeds", section.seeds, int, 1, high=MAX_JAX_SEEDS)
-    if config.seed + section.seeds - 1 > MAX_SEED:
+    if is_int(config.seed) and config.seed + section.seeds - 1 > MAX_SEED:
         raise ValueError(f"seed + jax.seeds - 1 must be <= {MAX_SEED}")
     _check_number("jax.players", section.players, int, 1, high=MAX_OPPONENTS + 1)
+
+
+def _check_jax(config: TrainConfig) -> None:
+    """The ``jax`` section: solo on the score or a self-play table on the win, relu MLPs, no other opponents."""
+    section = config.jax
     if config.opponents or config.league is not None or config.distill is not None:
         raise ValueError("the JAX trainer plays itself (jax.players): no opponents, league or distill")
     wanted = "score" if section.players == 1 else "win"
@@ -374,6 +396,18 @@ def _check_search(config: TrainConfig) -> None:
     _check_number("search.learning_rate_final", section.learning_rate_final, float, 0, high=section.learning_rate)
 
 
+def _check_jax_memory(config: TrainConfig) -> None:
+    """A JAX run's estimated memory (:func:`yacht_lab.training.schema.jax_memory_bytes`) within :data:`MAX_JAX_BYTES`
+    (the trainer also checks it against its device's memory before anything is allocated).
+    """
+    need = jax_memory_bytes(config)
+    if need > MAX_JAX_BYTES:
+        raise ValueError(
+            f"this JAX run would take about {need / 2**30:,.1f} GiB (jax.seeds x the network, rollout and eval.games), "
+            f"more than any run may ({MAX_JAX_BYTES / 2**30:,.0f} GiB): make it smaller"
+        )
+
+
 def validate(config: TrainConfig) -> TrainConfig:
     """Checks every field; raises ``ValueError`` naming the first bad one.
 
@@ -384,6 +418,8 @@ def validate(config: TrainConfig) -> TrainConfig:
     R.get_rules(config.rules)
     if not isinstance(config.rules, str):
         raise ValueError(f"rules must be a preset name, got {config.rules!r}")
+    if config.jax is not None:  # first: its players decide whether the reward fits
+        _check_jax_numbers(config)
     _check_versus(config)
     _check_run(config)
     _check_device(config.device, uses_torch=config.jax is None)
@@ -396,6 +432,8 @@ def validate(config: TrainConfig) -> TrainConfig:
     if config.search is not None:
         _check_search(config)
     _check_eval(config)
+    if config.jax is not None:
+        _check_jax_memory(config)
     config.__dict__["_validated"] = config.to_dict()
     return config
 

@@ -13,14 +13,16 @@ A trainer (:mod:`yacht_lab.training.sb3.ppo`'s SB3 PPO, :mod:`yacht_lab.training
   writes the curve kept so far; :meth:`~RunContext.add_rows` rewrites ``learning_curve.csv`` atomically;
 - checkpoints are ``checkpoints/<unit>_<N><suffix>`` (``step_4096.zip``, ``step_4096.npz``, ``iteration_3.zip``),
   saved every ``checkpoint_every`` units (:meth:`~RunContext.checkpoint_if_due`) and at the run's end or stop
-  (:meth:`~RunContext.end`);
+  (:meth:`~RunContext.end`); the newest ``keep_checkpoints`` of the config are kept, older ones removed;
 - Ctrl-C (SIGINT) or SIGTERM: before :meth:`~RunContext.start`, :class:`Abort` at once; after it, a first signal
   only asks the trainer to stop (:attr:`~RunContext.should_stop`, polled between updates), the trainer then calls
   :meth:`~RunContext.end`, which saves a checkpoint, and the context prints one line on its way out: where the
   checkpoint is and the command that continues it, or, for a trainer that cannot checkpoint, that the run saved
-  none; a second signal raises :class:`Abort` at once;
+  none (and calls ``on_stop``: the command line exits 130 or 143); a second signal raises :class:`Abort` at once, or,
+  if the main thread is inside a native call that does not return, ends the process (:class:`StopFlag`);
 - resume: :func:`resume_config` reads a checkpoint's run config (``--resume`` takes a checkpoint or a run folder, whose
-  newest checkpoint it continues: :func:`resume_checkpoint`), and :meth:`~RunContext.restore` hands the checkpoint
+  newest checkpoint it continues: :func:`resume_checkpoint`); a config other than the run's but for its budget is
+  refused (:func:`check_resumed_config`), and :meth:`~RunContext.restore` hands the checkpoint
   to the trainer's state and keeps the curve's rows up to its step.
 
 A trainer, top to bottom (see :func:`yacht_lab.training.jax.ppo.train_jax` for a whole one)::
@@ -44,6 +46,7 @@ import contextlib
 import os
 import shlex
 import signal
+import socket
 import sys
 import threading
 import time
@@ -52,8 +55,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from yacht_lab.training.config import TrainConfig, load_config
 from yacht_lab.training.runs import (
+    BUDGET_KEYS,
     CURVE_FIELDS,
     CURVE_FILE,
+    check_resumed_config,
     claim_run_folder,
     release_run_folder,
     resumed_curve,
@@ -62,6 +67,7 @@ from yacht_lab.training.runs import (
     start_run_folder,
     write_curve,
 )
+from yacht_lab.training.schema import budget_steps
 
 __all__ = [
     "Abort",
@@ -133,17 +139,32 @@ class StopFlag:
     """SIGINT/SIGTERM handling of a run, installed for the whole of a :class:`RunContext`.
 
     Before :meth:`arm` (the model is being built: nothing worth saving yet) a signal raises :class:`Abort`.
-    Once armed, the first signal only sets :attr:`requested`, which the trainer polls between updates, so that an
-    update is never cut and the run saves a checkpoint; a second one raises :class:`Abort` at once (the atomic writes
-    leave no half-written file behind).
+    Once armed, the first signal only sets :attr:`requested` (and :attr:`signum`), which the trainer polls between
+    updates, so that an update is never cut and the run saves a checkpoint; a second one raises :class:`Abort` at once
+    (the atomic writes leave no half-written file behind).
+
+    Python runs a signal's handler only between two bytecodes of the main thread: a main thread inside one long
+    native call (a compiled JAX update, a compilation) would not see it until the call returns. So a watchdog thread
+    sees every signal too (through :func:`signal.set_wakeup_fd`); when one that must end the run at once (a second
+    one, or one before :meth:`arm`) has not ended it within :data:`GRACE` seconds and the main thread has not even run
+    its handler yet, the watchdog calls ``on_abort``, prints one line and ends the process (status 128 + the signal's
+    number: 130, 143).
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    #: Seconds the main thread has to act on a signal that ends the run before the watchdog ends the process.
+    GRACE = 2.0
 
-    def __init__(self) -> None:
+    def __init__(self, on_abort=None) -> None:
         self.requested = False
         self.armed = False
+        #: The signal that asked the run to stop (``None``: none did).
+        self.signum: int | None = None
+        self._on_abort = on_abort
         self._previous: dict[int, Any] = {}
+        self._wakeup: tuple[Any, Any, int] | None = None
+        self._left = threading.Event()
+        self._handled = 0
 
     def __enter__(self) -> StopFlag:
         # Signal handlers belong to the main thread; elsewhere (a Ray Tune trial runs train() in a thread of its
@@ -151,6 +172,7 @@ class StopFlag:
         if threading.current_thread() is threading.main_thread():
             for sig in self.SIGNALS:
                 self._previous[sig] = signal.signal(sig, self._handle)
+            self._watch()
         return self
 
     def arm(self) -> None:
@@ -158,11 +180,56 @@ class StopFlag:
         self.armed = True
 
     def _handle(self, signum: int, frame) -> None:
+        self._handled += 1  # the main thread saw it (the watchdog leaves it to the main thread)
         if not self.armed or self.requested:
             raise Abort(signum)
-        self.requested = True
+        self.requested, self.signum = True, signum
+
+    def _watch(self) -> None:
+        """Starts the watchdog (class docstring) on a socket that receives each signal's number."""
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        try:
+            previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        except (ValueError, OSError):  # no wakeup descriptor here: the handlers alone
+            reader.close()
+            writer.close()
+            return
+        self._wakeup = (reader, writer, previous)
+        threading.Thread(target=self._watchdog, args=(reader,), name="yacht-lab-stop-watchdog", daemon=True).start()
+
+    def _watchdog(self, reader) -> None:
+        seen = 0
+        while True:
+            try:
+                data = reader.recv(64)
+            except OSError:
+                return
+            if not data or self._left.is_set():
+                return
+            for signum in data:
+                if signum not in self.SIGNALS:
+                    continue
+                seen += 1
+                if (seen >= 2 or not self.armed) and not self._left.wait(self.GRACE) and self._handled < seen:
+                    self._end_process(signum)  # the main thread has not even run the signal's handler: stuck
+
+    def _end_process(self, signum: int) -> None:
+        if self._on_abort is not None:
+            with contextlib.suppress(Exception):
+                self._on_abort()
+        name = signal.Signals(signum).name
+        print(f"interrupted ({name}) inside a long call: quit at once, without saving", file=sys.stderr, flush=True)
+        os._exit(128 + signum)
 
     def __exit__(self, *exc) -> None:
+        self._left.set()
+        if self._wakeup is not None:
+            reader, writer, previous = self._wakeup
+            with contextlib.suppress(ValueError, OSError):
+                signal.set_wakeup_fd(previous)
+            writer.close()
+            reader.close()
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
 
@@ -170,15 +237,16 @@ class StopFlag:
 # --------------------------------------------------------------------------------------------------
 # Resume lookup
 # --------------------------------------------------------------------------------------------------
+def checkpoint_number(path: Path) -> int:
+    """The ``N`` of ``<unit>_<N>.<suffix>`` (-1: not a checkpoint's name)."""
+    digits = path.stem.rpartition("_")[2]
+    return int(digits) if digits.isdigit() else -1
+
+
 def checkpoints_of(run_dir: Path) -> list[Path]:
     """The checkpoints of a run folder, oldest first (by their number): ``checkpoints/<unit>_<N>.<suffix>``."""
-
-    def number(path: Path) -> int:
-        digits = path.stem.rpartition("_")[2]
-        return int(digits) if digits.isdigit() else -1
-
-    found = [p for p in (run_dir / "checkpoints").glob("*_*.*") if p.is_file() and number(p) >= 0]
-    return sorted(found, key=lambda p: (number(p), p.name))
+    found = [p for p in (run_dir / "checkpoints").glob("*_*.*") if p.is_file() and checkpoint_number(p) >= 0]
+    return sorted(found, key=lambda p: (checkpoint_number(p), p.name))
 
 
 def resume_checkpoint(path: str | os.PathLike) -> Path:
@@ -188,13 +256,20 @@ def resume_checkpoint(path: str | os.PathLike) -> Path:
         ValueError: no such file or folder, or a run folder without a checkpoint (a run stopped before its first).
     """
     path = Path(path)
-    if path.is_dir() and (path / "config.yaml").is_file():
+    if path.is_dir():
+        if not (path / "config.yaml").is_file():
+            raise ValueError(
+                f"cannot resume: {str(path)!r} is a folder but not a run folder (no config.yaml): give a run folder or "
+                "one of its checkpoint files"
+            )
         found = checkpoints_of(path)
         if not found:
             raise ValueError(
                 f"cannot resume: run folder {str(path)!r} has no checkpoint to resume from: start a new run"
             )
         return found[-1]
+    if path.exists() and not path.is_file():
+        raise ValueError(f"cannot resume: {str(path)!r} is not a regular file (a checkpoint is one)")
     if not path.is_file():
         raise ValueError(f"cannot resume: checkpoint {str(path)!r} not found")
     return path
@@ -214,7 +289,7 @@ def resume_config(checkpoint: str | os.PathLike, overrides: dict[str, Any] | Non
     if not saved.is_file():
         raise ValueError(f"cannot resume: {str(checkpoint)!r} is not in a run folder (no {str(saved)!r})")
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-    fixed = sorted(set(overrides) - {"total_timesteps", "max_minutes"})
+    fixed = sorted(set(overrides) - set(BUDGET_KEYS))
     if fixed:
         raise ValueError(f"a resumed run keeps its own config; only the budget can change, not {fixed[0]}")
     return load_config(saved, overrides)
@@ -236,14 +311,17 @@ class RunContext:
         rerun: The command the line printed after a stop tells to continue with (``<rerun> --resume <checkpoint>``).
         unit: What ``TrainerState.progress`` counts and checkpoints are named by (``step``, ``iteration``).
         checkpoint_every: Units between two checkpoints (default: ``config.checkpoint_every_timesteps``).
-        budget: The units the run trains for (default: ``config.total_timesteps``): a resumed checkpoint at or past it
-            is refused.
+        budget: The units the run trains for (default: ``config.total_timesteps`` rounded up to whole updates,
+            :func:`yacht_lab.training.schema.budget_steps`): a resumed checkpoint at or past it is refused.
         resumable: ``False`` for a trainer whose runs are not continued (the distillation): its checkpoints are
             models, and the line after a stop does not offer ``--resume``.
         progress: Show progress (:meth:`progress_bar`, and the trainer's own lines).
+        on_stop: Called with the signal's number when a signal stopped the run (after its checkpoint is saved): the
+            command line exits 128 + that number (130 for Ctrl-C) rather than 0.
 
-    Raises (on entering):
-        ValueError: an output folder that cannot be written, a missing checkpoint, a folder another process trains in.
+    Raises (on creating or entering):
+        ValueError: an output folder that cannot be written, a missing checkpoint, a config that is not the resumed
+            run's (:func:`check_resumed_config`), a folder another process trains in.
         Abort: a signal before :meth:`start`.
     """
 
@@ -262,15 +340,19 @@ class RunContext:
         budget: int | None = None,
         resumable: bool = True,
         progress: bool = True,
+        on_stop=None,
     ) -> None:
         self.config, self.output_dir, self.name = config, output_dir, name
         self.command = command if command is not None else shlex.join(sys.argv)
         self.fields, self.rerun, self.unit, self.resumable = fields, rerun, unit, resumable
         self.show_progress = progress
         self.checkpoint_every = checkpoint_every if checkpoint_every is not None else config.checkpoint_every_timesteps
-        self.budget = budget if budget is not None else config.total_timesteps
+        self.budget = budget if budget is not None else budget_steps(config)
         #: The checkpoint this run continues from (``None``: a new run).
         self.checkpoint: Path | None = resume_checkpoint(resume) if resume is not None else None
+        if self.checkpoint is not None:
+            check_resumed_config(config, self.checkpoint)
+        self.on_stop = on_stop
         #: The run folder (set on entering).
         self.dir: Path = Path()
         #: The curve's rows so far (:meth:`restore`'s, then :meth:`add_rows`').
@@ -279,7 +361,7 @@ class RunContext:
         #: resumed run's: its checkpoint's; a new run counts from 0).
         self.last_checkpoint: Path | None = None
         self.last_saved = 0
-        self.stop = StopFlag()
+        self.stop = StopFlag(on_abort=self._abandon)
         self.started_at: float | None = None
         self._wall_offset = 0.0
         self._ended_without_checkpoint: int | None = None
@@ -304,6 +386,13 @@ class RunContext:
         self._leave(failed=kind is not None)
         if kind is None and self.stop.requested:
             print(self.stopped_line(), file=sys.stderr, flush=True)
+            if self.on_stop is not None:
+                self.on_stop(self.stop.signum)
+
+    def _abandon(self) -> None:
+        """What the stop watchdog does before it ends the process: a new run that never started leaves no trace."""
+        if self.started_at is None:
+            release_run_folder(self._claimed)
 
     def _leave(self, failed: bool) -> None:
         try:
@@ -338,8 +427,8 @@ class RunContext:
         progress = state.progress()
         if progress >= self.budget:
             raise ValueError(
-                f"the checkpoint is at {progress} steps, the run's budget is total_timesteps={self.budget}; pass a "
-                "larger --total-timesteps to continue"
+                f"the checkpoint is at {progress} steps, the run's budget is {self.budget} (total_timesteps="
+                f"{self.config.total_timesteps}); pass a larger --total-timesteps to continue"
             )
         self.last_saved = progress
         return resumed_curve(self.dir / CURVE_FILE, progress, self.fields)
@@ -398,7 +487,27 @@ class RunContext:
         path = self.checkpoint_path(progress, state.checkpoint_suffix)
         state.save_checkpoint(path)
         self.last_checkpoint, self.last_saved = path, progress
+        self._prune(path)
         return path
+
+    def _prune(self, saved: Path) -> None:
+        """Keeps the newest ``config.keep_checkpoints`` checkpoints up to ``saved`` (``None``: all); a checkpoint of a
+        later step (a run resumed from an older one) is left alone.
+        """
+        keep = getattr(self.config, "keep_checkpoints", None)
+        if keep is None:
+            return
+        step = checkpoint_number(saved)
+        older = [
+            path
+            for path in checkpoints_of(self.dir)
+            if path.suffix == saved.suffix
+            and path.name.startswith(f"{self.unit}_")
+            and path != saved
+            and checkpoint_number(path) < step
+        ]
+        for path in older[: max(len(older) - (keep - 1), 0)]:
+            path.unlink(missing_ok=True)
 
     def checkpoint_if_due(self, state: TrainerState) -> Path | None:
         """Saves a checkpoint if ``checkpoint_every`` units have passed since the last one (or the run's start);
@@ -438,8 +547,15 @@ class RunContext:
             return None
         from tqdm import tqdm
 
+        # One speed: the trainer's (set as the postfix, whole updates counted), not tqdm's rate of its own calls.
         return tqdm(
-            total=self.budget, initial=initial, unit=self.unit, unit_scale=True, dynamic_ncols=True, file=sys.stderr
+            total=self.budget,
+            initial=min(initial, self.budget),
+            unit=self.unit,
+            unit_scale=True,
+            dynamic_ncols=True,
+            file=sys.stderr,
+            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",
         )
 
 

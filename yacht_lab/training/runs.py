@@ -15,12 +15,14 @@ import io
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
 
 from yacht_env.util import atomic_output, atomic_write, check_writable, folder_lock, remove_stale_temps
-from yacht_lab.training.config import TrainConfig
+from yacht_lab.training.config import TrainConfig, from_dict
+from yacht_lab.training.yaml_reader import read_yaml
 
 #: The learning curve of a solo run: its mean score (95% CI half-width), % of the optimal expectation, mean
 #: regret against the solver, and the training speed.
@@ -139,6 +141,42 @@ def run_folder_of(checkpoint: Path) -> Path:
     return checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else checkpoint.parent
 
 
+#: What a resumed run may change of its config: its budget.
+BUDGET_KEYS = ("total_timesteps", "max_minutes")
+
+
+def check_resumed_config(config: TrainConfig, checkpoint: Path) -> None:
+    """A resumed run trains its own config: ``config`` must be the run's ``config.yaml`` but for its budget
+    (:data:`BUDGET_KEYS`), as :func:`resume_config` gives it.
+
+    Raises:
+        ValueError: the run config beside the checkpoint is unreadable, or ``config`` differs from it (naming the first
+            key).
+    """
+    saved = run_folder_of(checkpoint) / "config.yaml"
+    if not saved.is_file():  # a checkpoint outside a run folder: no record to keep, its loader checks the file
+        return
+    run, given = _flat(from_dict(read_yaml(saved, "run config")).to_dict()), _flat(config.to_dict())
+    for key in sorted(set(run) | set(given)):
+        if key not in BUDGET_KEYS and run.get(key) != given.get(key):
+            raise ValueError(
+                f"cannot resume {str(checkpoint)!r} with another config: the run's {key} is {run.get(key)!r}, this "
+                f"config's {given.get(key)!r}; a resumed run keeps its own config (resume_config gives it), only the "
+                "budget can change"
+            )
+
+
+def _flat(data: dict[str, Any]) -> dict[str, Any]:
+    """A config's data with its sections' keys as ``section.key``."""
+    flat = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{inner}": item for inner, item in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
 def resumed_curve(curve_path: Path, timesteps: int, fields: tuple[str, ...]) -> list[dict[str, float]]:
     """The learning-curve rows a run resumed at ``timesteps`` keeps: those up to that step.
 
@@ -196,7 +234,7 @@ def read_curve(path: Path, fields: tuple[str, ...] = CURVE_FIELDS) -> list[dict[
     """The rows of a learning curve of columns ``fields`` (:data:`VERSUS_CURVE_FIELDS` for a versus run).
 
     A torn last row (one without its line end, or with too few fields: a run of an older version killed
-    while appending it) is dropped.
+    while appending it) is dropped. ``timesteps`` and ``seed`` read as ints, the rest as floats.
 
     Raises:
         ValueError: not a learning curve (another header), or a bad row before the last.
@@ -213,12 +251,26 @@ def read_curve(path: Path, fields: tuple[str, ...] = CURVE_FIELDS) -> list[dict[
         try:
             if len(values) != len(fields) or (last and not text.endswith("\n")):
                 raise ValueError
-            rows.append({k: (int(v) if k == "timesteps" else float(v)) for k, v in zip(fields, values, strict=True)})
+            rows.append({k: _value(k, v) for k, v in zip(fields, values, strict=True)})
         except ValueError:
             if last:
                 break
             raise ValueError(f"'{path}' line {number} is not a learning-curve row: {','.join(values)!r}") from None
     return rows
+
+
+def _value(field: str, text: str) -> float:
+    """A curve cell: ``timesteps`` and ``seed`` as ints (as they were written; an older curve's ``0.0`` seed too), the
+    rest as floats.
+    """
+    if field == "timesteps":
+        return int(text)
+    if field == "seed":
+        value = float(text)
+        if not value.is_integer():
+            raise ValueError
+        return int(value)
+    return float(text)
 
 
 def plot_curves(png_path: Path, rows: list[dict[str, float]], y_key: str, ci_key: str, y_label: str, decorate) -> None:

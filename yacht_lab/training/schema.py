@@ -30,6 +30,18 @@ MAX_ROLLOUT_STEPS = 10_000_000
 MAX_OPPONENTS = 9
 #: Seeds of a JAX run trained together (:class:`JaxConfig`): each holds its env states, rollout and optimizer.
 MAX_JAX_SEEDS = 64
+#: Environment steps of a run, and of its intervals (evaluations, checkpoints, snapshots): a trillion is about a year
+#: at 30,000 steps a second, and every count stays far inside the 64-bit integers the trainers keep it in.
+MAX_TIMESTEPS = 10**12
+#: Passes over each rollout (``ppo.n_epochs``): the recipes take 4 to 10.
+MAX_EPOCHS = 1000
+#: The largest learning rate (``ppo.learning_rate`` and its final value, ``distill.learning_rate``): Adam's steps are
+#: about this size in every weight, and the recipes take 1e-4 to 1e-3; far above it a run only diverges.
+MAX_LEARNING_RATE = 1.0
+#: Checkpoints a run keeps (``keep_checkpoints``): the newest this many; older ones are removed as new ones are saved.
+MAX_KEEP_CHECKPOINTS = 1000
+#: The most memory a JAX run may be estimated to take (:func:`jax_memory_bytes`), whatever its device has.
+MAX_JAX_BYTES = 256 * 2**30
 #: Opponent specs that need no file (``ppo:PATH`` is the fourth kind).
 OPPONENT_SPECS = ("random", "greedy", "optimal")
 #: The kinds of :func:`yacht_agents.parse_spec` a training run seats as opponents.
@@ -96,11 +108,12 @@ class PPOConfig:
     batch_size: int = 4096
     """Minibatch size."""
     n_epochs: int = 8
-    """Passes over each rollout."""
+    """Passes over each rollout (1..:data:`MAX_EPOCHS`)."""
     learning_rate: float = 3e-4
-    """Initial learning rate; decays linearly to ``learning_rate_final`` over ``total_timesteps``."""
+    """Initial learning rate (> 0, at most :data:`MAX_LEARNING_RATE`); decays linearly to ``learning_rate_final`` over
+    ``total_timesteps``."""
     learning_rate_final: float = 0.0
-    """Learning rate at the end of training."""
+    """Learning rate at the end of training (0..:data:`MAX_LEARNING_RATE`)."""
     ent_coef: float = 0.04
     """Initial entropy bonus; decays linearly to ``ent_coef_final`` over ``total_timesteps``."""
     ent_coef_final: float = 0.0
@@ -128,7 +141,7 @@ class EvalConfig:
     :data:`yacht_lab.measure.evaluation.MAX_GAMES`). At a table, deals, each played ``players ** 2`` times against each
     member measured: ``games * players ** 2`` at most :data:`MAX_TABLE_EVAL_GAMES`."""
     seed: int = 1000
-    """Seed of the evaluation games."""
+    """Seed of the evaluation games (0..:data:`MAX_SEED`)."""
 
 
 @dataclass
@@ -181,7 +194,7 @@ class DistillConfig:
     memory: int = 400_000
     """The update learns from the newest iterations' positions, at least this many (1..:data:`MAX_DISTILL_MEMORY`)."""
     learning_rate: float = 1.0e-4
-    """Adam's step size (> 0)."""
+    """Adam's step size (> 0, at most :data:`MAX_LEARNING_RATE`)."""
     epochs: int = 2
     """Passes over the memory per iteration (1..:data:`MAX_DISTILL_EPOCHS`; ``max_minutes`` and Ctrl-C stop them
     after the current gradient step)."""
@@ -268,7 +281,9 @@ class TrainConfig:
     seed: int = 0
     """Seed of the env, the policy initialisation and PPO's sampling (0..:data:`MAX_SEED`)."""
     total_timesteps: int = 14_000_000
-    """Environment steps to train for (the learning-rate schedule spans this)."""
+    """Environment steps to train for (the learning-rate schedule spans this), at most :data:`MAX_TIMESTEPS`. Every
+    trainer trains in whole updates of ``n_envs x ppo.n_steps`` steps and rounds the budget up to the next one
+    (:func:`budget_steps`): 300,000 steps of 16,384-step updates train 311,296."""
     max_minutes: float | None = 60.0
     """Stop after this many minutes of training and save (``None``: no limit)."""
     n_envs: int = 64
@@ -283,7 +298,12 @@ class TrainConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     checkpoint_every_timesteps: int = 2_000_000
-    """Save ``checkpoints/step_<N>.zip`` this often (the JAX trainer: ``step_<N>.npz``, every seed in one file)."""
+    """Save ``checkpoints/step_<N>.zip`` this often (the JAX trainer: ``step_<N>.npz``, every seed in one file),
+    after the update that passes it: at least one update's steps (``n_envs x ppo.n_steps``); that many writes one
+    after every update."""
+    keep_checkpoints: int | None = 5
+    """Checkpoints kept in the run folder: the newest this many (1..:data:`MAX_KEEP_CHECKPOINTS`), older ones removed
+    as new ones are saved; ``null`` keeps every one."""
     league: LeagueConfig | None = None
     """A league of opponents instead of ``opponents`` (which must then be empty): :class:`LeagueConfig`. ``None``
     (the default, left out of a saved config): no league."""
@@ -445,3 +465,39 @@ def dataclass_from_dict(cls: type, data: Any, where: str):
         optional = name in _OPTIONAL_SECTIONS and value is None
         kwargs[name] = dataclass_from_dict(sub, value, name) if sub and not optional else value
     return cls(**kwargs)
+
+
+def update_steps(config: TrainConfig) -> int:
+    """Environment steps of one update (a rollout): ``n_envs x ppo.n_steps``."""
+    return config.n_envs * config.ppo.n_steps
+
+
+def budget_steps(config: TrainConfig) -> int:
+    """The steps a run trains: ``total_timesteps`` rounded up to whole updates (:func:`update_steps`), as every trainer
+    rounds it (300,000 steps of 16,384-step updates: 19 updates, 311,296 steps).
+    """
+    size = update_steps(config)
+    return -(-config.total_timesteps // size) * size
+
+
+def jax_memory_bytes(config: TrainConfig) -> int:
+    """About the most memory a JAX run of ``config`` (a validated one, with a ``jax`` section) takes at once, in bytes:
+    per seed, its parameters in the eight copies an update holds (start, Adam's two moments, gradients, ...), its
+    rollout (kept twice: as played and shuffled), a minibatch's activations and their gradients, and an evaluation
+    (every game, or every game of every deal at a table, stepped together). Generous by design (every preset's largest
+    observation and action counts): a run it passes fits, one it refuses would not have.
+    """
+    players = config.jax.players
+    observation = 96 + 16 * (players - 1)  # Yacht's 64 floats, Yahtzee's more, and each other seat's 13 (+ 2)
+    actions = 48  # 32 keeps and at most 16 picks
+    inputs = observation + 32  # the odds' chase values (and their second channel)
+    widths = [inputs, *config.policy.net_arch]
+    parameters = 2 * sum(a * b + b for a, b in zip(widths, widths[1:], strict=False))  # policy and value MLPs
+    parameters += widths[-1] * (actions + 1) + 16 * actions  # the heads and the keep head
+    hidden = 2 * sum(config.policy.net_arch)  # both MLPs' activations of one position
+    per_position = observation + actions + 16  # a transition's floats
+    rollout = 2 * update_steps(config) * per_position
+    minibatch = config.ppo.batch_size * (3 * hidden + per_position)
+    games = config.eval.games * (players * players if players > 1 else 1)
+    evaluation = games * (2 * hidden + per_position + 64) * (2 if players > 1 else 1)  # the learner and its start
+    return 4 * config.jax.seeds * (8 * parameters + rollout + minibatch + evaluation)

@@ -9,6 +9,7 @@ refuses YAML aliases (a few lines of ``*name`` can expand into billions of value
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 import yaml
@@ -56,12 +57,21 @@ def read_yaml(path: str | os.PathLike, what: str = "config") -> Any:
     At most :data:`MAX_YAML_BYTES` (1 MiB) are read, YAML aliases are refused (a small file cannot expand), and so
     are values nested more than :data:`MAX_YAML_DEPTH` (64) levels deep.
 
+    Only a regular file is read (a FIFO or a device is refused at once, never waited on).
+
     Raises:
-        ValueError: missing or unreadable file, too large, not UTF-8 text (a binary file), bad YAML, an alias or
-            too deep a nesting (one line).
+        ValueError: missing or unreadable file, not a regular file, too large, not UTF-8 text (a binary file), bad
+            YAML, an alias or too deep a nesting (one line).
     """
     try:
-        with open(path, "rb") as file:
+        # Without blocking: a FIFO (or a device) would wait for a writer forever; only a regular file is read.
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(descriptor)
+            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+            raise ValueError(f"cannot read {what} {str(path)!r}: it is {kind}")
+        with os.fdopen(descriptor, "rb") as file:
             data = file.read(MAX_YAML_BYTES + 1)
     except OSError as error:
         raise ValueError(f"cannot read {what} {str(path)!r}: {error.strerror or error}") from None

@@ -1,8 +1,10 @@
 """Where a JAX run starts: ``init``'s parameters, fitted to the run's network (the JAX trainer's warm start).
 
-``init`` names a JAX model (its ``.npz`` or run folder: :func:`yacht_agents.jax_policy.load_params`) or, failing
-that, a MaskablePPO model of the odds policy (a shipped name such as ``standard``, or a ``.zip``: read by
-:func:`yacht_agents.ppo.build_model`, which needs torch; its arrays are the same network's, transposed). A solo model
+``init`` names a JAX model (its ``.npz`` or run folder: :func:`yacht_agents.jax_policy.load_params`; ``jax:PATH``
+as an agent spec writes it; a shipped JAX model's name, :func:`yacht_agents.jax_policy.shipped_params`, such as
+``standard``: ``ppo:standard``'s network as JAX arrays, read without torch) or, failing that, a MaskablePPO model
+of the odds policy (another shipped name, or a ``.zip``: read by :func:`yacht_agents.ppo.build_model`, which needs
+torch, the ``train`` extra; its arrays are the same network's, transposed). A solo model
 starts a table run playing exactly as it did (:func:`yacht_agents.jax_policy.table_params`); otherwise the network
 must be the config's.
 """
@@ -17,9 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yacht_agents.jax_policy import NetworkSpec, load_params, table_params
+from yacht_agents.jax_policy import NetworkSpec, load_params, shipped_params, table_params
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
+from yacht_env.util import is_bare_name
 from yacht_lab.training.config import TrainConfig
 
 __all__ = ["sb3_params", "start_params"]
@@ -33,17 +36,23 @@ def start_params(config: TrainConfig, spec: NetworkSpec):
     """
     if config.init is None:
         return None
+    name = os.fspath(config.init)
+    name = name.removeprefix("jax:")  # an agent spec's form: jax:PATH
     try:
-        path = Path(config.init)
-        jax_model = path.suffix == ".npz" or (path / "model.npz").is_file()
-        params, found = load_params(path) if jax_model else sb3_params(config.init)
+        shipped = shipped_params().get(name) if is_bare_name(name, (".npz",)) else None  # "standard": no torch
+        path = Path(name) if shipped is None else shipped
+        jax_model = (
+            shipped is not None or config.init != name or path.suffix == ".npz" or (path / "model.npz").is_file()
+        )
+        params, found = load_params(path) if jax_model else sb3_params(name)
     except ValueError as error:
         raise ValueError(f"init: {error}") from None
+    saved = found
     if found.players == 1 and spec.players > 1:
         params, found = table_params(params, found, spec.players, spec.obs_size)
     if _effective(found) != _effective(spec):
         raise ValueError(
-            f"init: {os.fspath(config.init)!r} is the network {_describe(found)}, this run's config is "
+            f"init: {os.fspath(config.init)!r} is the network {_describe(saved)}, this run's config is "
             f"{_describe(spec)} (a solo model starts runs at any table; a table model, runs at a table of its size)"
         )
     return jax.tree.map(jnp.asarray, params)
@@ -64,14 +73,21 @@ def sb3_params(model: str | os.PathLike) -> tuple[dict[str, Any], NetworkSpec]:
     """A MaskablePPO model of the odds policy (relu, the same MLP for policy and value) as JAX parameters.
 
     Raises:
-        ValueError: not such a model (or torch and Stable-Baselines3 are missing).
+        ValueError: not such a model (or torch and Stable-Baselines3, the train extra, are missing: one line naming
+            the extra).
     """
     try:
-        from yacht_agents.ppo import build_model, read_model, resolve_model
-    except ImportError as error:
+        return _sb3_params(model)
+    except ImportError as error:  # torch, Stable-Baselines3 or sb3-contrib
         raise ValueError(
-            f"{os.fspath(model)!r} is not a JAX model, and reading a PPO model needs torch: {error}"
+            f"{os.fspath(model)!r} is not a JAX model (a .npz, or a run folder with model.npz), and reading a PPO "
+            f"model needs the train extra (pip install -e '.[train]'; {error})"
         ) from None
+
+
+def _sb3_params(model: str | os.PathLike) -> tuple[dict[str, Any], NetworkSpec]:
+    from yacht_agents.ppo import build_model, read_model, resolve_model
+
     path = resolve_model(model)
     saved = read_model(path)
     arch = saved.net_arch or {}

@@ -25,6 +25,7 @@ from yacht_agents.jax_policy import NetworkSpec
 from yacht_env import rules as R
 from yacht_env.jax import YachtGame
 from yacht_lab.training.config import TrainConfig
+from yacht_lab.training.schema import budget_steps, update_steps
 
 
 class Transition(NamedTuple):
@@ -75,8 +76,15 @@ def network_spec(config: TrainConfig) -> NetworkSpec:
 
 
 def num_updates(config: TrainConfig) -> int:
-    """Updates of a run: ``total_timesteps`` in batches of ``n_envs * n_steps`` (at least one)."""
-    return max(config.total_timesteps // (config.n_envs * config.ppo.n_steps), 1)
+    """Updates of a run: ``total_timesteps`` in batches of ``n_envs * n_steps``, rounded up as every trainer rounds it
+    (:func:`yacht_lab.training.schema.budget_steps`).
+    """
+    return budget_steps(config) // update_steps(config)
+
+
+def minibatches(config: TrainConfig) -> int:
+    """Minibatches of an epoch: whole ``batch_size`` slices of the rollout (at least one)."""
+    return max(config.n_envs * config.ppo.n_steps // config.ppo.batch_size, 1)
 
 
 def optimizer(config: TrainConfig):
@@ -132,7 +140,7 @@ def make_update(config: TrainConfig, network, rollout):
     """
     ppo = config.ppo
     batch = config.n_envs * ppo.n_steps
-    minibatches = max(batch // ppo.batch_size, 1)
+    count = minibatches(config)
     total = num_updates(config)
 
     def schedule(start: float, end: float):
@@ -161,7 +169,7 @@ def make_update(config: TrainConfig, network, rollout):
                 updates, opt_state = adam.update(grads, opt_state, params)
                 return (optax.apply_updates(params, updates), opt_state), aux
 
-            order = jax.random.permutation(key, batch)[: minibatches * ppo.batch_size].reshape(minibatches, -1)
+            order = jax.random.permutation(key, batch)[: count * ppo.batch_size].reshape(count, -1)
             return jax.lax.scan(minibatch, carry, order)
 
         key, shuffle = jax.random.split(runner.key)

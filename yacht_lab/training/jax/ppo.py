@@ -32,16 +32,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yacht_agents.jax_policy import NetworkSpec, apply, odds_tables, save_params
+from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_arrays
+from yacht_agents.jax_policy import NetworkSpec, apply, init_params, odds_tables, save_params
 from yacht_env import rules as R
 from yacht_env.util import atomic_output
 from yacht_lab.training.config import TrainConfig, validated
 from yacht_lab.training.jax.init import start_params
-from yacht_lab.training.jax.learner import make_update, network_spec, optimizer
+from yacht_lab.training.jax.learner import make_update, minibatches, network_spec, num_updates, optimizer
 from yacht_lab.training.jax.report import AGGREGATE_FIELDS, AGGREGATE_FILE, SELECTION_FILE, Aggregator, write_selection
 from yacht_lab.training.jax.rollouts import solo_play, table_play
 from yacht_lab.training.run_context import RunContext, say
 from yacht_lab.training.runs import write_curve
+from yacht_lab.training.schema import jax_memory_bytes
 from yacht_lab.training.trainers import require_trainer
 
 SOLO_FIELDS = ("timesteps", "wall_minutes", "seed", "mean_score", "percent_of_optimal", "steps_per_second")
@@ -58,11 +60,8 @@ TABLE_FIELDS = (
 CHECKPOINT_FORMAT = "yacht-rl jax checkpoint 1"
 
 
-def make_trainer(config: TrainConfig):
-    """The compiled pieces of a run: ``(init(keys, start) -> runners, update(runners, u) -> (runners, metrics),
-    evaluate(params, start, root) -> {metric: per seed}, spec)``, each over the seeds' leading axis (``start``: the
-    parameters every seed begins from, or ``None`` for fresh ones; ``root``: the key of the evaluation's games).
-    """
+def _play(config: TrainConfig):
+    """The run's game (:class:`~yacht_lab.training.jax.rollouts.Play`), its network function and its spec."""
     rules = R.get_rules(config.rules)
     spec = network_spec(config)
     odds, where = odds_tables(rules, spec.bonus_odds)
@@ -72,10 +71,39 @@ def make_trainer(config: TrainConfig):
 
     build = table_play if spec.players > 1 else solo_play
     play = build(config, network, spec, odds.chase.shape[-1], optimizer(config))
+    return play, network, spec, odds.chase.shape[-1]
+
+
+def make_trainer(config: TrainConfig):
+    """The compiled pieces of a run: ``(init(keys, start) -> runners, update(runners, u) -> (runners, metrics),
+    evaluate(params, start, root) -> {metric: per seed}, spec)``, each over the seeds' leading axis (``start``: the
+    parameters every seed begins from, or ``None`` for fresh ones; ``root``: the key of the evaluation's games).
+    ``metrics`` holds ``finite``: per seed, whether its parameters and losses are all finite after the update.
+    """
+    play, network, spec, odds_size = _play(config)
     update = make_update(config, network, play.rollout)
+    start_of_seeds = jax.jit(jax.vmap(play.init, in_axes=(0, 0)))
+
+    def init(keys, start=None):
+        # Fresh parameters are drawn seed by seed outside the compiled program, one QR at a time
+        # (yacht_agents.jax_policy.init_params): inside one vmapped program the seeds' QR factorisations (four or
+        # more) left both workers of a two-core machine waiting on each other, and the call never returned. The
+        # same parameters as play.init's own draw (its first key of the seed's split).
+        if start is None:
+            fresh = [init_params(jax.random.split(key, 3)[0], spec, odds_size) for key in keys]
+            start = jax.tree.map(lambda *leaves: jnp.stack(leaves), *fresh)
+        else:
+            start = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (len(keys), *jnp.shape(leaf))), start)
+        return start_of_seeds(keys, start)
+
+    def checked(runner, u):
+        runner, metrics = update(runner, u)
+        leaves = jax.tree.leaves((runner.params, metrics))
+        return runner, {"finite": jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))}
+
     return (
-        jax.jit(jax.vmap(play.init, in_axes=(0, None))),
-        jax.jit(jax.vmap(update, in_axes=(0, None))),
+        init,
+        jax.jit(jax.vmap(checked, in_axes=(0, None))),
         jax.jit(jax.vmap(play.evaluate, in_axes=(0, 0, None))),
         spec,
     )
@@ -85,16 +113,18 @@ class JaxState:
     """The JAX trainer's :class:`~yacht_lab.training.run_context.TrainerState`: every seed's runner (parameters,
     optimizer state, env states, observations, masks, keys, start parameters) and the update index.
 
-    A checkpoint is one ``.npz`` of arrays (read with ``allow_pickle=False``): each leaf of the runners under its
-    pytree path (``params/pi/0/w``; keys as their raw ``uint32`` data), ``update``, and ``format``. Loading fills a
-    fresh runner of the run's config leaf by leaf and refuses any array whose name, shape or dtype differs: the same
-    run goes on, bit for bit on the same device.
+    A checkpoint is one ``.npz`` of arrays: each leaf of the runners under its pytree path (``params/pi/0/w``; keys as
+    their raw ``uint32`` data), ``update``, and ``format``. Loading reads it through the one bounded reader of the
+    package (:mod:`yacht_agents.archive`: no larger than the run's own arrays, plain numbers only, each header checked
+    before its data is read), fills a fresh runner of the run's config leaf by leaf and refuses any array whose name,
+    shape or dtype differs, then what the arrays hold (:meth:`check`): the same run goes on, bit for bit on the same
+    device.
     """
 
     checkpoint_suffix = ".npz"
 
-    def __init__(self, runners: Any, batch: int) -> None:
-        self.runners, self.batch, self.update = runners, batch, 0
+    def __init__(self, runners: Any, batch: int, config: TrainConfig | None = None) -> None:
+        self.runners, self.batch, self.update, self.config = runners, batch, 0, config
 
     def progress(self) -> int:
         """Environment steps per seed: updates done times the rollout's batch."""
@@ -109,30 +139,86 @@ class JaxState:
             np.savez(file, **arrays)
 
     def load_checkpoint(self, path: Path) -> None:
-        """Fills the runners (a fresh run's, for their shapes) and the update index from ``path``.
+        """Fills the runners (a fresh run's, for their shapes) and the update index from ``path``, and checks them
+        (:meth:`check`).
 
         Raises:
-            ValueError: not a checkpoint of this run's network and seeds (one line).
+            ValueError: not a checkpoint of this run's network and seeds, a damaged one, or one whose values this run
+                never holds (one line).
         """
+        named = _leaves(self.runners)
+        like = {name: np.asarray(_data(leaf)) for name, leaf in named}
+        # The run's own arrays, their .npy headers (at most 4 KiB each, numpy writes 128 bytes) and the two scalars.
+        bound = sum(array.nbytes for array in like.values()) + 4096 * (len(like) + 2) + 512
         try:
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
-            if str(arrays.pop("format", "")) != CHECKPOINT_FORMAT:
-                raise ValueError(f"not a {CHECKPOINT_FORMAT!r} file")
-            update = int(arrays.pop("update"))
+            if path_kind(path) != "file":
+                raise Refused("it is not a regular file")
+            with open_zip(path, what="this run's checkpoint", max_bytes=bound, max_members=len(like) + 2) as archive:
+                arrays = read_arrays(archive, kinds="biufU")
+            if _text(arrays.pop("format", None)) != CHECKPOINT_FORMAT:
+                raise Refused(f"it is not a {CHECKPOINT_FORMAT!r} file")
+            update = arrays.pop("update", None)
+            if update is None or update.shape != () or update.dtype.kind not in "iu":
+                raise Refused("it has no update index")
+            update = int(update)
             leaves = []
-            for name, leaf in _leaves(self.runners):
-                array, like = arrays.pop(name, None), np.asarray(_data(leaf))
-                if array is None or array.shape != like.shape or array.dtype != like.dtype:
-                    raise ValueError(f"{name} is missing or does not fit this run ({like.dtype} {like.shape})")
+            for name, leaf in named:
+                array = arrays.pop(name, None)
+                if array is None or array.shape != like[name].shape or array.dtype != like[name].dtype:
+                    raise Refused(f"{name} is missing or does not fit this run ({like[name].dtype} {like[name].shape})")
+                array = np.array(array)  # its own writable copy, out of the file's bytes
                 leaves.append(jax.random.wrap_key_data(array) if _is_key(leaf) else jnp.asarray(array))
             if arrays:
-                raise ValueError(f"it holds arrays this run has not ({sorted(arrays)[0]})")
-        except (OSError, ValueError, KeyError) as error:
+                raise Refused(f"it holds arrays this run has not ({sorted(arrays)[0]})")
+            runners = jax.tree.unflatten(jax.tree.structure(self.runners), leaves)
+            self.check(runners, update)
+        except (Refused, *READ_ERRORS) as error:
             detail = " ".join(str(error).split()) or type(error).__name__
             raise ValueError(f"cannot resume from {str(path)!r}: {detail}") from None
-        self.runners = jax.tree.unflatten(jax.tree.structure(self.runners), leaves)
-        self.update = update
+        self.runners, self.update = runners, update
+
+    def check(self, runners: Any, update: int) -> None:
+        """What a checkpoint's arrays must hold to be trained on: an update index in range, every float finite, the
+        optimizer's step counts those of ``update`` updates, game states in range, and the observations and masks
+        those games show.
+
+        Raises:
+            Refused: the first value that is not so.
+        """
+        config = self.config
+        if update < 0:
+            raise Refused(f"its update index is {update}, below 0")
+        for name, leaf in _leaves(runners):
+            value = np.asarray(_data(leaf))
+            if value.dtype.kind == "f" and not np.isfinite(value).all():
+                raise Refused(f"its {name} is not finite (NaN or inf)")
+        if config is None:
+            return
+        steps = update * config.ppo.n_epochs * minibatches(config)
+        for name, leaf in _leaves(runners.opt_state):
+            if name.endswith("count") and not (np.asarray(leaf) == min(steps, 2**31 - 1)).all():
+                raise Refused(f"its optimizer's opt_state/{name} is not the {steps} steps of {update} updates")
+        rules = R.get_rules(config.rules)
+        game = runners.env_state.game if hasattr(runners.env_state, "game") else runners.env_state
+        bounds = {
+            "roll": (0, R.NUM_ROLLS - 1),
+            "rolls_left": (0, R.MAX_ROLLS_LEFT),
+            "open_mask": (0, 2**rules.num_categories - 1),
+            "turn": (0, rules.num_turns),
+            "upper": (0, max(rules.upper_bonus_threshold, 0)),
+            "armed": (0, 1),
+            "current_player": (0, max(config.jax.players - 1, 0)),
+        }
+        for field, (low, high) in bounds.items():
+            value = np.asarray(getattr(game, field))
+            if value.size and (value.min() < low or value.max() > high):
+                raise Refused(f"its games' {field} is outside {low}..{high}")
+        if np.asarray(game.sheet).min(initial=0) < -1 or np.asarray(game.total).min(initial=0) < 0:
+            raise Refused("its games' sheets or totals are negative")
+        observe = jax.jit(jax.vmap(_play(config)[0].observe))
+        obs, mask = observe(runners.env_state)
+        if not (np.array_equal(obs, runners.obs) and np.array_equal(mask, runners.mask)):
+            raise Refused("its observations or masks are not those of its games")
 
 
 def _leaves(tree) -> list[tuple[str, Any]]:
@@ -143,6 +229,11 @@ def _leaves(tree) -> list[tuple[str, Any]]:
 
     flat = jax.tree_util.tree_flatten_with_path(tree)[0]
     return [("/".join(part(key) for key in path), leaf) for path, leaf in flat]
+
+
+def _text(array) -> str | None:
+    """A scalar string array's text (``None``: not one)."""
+    return str(array) if array is not None and array.shape == () and array.dtype.kind == "U" else None
 
 
 def _is_key(leaf) -> bool:
@@ -159,8 +250,11 @@ def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **opt
     ``command.txt``, the curve, a checkpoint every ``checkpoint_every_timesteps``, Ctrl-C, ``resume``).
 
     ``options`` are the run context's (``resume``, ``command``, ``progress``, ``name``, ``rerun``: as
-    :func:`yacht_lab.train` takes them). ``max_minutes``, Ctrl-C or SIGTERM stop the run after the update that passes
-    it (a checkpoint and the parameters are saved). The curve's ``wall_minutes`` is the time since the run started
+    :func:`yacht_lab.train` takes them, and ``on_stop``). ``max_minutes``, Ctrl-C or SIGTERM stop the run after the
+    update that passes it (a checkpoint and the parameters are saved); a second signal ends it at once. A run trains
+    ``total_timesteps`` rounded up to whole updates; it ends in one ``ValueError`` line, saving nothing of the update,
+    if an update leaves a seed's parameters or loss not finite. Before anything is written, its memory is estimated
+    against its device's (:func:`check_memory`). The curve's ``wall_minutes`` is the time since the run started
     (compilation and evaluations included); its ``steps_per_second`` counts every seed's env steps (the update's
     whole batch) per second of the last update. A resumed run goes on from its checkpoint's update with the same
     keys: the same parameters as a run that never stopped.
@@ -171,19 +265,20 @@ def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **opt
     """
     validated(config)
     require_trainer(config, "jax_ppo")
+    check_memory(config)
     table = config.jax.players > 1
     fields, measure = (TABLE_FIELDS, "win_rate") if table else (SOLO_FIELDS, "percent_of_optimal")
     optimal = None if table else _optimal(config.rules)  # the solo curve's yardstick only
     seeds = [config.seed + i for i in range(config.jax.seeds)]
     batch = config.n_envs * config.ppo.n_steps
-    num_updates = max(config.total_timesteps // batch, 1)
+    updates = num_updates(config)
     every = max(config.eval.every_timesteps // batch, 1)
     keys = jnp.stack([jax.random.key(s) for s in seeds])
     curve_games, fresh_games = jax.random.key(config.eval.seed), jax.random.fold_in(jax.random.key(config.eval.seed), 1)
     aggregator = Aggregator(measure, config.eval.seed)
     with RunContext(config, output_dir, fields=fields, **options) as run:
         init, update, evaluate, spec = make_trainer(config)
-        state = JaxState(init(keys, None if run.checkpoint is not None else start_params(config, spec)), batch)
+        state = JaxState(init(keys, None if run.checkpoint is not None else start_params(config, spec)), batch, config)
         run.start(run.restore(state))
         (run.dir / "params").mkdir(exist_ok=True)
         first, speed = state.update, 0.0
@@ -197,20 +292,29 @@ def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **opt
             if run.show_progress:
                 say(f"{timesteps:>11,} steps  {run.wall_minutes():6.1f} min  {_best(rows, measure)}", bar)
 
-        for u in range(first, num_updates + 1):
+        for u in range(first, updates + 1):
             stopping = run.should_stop
-            due = u % every == 0 or u == num_updates or stopping  # the last row is the saved parameters'
+            due = u % every == 0 or u == updates or stopping  # the last row is the saved parameters'
             if due and not (u == first and run.rows and run.rows[-1]["timesteps"] == u * batch):  # not twice on resume
                 evaluation(u * batch)
-            if u == num_updates or stopping:
+            if u == updates or stopping:
                 break
             tick = time.time()
-            state.runners, _ = update(state.runners, u)
-            jax.block_until_ready(state.runners.params)
-            state.update = u + 1
-            speed = batch * len(seeds) / (time.time() - tick) if u > first else 0.0  # the first one compiles
+            runners, metrics = update(state.runners, u)
+            finite = np.asarray(metrics["finite"])
+            if not finite.all():  # nothing of the diverged update is kept, evaluated or saved
+                raise ValueError(
+                    f"training diverged at step {(u + 1) * batch:,}: seed {seeds[int(np.argmin(finite))]}'s parameters "
+                    "or loss are no longer finite (NaN or inf); nothing of it was saved (lower ppo.learning_rate, or "
+                    "resume an earlier checkpoint)"
+                )
+            state.runners, state.update = runners, u + 1
+            # 0 until measured: the first update of a process compiles (the curve's first row has no speed either).
+            speed = batch * len(seeds) / (time.time() - tick) if u > first else 0.0
             if bar is not None:
                 bar.update(batch)
+                if speed:
+                    bar.set_postfix_str(f"{speed:,.0f} steps/s", refresh=False)
             run.checkpoint_if_due(state)
         if bar is not None:
             bar.close()
@@ -221,6 +325,33 @@ def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **opt
         line = write_selection(run.dir / SELECTION_FILE, selection)
         say(line)
     return run.dir
+
+
+def check_memory(config: TrainConfig) -> None:
+    """Refuses, before anything is allocated or written, a run whose estimated memory
+    (:func:`yacht_lab.training.schema.jax_memory_bytes`) is more than its device has: a GPU's memory limit, or this
+    machine's memory on the CPU.
+
+    Raises:
+        ValueError: one line with both figures.
+    """
+    need = jax_memory_bytes(config)
+    device = jax.devices()[0]
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    have = (stats or {}).get("bytes_limit") or _machine_memory()
+    if have and need > have:
+        raise ValueError(
+            f"this JAX run would take about {need / 2**30:,.1f} GiB (jax.seeds x the network, rollout and eval.games); "
+            f"its device ({device.platform}) has {have / 2**30:,.1f} GiB: make it smaller"
+        )
+
+
+def _machine_memory() -> int | None:
+    """This machine's memory in bytes, where the system says."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def _rows(

@@ -36,13 +36,15 @@ from yacht_lab.training.jax.learner import Runner, Transition
 
 class Play(NamedTuple):
     """A trainer's game: ``init(key, start) -> Runner`` (``start``: parameters to begin from, ``None`` for fresh
-    ones), ``rollout(runner) -> (runner, traj, last_value)`` and ``evaluate(params, start, root) -> {metric: value}``
-    on the games of key ``root`` (the curve's: ``jax.random.key(eval.seed)``).
+    ones), ``rollout(runner) -> (runner, traj, last_value)``, ``evaluate(params, start, root) -> {metric: value}``
+    on the games of key ``root`` (the curve's: ``jax.random.key(eval.seed)``), and ``observe(env_state) -> (obs,
+    mask)``, what a runner's games show the mover (a checkpoint's must be what its games show).
     """
 
     init: Callable
     rollout: Callable
     evaluate: Callable
+    observe: Callable
 
 
 def _fresh(key, spec: NetworkSpec, odds_size: int, start):
@@ -107,7 +109,10 @@ def solo_play(config: TrainConfig, network, spec: NetworkSpec, odds_size: int, a
         keys = jax.random.split(root, config.eval.games)
         return {"mean_score": jax.vmap(play, in_axes=(None, 0))(params, keys).mean()}
 
-    return Play(init, rollout, evaluate)
+    def observe(env_state):
+        return jax.vmap(env.get_obs)(env_state), jax.vmap(env.action_mask)(env_state)
+
+    return Play(init, rollout, evaluate, observe)
 
 
 def table_play(config: TrainConfig, network, spec: NetworkSpec, odds_size: int, adam) -> Play:
@@ -145,7 +150,7 @@ def table_play(config: TrainConfig, network, spec: NetworkSpec, odds_size: int, 
         last_value = values.reshape(p, n_envs).T
         return runner._replace(env_state=state, obs=obs, mask=mask, key=key), traj, last_value
 
-    return Play(init, rollout, _table_evaluator(config, game, network))
+    return Play(init, rollout, _table_evaluator(config, game, network), lambda state: (observe(state), legal(state)))
 
 
 def _rows(done: jax.Array, like: jax.Array) -> jax.Array:

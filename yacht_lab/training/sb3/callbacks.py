@@ -17,6 +17,7 @@ __all__ = [
     "Abort",
     "CurveCallback",
     "EntropyScheduleCallback",
+    "FiniteCallback",
     "ReportCallback",
     "RunCheckpointCallback",
     "SpeedCallback",
@@ -34,7 +35,7 @@ class SpeedCallback(BaseCallback):
     def __init__(self, run: RunContext) -> None:
         super().__init__()
         self.run = run
-        self.steps_per_second = float("nan")
+        self.steps_per_second = 0.0  # none measured yet (the untrained policy's row): as the JAX trainer's
         self.bar = None
         self._last: tuple[float, int] = (0.0, 0)
 
@@ -44,7 +45,7 @@ class SpeedCallback(BaseCallback):
 
     def _on_step(self) -> bool:
         if self.bar is not None:
-            self.bar.update(self.model.num_timesteps - self.bar.n)
+            self.bar.update(min(self.model.num_timesteps, self.bar.total) - self.bar.n)
         return True
 
     def _on_rollout_end(self) -> None:
@@ -61,6 +62,29 @@ class SpeedCallback(BaseCallback):
         """Closes the progress bar."""
         if self.bar is not None:
             self.bar.close()
+
+
+class FiniteCallback(BaseCallback):
+    """Ends the run with one ``ValueError`` line when an update leaves the policy's parameters not finite (NaN or inf:
+    a learning rate far too large, say): checked at each rollout's start, before anything evaluates or saves them.
+    """
+
+    def _on_rollout_start(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raises ``ValueError`` if a parameter of the policy is not finite."""
+        import torch
+
+        for name, value in self.model.policy.named_parameters():
+            if not bool(torch.isfinite(value).all()):
+                raise ValueError(
+                    f"training diverged at step {self.model.num_timesteps:,}: the policy's {name} is no longer finite "
+                    "(NaN or inf); nothing of it was saved (lower ppo.learning_rate, or resume an earlier checkpoint)"
+                )
+
+    def _on_step(self) -> bool:
+        return True
 
 
 class EntropyScheduleCallback(BaseCallback):

@@ -27,6 +27,7 @@ from yacht_lab.training.runs import CURVE_FILE, PLOT_FILE, save_atomically
 from yacht_lab.training.sb3.callbacks import (
     CurveCallback,
     EntropyScheduleCallback,
+    FiniteCallback,
     ReportCallback,
     RunCheckpointCallback,
     SpeedCallback,
@@ -119,6 +120,7 @@ def train(
     name: str | None = None,
     report=None,
     rerun: str = "yacht-train",
+    on_stop=None,
 ) -> Path:
     """Trains a new run (or resumes one: pass :func:`resume_config`'s config) and returns its folder.
 
@@ -135,7 +137,10 @@ def train(
     ``name`` makes the new run's folder exactly ``output_dir/name`` (a sweep's trial) instead of a fresh
     :func:`run_name`. ``report(row, checkpoint)``, if given, is called with each learning-curve row as it is
     written and the checkpoint saved at that point, if any (see :class:`ReportCallback`). ``rerun`` is the
-    command that the line printed after a stop tells to continue with (``<rerun> --resume <checkpoint>``).
+    command that the line printed after a stop tells to continue with (``<rerun> --resume <checkpoint>``);
+    ``on_stop(signum)``, if given, is called when a signal stopped the run (after it saved). A run whose parameters
+    stop being finite (NaN or inf: a learning rate far too large) ends with one ``ValueError`` line, without saving
+    them.
 
     Raises:
         ValueError: a bad config (or another trainer's: :func:`yacht_lab.train` chooses), an output folder that
@@ -148,6 +153,7 @@ def train(
     require_trainer(config, "ppo")
     task = task_for(config)
     options = {"resume": resume, "name": name, "command": command, "rerun": rerun, "progress": progress}
+    options["on_stop"] = on_stop
     with RunContext(config, output_dir, fields=task.fields, **options) as run:
         torch.set_num_threads(config.torch_threads)
         env = task.make_env()
@@ -171,6 +177,7 @@ def _learn(config: TrainConfig, task, state: PPOState, run: RunContext, report) 
     speed = SpeedCallback(run)
     curve = CurveCallback(task, run, speed)
     checkpoints = RunCheckpointCallback(run, state)
+    finite = FiniteCallback()
     stopper = StopCallback(run, speed)
     entropy = EntropyScheduleCallback(config.ppo.ent_coef, config.ppo.ent_coef_final, config.total_timesteps)
     # The order matters: at a rollout's start evaluate, then the task's own (a league: fold the results, take a
@@ -178,11 +185,12 @@ def _learn(config: TrainConfig, task, state: PPOState, run: RunContext, report) 
     # stop; at a rollout's end set the coming update's entropy bonus and measure the speed.
     reporter = ReportCallback(report, curve) if report is not None else None
     callbacks = CallbackList(
-        [curve, *task.callbacks(), checkpoints, *([reporter] if reporter else []), speed, stopper, entropy]
+        [finite, curve, *task.callbacks(), checkpoints, *([reporter] if reporter else []), speed, stopper, entropy]
     )
     remaining = config.total_timesteps - model.num_timesteps
     try:
         model.learn(remaining, callback=callbacks, reset_num_timesteps=run.checkpoint is None, tb_log_name="ppo")
+        finite.check()  # the last update's parameters, before they are saved
         run.end(state)
         if not stopper.interrupted and curve.last_eval != model.num_timesteps:
             curve.evaluate()

@@ -315,6 +315,27 @@ def test_a_stopped_search_run_resumed_ends_bit_for_bit(tmp_path, monkeypatch, ca
         assert a.files == b.files and all(np.array_equal(a[n], b[n]) for n in a.files)  # Adam and the generators too
 
 
+def test_a_search_run_that_diverges_ends_in_one_line_and_saves_nothing(tmp_path, monkeypatch):
+    import torch
+
+    from yacht_lab.training.search.learner import Learner
+    from yacht_lab.training.search.trainer import train_search
+
+    fit = Learner.fit
+
+    def diverging(self, *args, **kwargs):
+        loss = fit(self, *args, **kwargs)
+        with torch.no_grad():
+            next(self.model.parameters()).fill_(float("nan"))
+        return loss
+
+    monkeypatch.setattr(Learner, "fit", diverging)
+    with pytest.raises(ValueError, match=r"^training diverged at iteration 1: .* no longer finite") as error:
+        train_search(validate(from_dict(TINY_SEARCH)), tmp_path, name="run", progress=False)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "run" / "model.npz").exists() and not list((tmp_path / "run").glob("checkpoints/*"))
+
+
 def test_a_table_run_trains_and_measures_against_its_start_and_the_solver(tmp_path):
     from yacht_lab.training.search.trainer import train_search
 

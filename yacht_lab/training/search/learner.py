@@ -70,6 +70,10 @@ class Learner:
             last = total / max(count, 1)
         return last
 
+    def is_finite(self) -> bool:
+        """Whether every weight is finite (no NaN or inf)."""
+        return all(bool(torch.isfinite(value).all()) for value in self.model.state_dict().values())
+
     def state_arrays(self) -> dict[str, np.ndarray]:
         """Everything of the learner a checkpoint keeps, as arrays: weights, Adam's moments and steps, the generator."""
         arrays = {f"model/{k}": v.detach().cpu().numpy() for k, v in self.model.state_dict().items()}

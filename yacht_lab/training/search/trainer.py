@@ -161,6 +161,12 @@ def train_search(config: TrainConfig, output_dir: str | os.PathLike = "runs", **
             fraction = state.iteration / max(iterations - 1, 1)
             rate = section.learning_rate + (section.learning_rate_final - section.learning_rate) * fraction
             state.loss = state.learner.fit(batch.x, batch.y, section.epochs, section.batch_size, rate)
+            if not (np.isfinite(state.loss) and state.learner.is_finite()):  # nothing of it is kept or saved
+                raise ValueError(
+                    f"training diverged at iteration {state.iteration + 1}: the value network's weights or loss are no "
+                    "longer finite (NaN or inf); nothing of it was saved (lower search.learning_rate, or resume an "
+                    "earlier checkpoint)"
+                )
             state.iteration += 1
             speed = per / (time.time() - tick)
             if bar is not None:

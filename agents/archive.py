@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import io
+import json
 import os
 import stat
 import struct
@@ -57,6 +58,33 @@ def path_kind(path: str | os.PathLike) -> str | None:
     except ValueError:  # a NUL byte in the path
         raise Refused("its path holds a NUL character") from None
     return "file" if stat.S_ISREG(mode) else "directory" if stat.S_ISDIR(mode) else "other"
+
+
+#: The most a model's JSON spec (the ``.json`` beside its arrays) may hold.
+MAX_SPEC_BYTES = 2**16
+
+
+def read_spec_json(path: str | os.PathLike, file_format: str) -> dict:
+    """The JSON object of a model's spec file at ``path`` (the ``.json`` beside its arrays), read within
+    :data:`MAX_SPEC_BYTES`, whose ``"format"`` is ``file_format``; the caller checks its other fields.
+
+    Raises:
+        Refused: no such file, one too large, not JSON, or not a ``file_format`` object.
+    """
+    name = os.path.basename(path)
+    if path_kind(path) != "file":
+        raise Refused(f"it has no {name} beside it (the network's spec)")
+    with open(path, "rb") as file:
+        content = file.read(MAX_SPEC_BYTES + 1)
+    if len(content) > MAX_SPEC_BYTES:
+        raise Refused(f"its {name} is larger than a spec may be ({MAX_SPEC_BYTES} bytes)")
+    try:
+        meta = json.loads(content)
+    except (ValueError, RecursionError):
+        raise Refused(f"its {name} is not JSON") from None
+    if not isinstance(meta, dict) or meta.get("format") != file_format:
+        raise Refused(f"its {name} is not a {file_format!r} file")
+    return meta
 
 
 def open_zip(

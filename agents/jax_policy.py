@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_arrays
+from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_arrays, read_spec_json
 from yacht_agents.base import Agent
 from yacht_agents.ppo import MAX_ACTIONS, MAX_LAYER_WIDTH, MAX_LAYERS, MAX_MODEL_BYTES, MAX_OBSERVATION_SIZE
 from yacht_env import rules as R
@@ -222,8 +222,6 @@ def save_params(path: str | Path, params: dict[str, Any], spec: NetworkSpec) -> 
 #: (``MAX_MODEL_BYTES``); the recipe's 256x256 network takes 0.8 MB in 14 arrays.
 MAX_PARAMS_BYTES = MAX_MODEL_BYTES
 MAX_PARAMS_MEMBERS = 4 * MAX_LAYERS + 8
-#: The most the ``.json`` may take (a spec takes about 250 bytes).
-MAX_SPEC_BYTES = 2**16
 #: The most seats a table network may see (``NetworkSpec.players``).
 MAX_PLAYERS = 10
 
@@ -291,18 +289,7 @@ def load_params(path: str | Path) -> tuple[dict[str, Any], NetworkSpec]:
 
 def _read_spec(path: Path) -> NetworkSpec:
     """The ``.json`` beside a policy's arrays as a :class:`NetworkSpec`, every field checked (:class:`Refused`)."""
-    if path_kind(path) != "file":
-        raise Refused(f"it has no {path.name} beside it (the network's spec)")
-    with open(path, "rb") as file:
-        content = file.read(MAX_SPEC_BYTES + 1)
-    if len(content) > MAX_SPEC_BYTES:
-        raise Refused(f"its {path.name} is larger than a spec may be ({MAX_SPEC_BYTES} bytes)")
-    try:
-        meta = json.loads(content)
-    except (ValueError, RecursionError):
-        raise Refused(f"its {path.name} is not JSON") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise Refused(f"its {path.name} is not a {FORMAT!r} file")
+    meta = read_spec_json(path, FORMAT)
     fields = {key: value for key, value in meta.items() if key != "format"}
     unknown = sorted(set(fields) - set(NetworkSpec._fields))
     missing = [key for key in NetworkSpec._fields if key not in fields and key not in NetworkSpec._field_defaults]

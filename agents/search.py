@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_arrays
+from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_arrays, read_spec_json
 from yacht_agents.base import Agent
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
@@ -45,7 +45,6 @@ MAX_LAYER_WIDTH = 2048
 #: The most a value network's ``.npz`` may expand to, and its members (two per layer).
 MAX_VALUE_BYTES = 64 * 2**20
 MAX_VALUE_MEMBERS = 2 * (MAX_LAYERS + 1)
-MAX_SPEC_BYTES = 2**16
 #: Points in one unit of the network's output (solo) and of its total inputs.
 POINTS_SCALE = 100.0
 _CHUNK = 1024  # contexts planned together: bounds the (contexts, 252, C) pick arrays to ~30 MB
@@ -200,17 +199,8 @@ def load_value(path: str | Path) -> ValueNetwork:
 
 
 def _read_spec(path: Path) -> ValueSpec:
-    if path_kind(path) != "file":
-        raise Refused(f"it has no {path.name} beside it (the network's spec)")
-    with open(path, "rb") as file:
-        content = file.read(MAX_SPEC_BYTES + 1)
-    if len(content) > MAX_SPEC_BYTES:
-        raise Refused(f"its {path.name} is larger than a spec may be ({MAX_SPEC_BYTES} bytes)")
-    try:
-        meta = json.loads(content)
-    except (ValueError, RecursionError):
-        raise Refused(f"its {path.name} is not JSON") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT or set(meta) != {"format", *ValueSpec._fields}:
+    meta = read_spec_json(path, FORMAT)
+    if set(meta) != {"format", *ValueSpec._fields}:
         raise Refused(f"its {path.name} is not a {FORMAT!r} file")
     rules, players, arch = meta["rules"], meta["players"], meta["net_arch"]
     if not (isinstance(rules, str) and rules in R.PRESETS):

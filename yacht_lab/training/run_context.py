@@ -319,9 +319,9 @@ class RunContext:
         on_stop: Called with the signal's number when a signal stopped the run (after its checkpoint is saved): the
             command line exits 128 + that number (130 for Ctrl-C) rather than 0.
 
-    Raises (on creating or entering):
-        ValueError: an output folder that cannot be written, a missing checkpoint, a config that is not the resumed
-            run's (:func:`check_resumed_config`), a folder another process trains in.
+    Raises:
+        ValueError: on creating or entering it: an output folder that cannot be written, a missing checkpoint, a
+            config that is not the resumed run's (:func:`check_resumed_config`), a folder another process trains in.
         Abort: a signal before :meth:`start`.
     """
 

@@ -5,6 +5,7 @@ trainer runs end to end and resumes bit for bit, and nothing of a solver reaches
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -313,6 +314,19 @@ def test_a_stopped_search_run_resumed_ends_bit_for_bit(tmp_path, monkeypatch, ca
         np.load(resumed / "checkpoints" / "step_1440.npz") as b,
     ):
         assert a.files == b.files and all(np.array_equal(a[n], b[n]) for n in a.files)  # Adam and the generators too
+
+
+def test_a_search_budget_rounds_up_to_whole_iterations(tmp_path):
+    from yacht_lab.training.run_context import resume_config
+    from yacht_lab.training.search.trainer import budget_turns, train_search
+
+    config = validate(from_dict({**TINY_SEARCH, "total_timesteps": 1000}))  # 2.08 iterations of 480 turns
+    assert budget_turns(config) == 1440
+    run = train_search(config, tmp_path, name="run", progress=False)
+    with open(run / "learning_curve.csv") as file:
+        assert [row["timesteps"] for row in csv.DictReader(file)][-1] == "1440"
+    with pytest.raises(ValueError, match=r"the checkpoint is at 1440 steps, the run's budget is 1440"):
+        train_search(resume_config(run), resume=run, progress=False)
 
 
 def test_a_search_run_that_diverges_ends_in_one_line_and_saves_nothing(tmp_path, monkeypatch):

@@ -75,7 +75,7 @@ class SearchState:
         self.spec = ValueSpec(config.rules, section.players, tuple(section.net_arch))
         self.learner = Learner(self.spec, config.seed, section.learning_rate, config.device)
         self.rng = np.random.default_rng(config.seed)
-        self.turns_per_iteration = section.tables * section.players * R.get_rules(config.rules).num_categories
+        self.turns_per_iteration = turns_per_iteration(config)
         self.iteration = 0
         self.loss = float("nan")
 
@@ -117,6 +117,20 @@ class SearchState:
         self.iteration, self.loss, self.rng = iteration, loss, rng
 
 
+def turns_per_iteration(config: TrainConfig) -> int:
+    """The turns one iteration plays (one afterstate each): ``search.tables`` games of every seat's turns."""
+    section = config.search
+    return section.tables * section.players * R.get_rules(config.rules).num_categories
+
+
+def budget_turns(config: TrainConfig) -> int:
+    """The turns a run trains: ``total_timesteps`` rounded up to whole iterations, as every trainer rounds its budget
+    up to whole updates (:func:`yacht_lab.training.schema.budget_steps`).
+    """
+    per = turns_per_iteration(config)
+    return -(-config.total_timesteps // per) * per
+
+
 def train_search(config: TrainConfig, output_dir: str | os.PathLike = "runs", **options) -> Path:
     """Trains a config with a ``search`` section and returns its run folder (module docstring).
 
@@ -132,12 +146,13 @@ def train_search(config: TrainConfig, output_dir: str | os.PathLike = "runs", **
     section = config.search
     table = section.players > 1
     torch.set_num_threads(config.torch_threads)
-    with RunContext(config, output_dir, fields=TABLE_FIELDS if table else SOLO_FIELDS, **options) as run:
+    fields = TABLE_FIELDS if table else SOLO_FIELDS
+    with RunContext(config, output_dir, fields=fields, budget=budget_turns(config), **options) as run:
         state = SearchState(config)
         start_network = state.learner.network()  # the fresh weights: a table's curve measures against them
         run.start(run.restore(state))
         per = state.turns_per_iteration
-        iterations = max(config.total_timesteps // per, 1)
+        iterations = budget_turns(config) // per
         every = max(config.eval.every_timesteps // per, 1)
         bar = run.progress_bar(initial=state.progress())
         speed = 0.0

@@ -18,6 +18,7 @@ import stat
 import struct
 import zipfile
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 
@@ -58,6 +59,20 @@ def path_kind(path: str | os.PathLike) -> str | None:
     except ValueError:  # a NUL byte in the path
         raise Refused("its path holds a NUL character") from None
     return "file" if stat.S_ISREG(mode) else "directory" if stat.S_ISDIR(mode) else "other"
+
+
+def npz_model_path(path: str | os.PathLike) -> tuple[Path, bool]:
+    """``path``, or the ``model.npz`` of the run folder it names, and whether that is a ``.npz`` file.
+
+    Raises:
+        Refused: a path the system cannot look up (:func:`path_kind`).
+    """
+    kind = path_kind(path)
+    if kind == "directory":
+        path = Path(path) / "model.npz"
+        kind = path_kind(path)
+    path = Path(path)
+    return path, kind == "file" and path.suffix == ".npz"
 
 
 #: The most a model's JSON spec (the ``.json`` beside its arrays) may hold.

@@ -24,7 +24,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_arrays, read_spec_json
+from yacht_agents.archive import (
+    READ_ERRORS,
+    Refused,
+    npz_model_path,
+    open_zip,
+    read_arrays,
+    read_spec_json,
+)
 from yacht_agents.base import Agent
 from yacht_agents.ppo import MAX_ACTIONS, MAX_LAYER_WIDTH, MAX_LAYERS, MAX_MODEL_BYTES, MAX_OBSERVATION_SIZE
 from yacht_env import rules as R
@@ -252,14 +259,10 @@ def resolve_params(path: str | Path) -> Path:
     """
     text = str(path)
     try:
-        kind = path_kind(path)
-        if kind == "directory":
-            path = Path(path) / "model.npz"
-            kind = path_kind(path)
+        path, found = npz_model_path(path)
     except Refused as error:
         raise ValueError(f"no JAX policy at {text!r}: {error}") from None
-    path = Path(path)
-    if kind != "file" or path.suffix != ".npz":
+    if not found:
         raise ValueError(f"no JAX policy at {str(path)!r}: expected a .npz file (with its .json) or a run folder")
     return path
 

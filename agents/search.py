@@ -32,7 +32,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_arrays, read_spec_json
+from yacht_agents.archive import (
+    READ_ERRORS,
+    Refused,
+    npz_model_path,
+    open_zip,
+    path_kind,
+    read_arrays,
+    read_spec_json,
+)
 from yacht_agents.base import Agent
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
@@ -156,14 +164,10 @@ def resolve_value(path: str | Path) -> Path:
         found = [folder / f"search_{text}.npz" for folder in SHIPPED if path_kind(folder / f"search_{text}.npz")]
         path = found[0] if found else path
     try:
-        kind = path_kind(path)
-        if kind == "directory":
-            path = Path(path) / "model.npz"
-            kind = path_kind(path)
+        path, found = npz_model_path(path)
     except Refused as error:
         raise ValueError(f"no search model at {text!r}: {error}") from None
-    path = Path(path)
-    if kind != "file" or path.suffix != ".npz":
+    if not found:
         raise ValueError(
             f"no search model at {text!r}: expected a .npz file (with its .json), a run folder or a shipped name"
         )

@@ -510,3 +510,10 @@ def test_the_default_agents_say_when_the_shipped_model_is_left_out(monkeypatch, 
     )
     args = parse_args(["--games", "10", "--rules", "knizia"], prog="evaluate.py")  # no shipped model: nothing to say
     assert args.agents == ["random", "greedy", "optimal"] and capsys.readouterr().err == ""
+    # A refused command says its one error line and nothing else (the web-only venv has no train extra).
+    with pytest.raises(SystemExit) as exit:
+        parse_args(["--games", "100001", "--record", "r.jsonl"], prog="evaluate.py")
+    assert exit.value.code == 2
+    assert capsys.readouterr().err == (
+        "evaluate.py: error: argument --record: a record keeps at most 100,000 games per agent, got 100,001\n"
+    )

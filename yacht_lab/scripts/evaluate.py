@@ -128,23 +128,26 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
+    left_out = None
     if args.agents is None:
         args.agents = list(DEFAULT_AGENTS)
         if args.rules in shipped_models():
             if importlib.util.find_spec("sb3_contrib") is not None:  # the train extra
                 args.agents.append(f"ppo:{args.rules}")
-            else:  # said, not dropped silently: the table would look complete without it
-                print(
-                    f"{parser.prog}: note: the default agents leave out ppo:{args.rules}, the shipped model: it "
-                    "needs the train extra (pip install 'yacht-rl[train]')",
-                    file=sys.stderr,
-                )
+            else:
+                left_out = f"ppo:{args.rules}"
     problem = players_problem(args)
     if problem:
         parser.error(problem)
     problem = outputs_problem(args.json, args.plot, args.record)
     if problem:
         parser.error(problem)
+    if left_out is not None:  # said, not dropped silently: the table would look complete without it
+        print(
+            f"{parser.prog}: note: the default agents leave out {left_out}, the shipped model: it needs the train "
+            "extra (pip install 'yacht-rl[train]')",
+            file=sys.stderr,
+        )
     return args
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -140,6 +141,22 @@ def test_models_saved_before_the_rename_play_exactly_as_before_where_agents_is_a
 # --------------------------------------------------------------------------------------------------
 # The commands
 # --------------------------------------------------------------------------------------------------
+def test_no_env_names_a_release_after_the_package_version():
+    """An env's version history names only releases that exist: none after pyproject.toml's version."""
+
+    def key(text):
+        return tuple(int(part) for part in text.split("."))
+
+    version = key(re.search(r'^version = "([\d.]+)"$', (REPO / "pyproject.toml").read_text(), re.M).group(1))
+    named = [
+        (path.relative_to(REPO).as_posix(), release)
+        for path in sorted((REPO / "yacht_env").rglob("*.py"))
+        for release in re.findall(r"yacht-rl (\d+(?:\.\d+)+)", path.read_text())
+    ]
+    assert ("yacht_env/env.py", "0.1.0") in named  # the scan reads the version histories
+    assert [(path, release) for path, release in named if key(release) > version] == []
+
+
 def test_the_console_commands_are_the_scripts_mains():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]

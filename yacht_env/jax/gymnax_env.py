@@ -30,7 +30,7 @@ or truncated``; ``info`` tells which), so their algorithms take it unmodified (`
 rejax's PPO on it).
 
 ## Version History
-* v0: initial release (yacht-rl 0.3.0).
+* v0: initial release (after yacht-rl 0.2.0, not yet released).
 """
 
 from __future__ import annotations

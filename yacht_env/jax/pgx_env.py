@@ -39,7 +39,7 @@ player on turn and every player's sheet, a batch of tables in a grid (:mod:`yach
 (``"score"`` or ``"win"``).
 
 ## Version History
-* v0: initial release (yacht-rl 0.3.0).
+* v0: initial release (after yacht-rl 0.2.0, not yet released).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ jax = pytest.importorskip("jax")
 pytest.importorskip("gymnax")
 
 from yacht_env import rules as R  # noqa: E402
-from yacht_env.jax import FiveValueStep, YachtGymnax  # noqa: E402
+from yacht_env.jax import FiveValueStep, YachtGymnax  # noqa: E402 (registers the gymnax ids)
 
 
 def test_the_longest_episode_is_in_the_default_params():
@@ -71,3 +71,65 @@ def test_rejaxs_ppo_trains_unmodified_on_the_five_value_face():
     # cap rejax reads from the params; a return is the points scored less one per illegal action.
     assert ((lengths >= 36) & (lengths <= params.max_steps_in_episode)).all()
     assert np.isfinite(returns).all() and (returns >= -100).all() and (returns <= 375).all()
+
+
+@pytest.mark.parametrize("preset", sorted(R.PRESETS))
+def test_gymnax_make_builds_each_presets_faces_by_their_ids(preset):
+    import gymnax
+
+    from yacht_env import env_id
+    from yacht_env.jax.gymnax_env import five_value_id
+
+    rules = R.get_rules(preset)
+    six, six_params = gymnax.make(env_id(preset))
+    five, five_params = gymnax.make(five_value_id(preset))
+    assert type(six) is YachtGymnax and type(five) is FiveValueStep and type(five.env) is YachtGymnax
+    assert six.rules == five.rules == rules
+    assert six_params == five_params == YachtGymnax(preset).default_params
+    assert six.action_space(six_params).n == rules.num_actions
+    obs, state = five.reset(jax.random.key(0), five_params)
+    assert len(five.step(jax.random.key(1), state, 0, five_params)) == 5
+    assert len(six.step(jax.random.key(1), state, 0, six_params)) == 6
+    assert obs.shape == YachtGymnax(preset).observation_space(six_params).shape
+
+
+def test_the_gymnax_ids_are_the_gymnasium_ids_and_five_value_ones():
+    import gymnax
+
+    from yacht_env.jax.gymnax_env import five_value_id
+
+    assert five_value_id("standard") == "YachtFiveValue-v0"
+    assert five_value_id("yahtzee_no_joker") == "YahtzeeNoJokerFiveValue-v0"
+    ours = {name for name in gymnax.registered_envs if "Yacht" in name or "Yahtzee" in name or "Yatzy" in name}
+    assert len(ours) == 2 * len(R.PRESETS)
+    with pytest.raises(ValueError, match="unknown preset"):
+        five_value_id("nope")
+
+
+def test_a_rules_argument_to_gymnax_make_wins_and_registering_again_adds_nothing():
+    import gymnax
+
+    from yacht_env.jax.gymnax_env import register_gymnax
+
+    env, _ = gymnax.make("Yahtzee-v0", rules="yatzy")
+    assert env.rules == R.get_rules("yatzy")
+    assert gymnax.make("YahtzeeFiveValue-v0", rules="yatzy")[0].rules == R.get_rules("yatzy")
+    before = list(gymnax.registered_envs)
+    register_gymnax()
+    assert gymnax.registered_envs == before
+
+
+@pytest.mark.slow  # about 20 s on 2 cores, most of it XLA's compilation of rejax's training loop
+def test_rejaxs_ppo_trains_by_the_five_value_id():
+    rejax = pytest.importorskip("rejax")
+    algo = rejax.PPO.create(  # by name, rejax's env_params are gymnax.make's keyword arguments
+        env="YachtFiveValue-v0",
+        env_params={"rules": "yatzy"},
+        total_timesteps=1024,
+        eval_freq=1024,
+        num_envs=8,
+        num_steps=32,
+    )
+    assert type(algo.env) is FiveValueStep and algo.env.rules == R.get_rules("yatzy")
+    _, (lengths, returns) = jax.jit(algo.train)(jax.random.key(0))
+    assert np.asarray(lengths).shape[0] == 2 and np.isfinite(np.asarray(returns)).all()

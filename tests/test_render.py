@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
+from yacht_env import env_id
 from yacht_env import rules as R
 from yacht_env.env import YachtEnv
+from yacht_env.game import game_streams
 from yacht_env.render import (
     WIDTH,
     bonus_rows,
@@ -300,6 +303,67 @@ def test_yahtzee_final_sheet_and_vector_line():
     standard = YachtVectorEnv(num_envs=1, render_mode="ansi")
     standard.reset(seed=0)
     assert standard.render() == ("game 0: dice 1 3 4 5 6  rolls left 2  total 0",)
+
+
+@pytest.mark.parametrize(
+    ("preset", "height"), [("standard", 489), ("yahtzee", 561), ("yatzy", 585), ("clubhouse", 513)]
+)
+def test_vector_rgb_array_frames_are_the_single_envs_frames(preset, height):
+    """A tuple of N frames, as Gymnasium's vector envs render, each the very frame ``Yacht-v0`` draws of the same game,
+    at every step of whole games (keeps and picks at random, until the first game ends)."""
+    n = 3
+    streams = game_streams(7, range(n), preset)
+    envs = gym.make_vec(env_id(preset), num_envs=n, vectorization_mode="vector_entry_point", render_mode="rgb_array")
+    assert envs.metadata["render_modes"] == ["ansi", "rgb_array"] and envs.metadata["render_fps"] == 4
+    singles = [YachtEnv(rules=preset, render_mode="rgb_array") for _ in range(n)]
+    _, info = envs.reset(options={"dice_stream": streams})
+    for single, stream in zip(singles, streams, strict=True):
+        single.reset(options={"dice_stream": stream})
+    rng, done, steps = np.random.default_rng(0), np.zeros(n, dtype=bool), 0
+    while True:
+        frames = envs.render()
+        assert type(frames) is tuple and len(frames) == n
+        for frame, single in zip(frames, singles, strict=True):
+            assert frame.dtype == np.uint8 and frame.shape == (height, WIDTH, 3)
+            assert np.array_equal(frame, single.render())
+        if done.any():
+            break
+        actions = np.array([rng.choice(np.flatnonzero(row)) for row in info["action_mask"]])
+        _, _, terminated, truncated, info = envs.step(actions)
+        for single, action in zip(singles, actions, strict=True):
+            single.step(int(action))
+        done, steps = terminated | truncated, steps + 1
+    assert terminated.any() and steps >= R.PRESETS[preset].num_turns
+
+
+def test_vector_rgb_array_follows_sync_vector_envs_convention():
+    """The native vector env's frames are those of Gymnasium's ``SyncVectorEnv`` over ``Yacht-v0``: a tuple of N."""
+    stream = game_streams(3, [0], "yahtzee")[0]
+    native = gym.make_vec("Yahtzee-v0", num_envs=2, vectorization_mode="vector_entry_point", render_mode="rgb_array")
+    sync = gym.make_vec("Yahtzee-v0", num_envs=2, vectorization_mode="sync", render_mode="rgb_array")
+    native.reset(options={"dice_stream": np.stack([stream] * 2)})
+    sync.reset(options={"dice_stream": stream})  # every sub-env gets the one stream
+    for envs in (native, sync):
+        envs.step(np.array([3, R.PICK_OFFSET]))
+    native_frames, sync_frames = native.render(), sync.render()
+    assert type(native_frames) is type(sync_frames) is tuple
+    assert all(np.array_equal(a, b) for a, b in zip(native_frames, sync_frames, strict=True))
+    assert not np.array_equal(*native_frames)  # a keep and a pick: two states, two frames
+
+
+@pytest.mark.parametrize("mode", ["rgb", "human", None])
+def test_vector_env_without_a_mode_it_renders_warns_and_renders_nothing(mode):
+    """As ``Yacht-v0`` (and Gymnasium's own envs): a mode the env cannot render warns, and ``render()`` returns
+    ``None``; it never raises, and never returns another mode's frames."""
+    if mode is None:
+        envs = YachtVectorEnv(num_envs=2)
+    else:
+        with pytest.warns(UserWarning, match=f"render_mode={mode!r} is not one of \\['ansi', 'rgb_array'\\]"):
+            envs = YachtVectorEnv(num_envs=2, render_mode=mode)
+    envs.reset(seed=0)
+    with pytest.warns(UserWarning, match=f"render\\(\\) called with render_mode={mode!r}"):
+        assert envs.render() is None
+    envs.step(np.full(2, R.PICK_OFFSET))  # the env plays on
 
 
 def test_the_forced_joker_shows_only_its_legal_picks():

@@ -94,6 +94,14 @@ def checked_render_mode(render_mode: object, render_modes: list[str]) -> object:
     return render_mode
 
 
+def cannot_render(render_mode: object, render_modes: list[str]) -> bool:
+    """Whether ``render()`` has nothing to return in ``render_mode``; then it warns (render returns ``None``)."""
+    if render_mode in render_modes:
+        return False
+    gym.logger.warn(f"render() called with render_mode={render_mode!r}; pass one of {render_modes}")
+    return True
+
+
 class YachtEnv(gym.Env):
     """A solo game of Yacht: 12 turns, each of up to three rolls of five dice, then one category scored.
 
@@ -261,6 +269,31 @@ class YachtEnv(gym.Env):
     * ``max_illegal_actions``: illegal actions per episode before truncation (``None``: never).
     * ``render_mode``: ``"ansi"``, ``"human"`` or ``"rgb_array"`` (see Rendering).
 
+    **One id per preset.** Each preset is an id of its own, this env with those rules, so a script that takes only
+    an env id can choose them (``gym.make_vec`` on it builds the native vector env on those rules, as on
+    ``Yacht-v0``); a ``rules=`` given to ``make`` still wins over the id's preset, as Gymnasium's keyword arguments
+    override the registered ones. ``yacht_env.env_id(preset)`` names the id:
+
+    | id | rules |
+    |---|---|
+    | ``Yacht-v0`` | ``"standard"`` |
+    | ``YachtClassic-v0`` | ``"classic"`` |
+    | ``YachtKnizia-v0`` | ``"knizia"`` |
+    | ``Yahtzee-v0`` | ``"yahtzee"`` |
+    | ``YahtzeeForcedJoker-v0`` | ``"yahtzee_forced_joker"`` |
+    | ``YahtzeeNoJoker-v0`` | ``"yahtzee_no_joker"`` |
+    | ``YahtzeeNoBonus-v0`` | ``"yahtzee_no_bonus"`` |
+    | ``Yatzy-v0`` | ``"yatzy"`` |
+    | ``YachtClubhouse-v0`` | ``"clubhouse"`` |
+
+    ```python
+    import gymnasium as gym
+    import yacht_env  # registers the ids
+
+    env = gym.make("Yahtzee-v0")  # gym.make("Yacht-v0", rules="yahtzee")
+    assert env.unwrapped.rules.name == "yahtzee" and env.action_space.n == 45
+    ```
+
     **Variants are data.** Every size (categories, actions, turns, dice-stream rows, observation length)
     comes from the ``Rules`` object and the encoder, so a variant is a new preset: e.g.
     ``Rules("thirteen", categories=(*CATEGORIES, "three_of_a_kind"))`` plays 13 turns with
@@ -274,7 +307,9 @@ class YachtEnv(gym.Env):
       of the players to ``yacht_agents`` and of the lab to ``yacht_lab`` (0.2.0) is a refactor without
       behaviour change: the env stays v0. After 0.2.0: ``info``'s numbers are ``np.int64`` and its flags 0-d
       bool arrays (they were Python ints and bools), one dtype per key in every env; the first illegal action
-      warns with ``get_wrapper_attr("action_masks")``, the way to the masks through ``gym.make``'s wrappers.
+      warns with ``get_wrapper_attr("action_masks")``, the way to the masks through ``gym.make``'s wrappers. One id
+      per preset (``Yahtzee-v0``, ``Yatzy-v0``, ...), this env with that preset's rules: an addition, ``Yacht-v0``
+      plays as before and stays v0.
     """
 
     metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
@@ -399,13 +434,12 @@ class YachtEnv(gym.Env):
 
     def render(self) -> str | np.ndarray | None:
         """The score sheet as text (``ansi``), an image (``rgb_array``) or printed (``human``)."""
-        if self.render_mode not in self.metadata["render_modes"]:
-            gym.logger.warn(
-                f"render() called with render_mode={self.render_mode!r}; pass one of {self.metadata['render_modes']}"
-            )
+        if cannot_render(self.render_mode, self.metadata["render_modes"]):
             return None
         if self.render_mode == "rgb_array":
-            return self._sheet_image()
+            from yacht_env.render import game_image
+
+            return game_image(self._game)
         text = self._score_sheet()
         if self.render_mode == "human":
             print(text)
@@ -436,23 +470,6 @@ class YachtEnv(gym.Env):
             "illegal_action": np.array(illegal),
             "illegal_actions": np.int64(self._illegal_count),
         }
-
-    def _sheet_image(self) -> np.ndarray:
-        from yacht_env.render import bonus_rows, game_title, score_now, sheet_image
-
-        game, rules = self._game, self.rules
-        return sheet_image(
-            dice=R.ROLL_TUPLES[game.roll],
-            rolls_left=game.rolls_left,
-            categories=rules.categories,
-            sheet=game.sheet.tolist(),
-            score_now=score_now(rules, game.roll, game.open_mask, game.upper, game.armed),
-            total=game.total,
-            turn=min(game.turn + 1, rules.num_turns),
-            num_turns=rules.num_turns,
-            title=f"{game_title(rules)} ({rules.name})",
-            bonus_rows=bonus_rows(rules, game.sheet, game.total, game.upper),
-        )
 
     def _score_sheet(self) -> str:
         from yacht_env.render import bonus_rows, game_title, score_now

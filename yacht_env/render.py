@@ -1,8 +1,8 @@
 """A pure-numpy picture of a Yacht game: the five dice and the score sheet as an RGB image.
 
-This is what ``render_mode="rgb_array"`` returns, so video recorders (Gymnasium's ``RecordVideo``, SB3's
-``VecVideoRecorder``) and ``gymnasium.utils.play`` can show a game. It needs nothing but numpy: text is drawn
-with a small 5x7 bitmap font defined below, scaled up by an integer factor.
+This is what ``render_mode="rgb_array"`` returns (:func:`game_image`, one game's frame in every env), so video recorders
+(Gymnasium's ``RecordVideo``, SB3's ``VecVideoRecorder``) and ``gymnasium.utils.play`` can show a game. It needs nothing
+but numpy: text is drawn with a small 5x7 bitmap font defined below, scaled up by an integer factor.
 
 It is also the one place that says what a sheet shows beyond the boxes' own points, for every view of a game (the
 envs' ``ansi`` text and image, the terminal table): :func:`game_title` (Yacht, Yahtzee or Yatzy),
@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from yacht_env import rules as R
+
+if TYPE_CHECKING:
+    from yacht_env.game import GameState
 
 __all__ = [
     "FONT_SCALE",
@@ -32,6 +36,7 @@ __all__ = [
     "WIDTH",
     "bonus_rows",
     "die_box",
+    "game_image",
     "game_title",
     "image_height",
     "row_box",
@@ -405,3 +410,32 @@ def sheet_image(
     total_y = row_box(rows, rows)[0] + _ROW_TEXT_DY
     _draw_text(image, str(int(total)), _SCORE_RIGHT, total_y, _INK, align="right")
     return image
+
+
+def game_image(game: GameState, i: int | None = None) -> np.ndarray:
+    """The frame ``render_mode="rgb_array"`` returns for one game: a one-game ``game``, or game ``i`` of a batch
+    (the vector env's frame of a game is the single env's frame of the same state).
+
+    Args:
+        game: The games (:class:`yacht_env.game.GameState`).
+        i: The game to draw, for a batch; ``None`` for one game.
+    """
+    rules = game.rules
+
+    def one(field):
+        return field if i is None else field[i]
+
+    roll, rolls_left, open_mask = int(one(game.roll)), int(one(game.rolls_left)), int(one(game.open_mask))
+    sheet, total, upper = one(game.sheet), int(one(game.total)), int(one(game.upper))
+    return sheet_image(
+        dice=R.ROLL_TUPLES[roll],
+        rolls_left=rolls_left,
+        categories=rules.categories,
+        sheet=sheet.tolist(),
+        score_now=score_now(rules, roll, open_mask, upper, int(one(game.armed))),
+        total=total,
+        turn=min(int(one(game.turn)) + 1, rules.num_turns),
+        num_turns=rules.num_turns,
+        title=f"{game_title(rules)} ({rules.name})",
+        bonus_rows=bonus_rows(rules, sheet, total, upper),
+    )

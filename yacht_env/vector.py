@@ -22,7 +22,7 @@ from gymnasium.vector.utils import batch_space
 from yacht_env import chance
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
-from yacht_env.env import ILLEGAL_ACTION_HINT, checked_render_mode, configure_from
+from yacht_env.env import ILLEGAL_ACTION_HINT, cannot_render, checked_render_mode, configure_from
 from yacht_env.game import GameState, bonus_info, draw_stream, game_streams, parse_dice_stream
 from yacht_env.rules import is_int
 
@@ -238,7 +238,8 @@ class YachtVectorEnv(BatchedEnv):
     stepped with array operations on the rules core's tables. Same semantics as ``Yacht-v0`` in every
     respect (a test plays N single envs beside it step by step). Gymnasium's own ``SyncVectorEnv`` and
     ``AsyncVectorEnv`` over ``YachtEnv`` work too (``make_vec(..., vectorization_mode="sync")``), at a
-    fraction of the native env's speed.
+    fraction of the native env's speed. Every preset's id (``Yahtzee-v0``, ``Yatzy-v0``, ...: the table on the
+    ``Yacht-v0`` page) builds this env on its rules the same way.
 
     ## Observation
     ``Yacht-v0``'s observation with a leading axis of N: ``Box(0, 1, (N, 64), float32)`` for
@@ -287,8 +288,15 @@ class YachtVectorEnv(BatchedEnv):
     with ``S`` of shape ``(N, 12, 3, 5)`` plays given streams (with ``reset_mask``, only the masked rows of
     ``S`` are dealt).
 
+    ## Rendering
+    ``render()`` returns a tuple of N frames, one per game, as Gymnasium's vector envs do (``SyncVectorEnv`` over
+    ``Yacht-v0`` returns the same tuple): with ``render_mode="rgb_array"`` each game's image, the very frame
+    ``Yacht-v0`` draws of that game (uint8, the preset's size: 489 x 480 x 3 for ``standard``, 561 x 480 x 3 for
+    ``yahtzee``; Gymnasium's vector ``RecordVideo`` tiles them); with ``"ansi"`` one score-sheet line per game.
+    Another mode warns, as ``Yacht-v0`` does, and ``render()`` then returns ``None``.
+
     ## Arguments
-    Every argument of ``Yacht-v0`` (``render_mode`` only ``"ansi"``), plus:
+    Every argument of ``Yacht-v0`` (``render_mode``: ``"ansi"`` or ``"rgb_array"``, see Rendering), plus:
 
     * ``num_envs``: number of games stepped together.
     * ``autoreset_mode``: ``"next_step"`` (default), ``"same_step"`` or ``"disabled"`` (see Autoreset).
@@ -309,10 +317,10 @@ class YachtVectorEnv(BatchedEnv):
 
     ## Version History
     * v0: initial release, the vector form of ``Yacht-v0`` v0 (yacht-rl 0.1.0); its changes are
-      ``Yacht-v0``'s.
+      ``Yacht-v0``'s. After 0.2.0: ``render_mode="rgb_array"`` (an addition; until then ``"ansi"`` only).
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi"]}
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -380,15 +388,20 @@ class YachtVectorEnv(BatchedEnv):
         """Each game's mask of open categories (bit ``k``: category ``k``); a copy."""
         return self._game.open_mask.copy()
 
-    def render(self) -> tuple[str, ...] | None:
-        """With ``render_mode="ansi"``, one score-sheet line per game (with the family's bonus rows where the preset
-        has them: ``upper bonus 45/63  yahtzee bonus 100``, as :func:`yacht_env.render.bonus_rows`).
+    def render(self) -> tuple[str, ...] | tuple[np.ndarray, ...] | None:
+        """One frame per game, a tuple of N as Gymnasium's vector envs render: with ``render_mode="rgb_array"`` each
+        game's image, the very frame ``Yacht-v0`` renders for that game (:func:`yacht_env.render.game_image`); with
+        ``"ansi"`` one score-sheet line per game (with the family's bonus rows where the preset has them:
+        ``upper bonus 45/63  yahtzee bonus 100``, as :func:`yacht_env.render.bonus_rows`). Any other mode warns and
+        returns ``None``, as ``Yacht-v0`` does.
         """
-        if self.render_mode is None:
+        if cannot_render(self.render_mode, self.metadata["render_modes"]):
             return None
-        from yacht_env.render import bonus_rows
+        from yacht_env.render import bonus_rows, game_image
 
         game = self._game
+        if self.render_mode == "rgb_array":
+            return tuple(game_image(game, i) for i in range(self.num_envs))
         lines = []
         for i in range(self.num_envs):
             dice = " ".join(str(v) for v in R.ROLL_TUPLES[game.roll[i]])

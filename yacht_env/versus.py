@@ -336,6 +336,11 @@ class YachtVersusEnv(gym.Env):
     ``rules`` attribute names other rules than the env's is refused with ``ValueError``. Each opponent gets
     its own copy of its masks and observations: writing into them changes nothing.
 
+    Each preset has a versus id of its own, this env with those rules: ``YahtzeeVersus-v0``, ``YatzyVersus-v0``,
+    ... (the solo id with ``Versus`` before the version, ``yacht_env.env_id(preset, versus=True)``; the solo ids are
+    on the ``Yacht-v0`` page); ``make_vec`` on one builds :class:`YachtVersusVectorEnv` on those rules, and a
+    ``rules=`` given to ``make`` still wins over the id's preset.
+
     ## Observation
     ``observation_type="flat"`` (default): ``Box(0, 1, (S,), float32)``, the table from the learner's
     seat in the multiplayer layout (its own game exactly as ``Yacht-v0`` shows it, then each opponent's
@@ -404,7 +409,8 @@ class YachtVersusEnv(gym.Env):
     ## Version History
     * v0: initial release (yacht-rl 0.1.0). Opponent specs are resolved through the ``yacht_rl.agents``
       entry points since 0.2.0, with the same agents: no behaviour change, so the version stays v0. The
-      pool (``pool``, ``players``, ``pool_weights``) is an addition: a fixed lineup plays exactly as before.
+      pool (``pool``, ``players``, ``pool_weights``) is an addition: a fixed lineup plays exactly as before. So
+      is one versus id per preset (``YahtzeeVersus-v0``, ...): this env with that preset's rules.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}

@@ -29,15 +29,25 @@ PureJaxRL and rejax call the five-value step of gymnax 0.0.x, ``(obs, state, rew
 or truncated``; ``info`` tells which), so their algorithms take it unmodified (``tests/test_jax_rejax.py`` trains
 rejax's PPO on it).
 
+## Ids in gymnax's registry
+Importing this module (``import yacht_env.jax.gymnax_env``, or reading ``yacht_env.jax.YachtGymnax``) registers two
+ids per preset with gymnax, so code that only takes an env name builds the game with ``gymnax.make``: the preset's
+Gymnasium id (``Yacht-v0``, ``Yahtzee-v0``, ...: :func:`yacht_env.env_id`) is :class:`YachtGymnax` on its rules, and
+the same id with ``FiveValue`` before its version (``YachtFiveValue-v0``, ``YahtzeeFiveValue-v0``, ...:
+:func:`five_value_id`) is its :class:`FiveValueStep`, for PureJaxRL's ``gymnax.make(config["ENV_NAME"])`` and rejax's
+``PPO.create(env="YachtFiveValue-v0")``. A ``rules=`` given to ``gymnax.make`` wins over the id's preset.
+
 ## Version History
 * v0: initial release (after yacht-rl 0.2.0, not yet released).
 """
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 from typing import Any
 
+import gymnax
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -45,6 +55,7 @@ from gymnax.environments import environment, spaces
 
 from yacht_env import rules as R
 from yacht_env.jax.core import GameState, YachtGame
+from yacht_env.registration import env_id
 
 
 @struct.dataclass
@@ -178,3 +189,35 @@ class FiveValueStep:
     def reset(self, key: jax.Array, params: Any = None):
         """The wrapped env's reset."""
         return self.env.reset(key, params)
+
+
+def five_value_id(preset: str) -> str:
+    """The gymnax id of a preset's :class:`FiveValueStep`: its Gymnasium id with ``FiveValue`` before the version
+    (``standard``: ``YachtFiveValue-v0``; ``yahtzee``: ``YahtzeeFiveValue-v0``).
+
+    Raises:
+        ValueError: ``preset`` is not a name of :data:`yacht_env.rules.PRESETS`.
+    """
+    name, version = env_id(preset).rsplit("-", 1)
+    return f"{name}FiveValue-{version}"
+
+
+def _five_value_factory(preset: str, **kwargs: Any) -> FiveValueStep:
+    """What ``gymnax.make(five_value_id(preset), **kwargs)`` builds: a ``rules`` in ``kwargs`` wins."""
+    return FiveValueStep(YachtGymnax(**{"rules": preset, **kwargs}))
+
+
+def register_gymnax() -> None:
+    """Registers both gymnax ids of every preset (:func:`yacht_env.env_id` and :func:`five_value_id`); an id already in
+    gymnax's registry is left as it is.
+    """
+    for preset in R.PRESETS:
+        for name, factory in (
+            (env_id(preset), functools.partial(YachtGymnax, rules=preset)),
+            (five_value_id(preset), functools.partial(_five_value_factory, preset)),
+        ):
+            if name not in gymnax.registered_envs:
+                gymnax.register(name, factory)
+
+
+register_gymnax()

@@ -1,6 +1,8 @@
 """Multiplayer Yacht: the PettingZoo AEC env and the versus envs (one learner seat against fixed opponents).
 
-* PettingZoo's ``api_test`` and ``seed_test`` for 1..5 players, both reward modes, every preset.
+* PettingZoo's ``api_test``, ``seed_test`` and ``state_test`` for 1..5 players, both reward modes, every preset, on
+  ``env()``'s fast wrappers and on PettingZoo's own (the fallback), with no warning from the env in ``api_test``.
+* ``state()``: a known position value by value, every seat's part equal to that agent's own view, invariants.
 * One player plays exactly the game ``Yacht-v0`` plays on the same stream (and the same seed).
 * Invariants over thousands of seeded 2..5-player games: 12 picks each, seat order, masks, ``"score"``
   rewards summing to totals, ``"win"`` rewards zero-sum and matching the totals.
@@ -17,7 +19,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("pettingzoo")
-from pettingzoo.test import api_test, seed_test  # noqa: E402
+from pettingzoo.test import api_test, parallel_api_test, seed_test, state_test  # noqa: E402
 
 from yacht_env import YachtEnv  # noqa: E402
 from yacht_env import rules as R  # noqa: E402
@@ -31,18 +33,38 @@ PRESETS = ("standard", "classic", "knizia")
 INFO_KEYS = {"dice", "rolls_left", "player_on_turn", "scores", "totals", "illegal_action", "illegal_actions", "winners"}
 
 
+#: api_test's advice for Box or Discrete observations: these are Dicts (with the action mask) by design.
+DICT_ADVICE = ("Observation is not a NumPy array", "Observation space for each agent probably should be")
+
+
+def warnings_of(check, *args, **kwargs) -> list[str]:
+    """Runs ``check`` (one of PettingZoo's tests) and returns every warning it raised but :data:`DICT_ADVICE`."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check(*args, **kwargs)
+    return [str(w.message) for w in caught if not str(w.message).startswith(DICT_ADVICE)]
+
+
+#: The env's one warning in PettingZoo's state_test, which plays actions sampled without the mask: the first ignored.
+ILLEGAL_WARNING = "Yacht: an illegal action was ignored"
+
+
+def state_test_warnings(make, **kwargs) -> list[str]:
+    """Runs PettingZoo's ``state_test`` on ``make(**kwargs)`` and its parallel env; the start of each warning left."""
+    from yacht_env.multiplayer import parallel_env
+
+    left = warnings_of(state_test, make(**kwargs), parallel_env(**kwargs), num_cycles=50)
+    return [message.removeprefix("\x1b[33mWARN: ")[: len(ILLEGAL_WARNING)] for message in left]
+
+
 @pytest.mark.parametrize("rules", PRESETS)
 @pytest.mark.parametrize("reward", ["score", "win"])
 @pytest.mark.parametrize("num_players", [1, 2, 3, 4, 5])
 def test_pettingzoo_api_and_seed_tests(num_players, reward, rules):
-    # api_test checks that reset takes options with reset(options={"options": 1}): the env warns it is unused.
-    with pytest.warns(UserWarning, match=r"reset options \['options'\] are not used; the only one is 'dice_stream'"):
-        with warnings.catch_warnings():
-            # api_test's advice for Box or Discrete observations: these are Dicts (with the action mask) by design.
-            for advice in ("Observation is not a NumPy array", "Observation space for each agent probably should be"):
-                warnings.filterwarnings("ignore", message=advice, category=UserWarning, module="pettingzoo.test")
-            api_test(aec_env(num_players=num_players, reward=reward, rules=rules), num_cycles=200)
+    # api_test's reset(options={"options": 1}) (its check that reset takes options) draws no warning from the env.
+    assert warnings_of(api_test, aec_env(num_players=num_players, reward=reward, rules=rules), num_cycles=200) == []
     seed_test(lambda **kw: aec_env(num_players=num_players, reward=reward, rules=rules, **kw), num_cycles=200)
+    assert state_test_warnings(aec_env, num_players=num_players, reward=reward, rules=rules) == [ILLEGAL_WARNING]
 
 
 def uniform(rng: np.random.Generator, mask: np.ndarray) -> int:
@@ -605,23 +627,11 @@ def test_the_common_steps_shortcut_agrees_with_the_general_step(players, reward)
 # --------------------------------------------------------------------------------------------------
 # The Parallel API (PettingZoo's converter for turn-based games) and PettingZoo's common AEC wrappers
 # --------------------------------------------------------------------------------------------------
-PETTINGZOO_ADVICE = (  # api_test's advice for non-Box observations, and its reset(options={"options": 1})
-    "Observation is not a NumPy array",
-    "Observation space for each agent probably should be",
-    r".*reset options \['options'\] are not used",
-)
-
-
 @pytest.mark.parametrize("rules", ["standard", "yahtzee"])
 def test_parallel_env_passes_pettingzoos_parallel_api_test(rules):
-    from pettingzoo.test import parallel_api_test
-
     from yacht_env.multiplayer import parallel_env
 
-    with warnings.catch_warnings():
-        for advice in PETTINGZOO_ADVICE:
-            warnings.filterwarnings("ignore", message=advice, category=UserWarning)
-        parallel_api_test(parallel_env(num_players=3, rules=rules), num_cycles=300)
+    assert warnings_of(parallel_api_test, parallel_env(num_players=3, rules=rules), num_cycles=300) == []
 
 
 @pytest.mark.parametrize("num_players", [1, 2, 3])
@@ -647,7 +657,7 @@ def test_parallel_env_plays_whole_games_one_mover_a_step(num_players):
 
 def test_pufferlib_takes_the_parallel_env_not_the_aec_env():
     # What PufferLib's PettingZoo emulation (pufferlib.emulation.PettingZooPufferEnv) does with the env it is given,
-    # call for call (docs/multiplayer.md): PufferLib itself does not install beside this project's gymnasium.
+    # call for call (docs/multiplayer.md): PufferLib is not in the test extra (pufferlib-core pins its own torch).
     from yacht_env.multiplayer import parallel_env
 
     aec = aec_env(num_players=2)
@@ -688,10 +698,7 @@ def test_the_aec_env_passes_api_test_under_pettingzoos_common_wrappers(wrapper, 
         "BaseWrapper": lambda: wrappers.BaseWrapper(raw_env(num_players=2)),
     }[wrapper]
     table = wrappers.OrderEnforcingWrapper(make())
-    with warnings.catch_warnings():
-        for advice in PETTINGZOO_ADVICE:
-            warnings.filterwarnings("ignore", message=advice, category=UserWarning)
-        api_test(table, num_cycles=200)
+    assert warnings_of(api_test, table, num_cycles=200) == []
     if wrapper == "CaptureStdoutWrapper":  # render() returns what the human render prints
         table.reset(seed=0)
         capsys.readouterr()
@@ -768,3 +775,168 @@ def test_a_huge_or_odd_action_is_refused_by_every_env_in_its_own_words(action, g
             step(act)
     with pytest.raises(AssertionError, match="^action is not in action space$"):
         wrapped.step(50)  # the same answer as an action just out of range
+
+
+# --------------------------------------------------------------------------------------------------
+# The state (PettingZoo's state()), the reset options PettingZoo's tests pass, env()'s wrappers on any PettingZoo
+# --------------------------------------------------------------------------------------------------
+def test_the_state_of_a_known_position_is_the_whole_table_in_seat_order():
+    streams = np.ones((2, 12, 3, 5), dtype=np.int64)
+    streams[0, 0, 0] = [3, 6, 3, 5, 3]  # player_0's first roll: it scores Threes at once (9)
+    streams[1, 0, :2] = [[1, 2, 3, 4, 5], [6, 6, 2, 6, 6]]  # player_1 re-rolls all five: 2 6 6 6 6, one roll left
+    table = aec_env(num_players=2)
+    table.reset(options={"dice_stream": streams})
+    table.step(R.PICK_OFFSET + 2)
+    table.step(0)
+    assert table.agent_selection == "player_1"
+    dice = [0.0] * 30
+    for i, face in enumerate([2, 6, 6, 6, 6]):
+        dice[6 * i + face - 1] = 1.0
+    counts, rolls_left = [0, 1 / 5, 0, 0, 0, 4 / 5], [0, 1, 0]
+    score_now = [0, 2 / 50, 0, 0, 0, 24 / 50, 0, 24 / 50, 0, 0, 26 / 50, 0]  # player_1's boxes, all open
+    seat_0 = [1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 11 / 12, 9 / 297]  # Threes filled, 11 of 12 open, 9 points
+    seat_1 = [1] * 12 + [1, 0]
+    expected = np.array(dice + counts + rolls_left + score_now + seat_0 + seat_1 + [0, 1], dtype=np.float32)
+    state = table.state()
+    assert state.dtype == np.float32 and state.shape == (81,) == table.state_space.shape
+    np.testing.assert_array_equal(state, expected)
+    assert table.state_space == gym.spaces.Box(0.0, 1.0, (81,), np.float32) and table.state_space.contains(state)
+
+
+@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
+@pytest.mark.parametrize("num_players", [1, 2, 3])
+def test_the_state_is_no_seats_view_and_the_same_whoever_asks(num_players, rules):
+    """Every seat's part is what that agent's own observation says of its game, whoever is on turn; the dice part is
+    the agent on turn's; ``env()``, its raw env and ``parallel_env`` give the same array at every step."""
+    from yacht_env.multiplayer import parallel_env
+
+    aec, parallel = aec_env(num_players=num_players, rules=rules), parallel_env(num_players=num_players, rules=rules)
+    encoder = aec.unwrapped._encoder
+    dice, solo, own_total = encoder._dice_size, encoder.solo.size, encoder.size - 2
+    seat_size = solo - dice + 1
+    rng = np.random.default_rng(num_players)
+    for game in range(3):
+        aec.reset(seed=game)
+        observations, _ = parallel.reset(seed=game)
+        for agent in aec.agent_iter():
+            observation, _, terminated, truncated, _ = aec.last()
+            state = aec.state()
+            assert state.shape == aec.state_space.shape == parallel.state_space.shape
+            for asked in (aec.unwrapped.state(), parallel.state(), parallel.unwrapped.state()):
+                np.testing.assert_array_equal(asked, state)
+            if terminated or truncated:
+                aec.step(None)
+                continue
+            np.testing.assert_array_equal(state[:dice], observation["observation"][:dice])
+            for seat, name in enumerate(aec.possible_agents):
+                view = aec.observe(name)["observation"]
+                part = state[dice + seat * seat_size : dice + (seat + 1) * seat_size]
+                np.testing.assert_array_equal(part, np.append(view[dice:solo], view[own_total]))
+            np.testing.assert_array_equal(state[-num_players:], np.eye(num_players)[aec.possible_agents.index(agent)])
+            action = uniform(rng, observation["action_mask"])
+            aec.step(action)
+            observations, *_ = parallel.step({name: action for name in parallel.agents})
+        assert not parallel.agents
+
+
+@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
+@pytest.mark.parametrize("num_players", [2, 3, 5])
+def test_state_invariants_over_many_seeded_games(num_players, rules):
+    table = raw_env(num_players=num_players, rules=rules)
+    game_rules = R.get_rules(rules)
+    n, top = game_rules.num_categories, R.max_total(game_rules)
+    dice = 39 + n
+    seat_size = (table.state_space.shape[0] - dice - num_players) // num_players
+    rng = np.random.default_rng(num_players)
+    for game in range(40 if rules == "standard" else 15):
+        table.reset(seed=game)
+        for _ in table.agent_iter():
+            observation, _, terminated, truncated, info = table.last()
+            state = table.state()
+            assert table.state_space.contains(state)
+            seats = state[dice:-num_players].reshape(num_players, seat_size)
+            np.testing.assert_array_equal(seats[:, :n] == 1, info["scores"] == -1)  # open boxes, in seat order
+            np.testing.assert_array_equal(seats[:, n], ((info["scores"] == -1).sum(axis=1) / n).astype(np.float32))
+            np.testing.assert_array_equal(seats[:, -1], (info["totals"] / top).astype(np.float32))
+            dice_part = state[:30].reshape(5, 6)
+            assert (dice_part.sum(axis=1) == 1).all()
+            np.testing.assert_array_equal(dice_part.argmax(axis=1) + 1, info["dice"])
+            assert state[36 + info["rolls_left"]] == 1 and state[36:39].sum() == 1
+            if terminated or truncated:
+                assert not state[-num_players:].any()  # nobody on turn once the game is over
+                table.step(None)
+                continue
+            np.testing.assert_array_equal(state[-num_players:], np.eye(num_players)[info["player_on_turn"]])
+            table.step(uniform(rng, observation["action_mask"]))
+        end = table.state()  # after every agent has left: every box filled, nobody on turn
+        assert not end[-num_players:].any() and not end[dice:-num_players].reshape(num_players, -1)[:, : n + 1].any()
+
+
+def test_the_state_before_the_first_reset_is_one_clear_error():
+    with pytest.raises(ValueError, match=r"^call reset\(\) before state\(\)$"):
+        raw_env(num_players=2).state()
+    with pytest.raises(Exception, match="reset"):  # PettingZoo's OrderEnforcingWrapper answers first
+        aec_env(num_players=2).state()
+
+
+@pytest.fixture(params=["fast", "stock"])
+def wrapper_kind(request, monkeypatch):
+    """Which wrappers ``env()`` puts on: the fast subclasses (the installed PettingZoo's), or PettingZoo's own, as
+    where :func:`fast_wrappers_fit` finds the private fields they copy changed."""
+    from yacht_env import multiplayer_wrappers
+
+    assert multiplayer_wrappers.fast_wrappers_fit()  # the installed PettingZoo's wrappers are the ones the fast copy
+    if request.param == "stock":
+        monkeypatch.setattr(multiplayer_wrappers, "fast_wrappers_fit", lambda: False)
+    return request.param
+
+
+@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
+@pytest.mark.parametrize("num_players", [1, 2, 5])
+def test_pettingzoos_tests_pass_on_either_wrappers_without_a_warning_from_the_env(num_players, rules, wrapper_kind):
+    from pettingzoo.utils import wrappers
+
+    from yacht_env.multiplayer import parallel_env
+
+    table = aec_env(num_players=num_players, rules=rules)
+    stock = (type(table), type(table.env)) == (wrappers.OrderEnforcingWrapper, wrappers.AssertOutOfBoundsWrapper)
+    assert stock == (wrapper_kind == "stock") and table.env.env is table.unwrapped
+    assert warnings_of(api_test, table, num_cycles=100) == []
+    assert warnings_of(parallel_api_test, parallel_env(num_players=num_players, rules=rules), num_cycles=100) == []
+    seed_test(lambda **kw: aec_env(num_players=num_players, rules=rules, **kw), num_cycles=100)
+    assert state_test_warnings(aec_env, num_players=num_players, rules=rules) == [ILLEGAL_WARNING]
+
+
+def test_the_feature_check_falls_back_where_pettingzoos_wrappers_differ(monkeypatch):
+    """A PettingZoo whose ``agent_iter`` no longer clears ``_has_updated`` (what the fast iterator copies): the check
+    says so, and ``env()`` is PettingZoo's own wrappers, which still pass api_test."""
+    from pettingzoo.utils import wrappers
+    from pettingzoo.utils.env import AECIterator
+    from pettingzoo.utils.wrappers.order_enforcing import AECOrderEnforcingIterator
+
+    from yacht_env.multiplayer_wrappers import fast_wrappers_fit
+
+    fast_wrappers_fit.cache_clear()
+    monkeypatch.setattr(AECOrderEnforcingIterator, "__next__", AECIterator.__next__)
+    try:
+        assert not fast_wrappers_fit()
+        table = aec_env(num_players=2)
+        assert type(table) is wrappers.OrderEnforcingWrapper and type(table.env) is wrappers.AssertOutOfBoundsWrapper
+        assert warnings_of(api_test, table, num_cycles=50) == []
+    finally:
+        monkeypatch.undo()
+        fast_wrappers_fit.cache_clear()
+    assert fast_wrappers_fit() and type(aec_env(num_players=2)).__name__ == "_OrderEnforcing"
+
+
+def test_reset_options_are_the_dice_stream_or_pettingzoos_own_check():
+    streams = game_streams(5, range(2))
+    table = raw_env(num_players=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table.reset(seed=0, options={"options": 1})  # api_test's check that reset takes options: ignored, silently
+        table.reset(options={"options": 1, "dice_stream": streams})
+    np.testing.assert_array_equal(table.last()[-1]["dice"], np.sort(streams[0, 0, 0]))
+    for options in ({"dice_streams": streams}, {"options": 1, "seed": 3}):
+        with pytest.raises(ValueError, match=r"^unknown reset options \['(dice_streams|seed)'\]; accepted"):
+            table.reset(options=options)

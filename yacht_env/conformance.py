@@ -7,9 +7,10 @@ the Stable-Baselines3 adapter, ``YachtVersus-v0`` (both reward modes) and the Pe
 ``api_test`` first), and checks every step against a shadow of each game kept here from the rules core's functions
 (:func:`~yacht_env.rules.reroll`, :func:`~yacht_env.rules.legal_picks`, :func:`~yacht_env.rules.legal_action_mask`,
 :func:`~yacht_env.rules.pick_outcome`), not from the envs' own game state: the observation's space, dtype and
-:meth:`~yacht_env.encoding.ObservationEncoder.decode`, the action masks, the reward (the pick's points, bonuses
-included), the sheet and total in ``info``, the episode's end after one pick per box, and what a finished game
-does (an all-True mask, a ``ValueError`` on the next step, the autoreset of the batched envs).
+:meth:`~yacht_env.encoding.ObservationEncoder.decode` (and the PettingZoo env's state in its space), the action masks,
+the reward (the pick's points, bonuses included), the sheet and total in ``info``, the episode's end after one pick
+per box, and what a finished game does (an all-True mask, a ``ValueError`` on the next step, the autoreset of the
+batched envs).
 
 A surface whose optional dependency is missing (``stable-baselines3`` for the SB3 adapter, ``pettingzoo`` for the
 multiplayer env) is skipped and reported as such, never a crash. The first failure raises one
@@ -37,10 +38,9 @@ SURFACES = ("Yacht-v0", "vector", "sb3", "YachtVersus-v0", "pettingzoo")
 #: The optional dependency of a surface, and the extra that installs it.
 _NEEDS = {"sb3": ("stable_baselines3", "train"), "pettingzoo": ("pettingzoo", "multiplayer")}
 # What the checks provoke on purpose, silenced while they run: the env's warning at the one illegal action played,
-# and what PettingZoo's api_test says of any env (its own reset options, advice about the observation's type).
+# and what PettingZoo's api_test says of any env (advice about the observation's type).
 _EXPECTED_WARNINGS = (
     r"Yacht: an illegal action was ignored",
-    r"reset options \['options'\] are not used",
     r"Observation is not a NumPy array",
     r"Observation space for each agent probably should be",
 )
@@ -558,6 +558,7 @@ def _check_pettingzoo(check: _Checker, rng: np.random.Generator, games: int) -> 
                 continue
             check.equal("the agent on turn", seat, expected_on_turn)
             check.expect(table.observation_space(agent).contains(observation), "the observation is not in its space")
+            check.expect(table.state_space.contains(table.state()), "the state is not in its space")
             check.flat(observation["observation"][: check.encoder.size], s, "the own part of the observation")
             _check_table_view(check, view, observation["observation"], shadows, seat)
             check.equal("observation['action_mask']", observation["action_mask"], s.mask(), "int8")

@@ -1,5 +1,6 @@
 """The observation encoders: :class:`ObservationEncoder` (one game: :class:`~yacht_env.YachtEnv` and the vector
-env) and :class:`MultiplayerEncoder` (a seat's view of a table: the PettingZoo and versus envs).
+env) and :class:`MultiplayerEncoder` (a seat's view of a table, and the table from no seat's: the PettingZoo and
+versus envs).
 
 Both envs build every observation with :meth:`ObservationEncoder.flat` or
 :meth:`ObservationEncoder.structured` on the rules core's state integers, scalar or batched, so their
@@ -388,8 +389,26 @@ class MultiplayerEncoder:
     The totals and the margin are the float32 nearest to their exact quotients, one table or a batch alike;
     :meth:`decode` reads a view back into a :class:`TableView`.
 
+    :meth:`state` is the table from no seat's viewpoint (PettingZoo's ``state()``, for centralised critics), the
+    same pieces (``float32``, every value in ``[0, 1]``; ``D = S - K`` with ``K`` the solo layout's values from its
+    open bits on: ``D = 39 + C``, 51 for Yacht):
+
+    ===============================  =========  ==========================================================
+    index                            size       meaning
+    ===============================  =========  ==========================================================
+    ``0 .. D-1``                     ``D``      the seat on turn's dice, face counts, rolls left and what each
+                                                of its open boxes would score now: the first ``D`` values of
+                                                its observation
+    per seat ``p = 0 .. P-1``        ``K + 1``  seat ``p``'s game from its open bits on (open bits, fraction
+    (from ``D + p (K + 1)``)                    open, the family's ``upper`` and ``armed``), then its total /
+                                                ``max_total``; in seat order, whoever is on turn
+    the last ``P``                   ``P``      whose turn, one-hot (all zeros once the game is over)
+    ===============================  =========  ==========================================================
+
     Attributes:
         size: The observation's length, ``S + (P - 1)(C + 1) + 2`` (79 for Yacht with 2 players).
+        state_size: The state's length, ``D + P (K + 1) + P`` (81 for Yacht with 2 players).
+        state_space: ``Box(0, 1, (state_size,), float32)``.
     """
 
     def __init__(self, rules: str | R.Rules = "standard", num_players: int = 2) -> None:
@@ -401,6 +420,9 @@ class MultiplayerEncoder:
         self.opponent_size = n + 1
         self.size = self.solo.size + (num_players - 1) * self.opponent_size + 2
         self.space = spaces.Box(0.0, 1.0, shape=(self.size,), dtype=np.float32)
+        self._dice_size = self.solo.layout["open"].start  # the state's dice part: the solo layout up to its open bits
+        self.state_size = self._dice_size + num_players * (self.solo.size - self._dice_size + 1) + num_players
+        self.state_space = spaces.Box(0.0, 1.0, shape=(self.state_size,), dtype=np.float32)
         self._open_bits = R.open_bits(n).astype(np.float32)
         # Per seat: the opponents in seat order after it, and where each one's part of the observation lies.
         self._order = [[(seat + j) % num_players for j in range(1, num_players)] for seat in range(num_players)]
@@ -447,6 +469,25 @@ class MultiplayerEncoder:
         best = own.total if best is None else best
         values += (fraction[own.total], self._margin_list[own.total - best + len(fraction) - 1])
         return values
+
+    def state(self, table: TableState, on_turn: bool = True) -> np.ndarray:
+        """One table from no seat's viewpoint, ``(state_size,)`` float32 (the layout above): the dice part is the game
+        of seat ``table.current``, which the turn part marks unless ``on_turn`` is False (the game is over).
+
+        Raises:
+            ValueError: ``table`` is a batch of tables.
+        """
+        if table.num_tables is not None:
+            raise ValueError("state() takes one table (num_tables=None)")
+        games, cut = table.players, self._dice_size
+        roll, rolls_left, open_mask, upper, armed, total = np.array(
+            [(g.roll, g.rolls_left, g.open_mask, g.upper, g.armed, g.total) for g in games], dtype=np.intp
+        ).T
+        solo = self.solo.flat(roll, rolls_left, open_mask, upper, armed)  # (P, S): each seat's own game
+        seats = np.concatenate((solo[:, cut:], self._total_fraction[total][:, None]), axis=1)
+        turn = np.zeros(self.num_players, dtype=np.float32)
+        turn[table.current] = on_turn
+        return np.concatenate((solo[table.current, :cut], seats.reshape(-1), turn))
 
     def decode(self, obs: np.ndarray) -> TableView:
         """The state behind table observations: :meth:`observe`'s inverse, as far as the view shows it.

@@ -21,16 +21,14 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
-from pettingzoo.utils import wrappers
 from pettingzoo.utils.conversions import turn_based_aec_to_parallel
-from pettingzoo.utils.env_logger import EnvLogger
-from pettingzoo.utils.wrappers.order_enforcing import AECOrderEnforcingIterable, AECOrderEnforcingIterator
 
 from yacht_env import chance
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.env import configure
 from yacht_env.game import TableState, draw_stream, parse_dice_stream, win_rewards
+from yacht_env.multiplayer_wrappers import wrap
 from yacht_env.rules import is_int
 
 MAX_PLAYERS = 10
@@ -39,6 +37,9 @@ _FLAGS = (np.array(False), np.array(True))  # the infos' "illegal_action", read-
 for _flag in _FLAGS:
     _flag.flags.writeable = False
 REWARD_MODES = ("score", "win")
+#: The reset option PettingZoo's ``api_test`` and ``parallel_api_test`` pass to check that ``reset`` takes options
+#: (``reset(options={"options": 1})``); ignored, while any other key but ``dice_stream`` raises ``ValueError``.
+PETTINGZOO_TEST_OPTION = "options"
 ILLEGAL_ACTION_HINT = (
     "Yacht: an illegal action was ignored (the state did not change; infos[agent]['illegal_actions'] counts "
     "them). Pass the action mask to the policy: observation['action_mask'] (the legal actions of the agent on turn)"
@@ -46,10 +47,10 @@ ILLEGAL_ACTION_HINT = (
 
 
 def env(**kwargs) -> AECEnv:
-    """The raw env in PettingZoo's usual wrappers (actions checked against the space, call order enforced)."""
-    aec = raw_env(**kwargs)
-    aec = _AssertOutOfBounds(aec)
-    return _OrderEnforcing(aec)
+    """The raw env in PettingZoo's usual wrappers (actions checked against the space, call order enforced):
+    :func:`yacht_env.multiplayer_wrappers.wrap`.
+    """
+    return wrap(raw_env(**kwargs))
 
 
 def parallel_env(**kwargs) -> ParallelEnv:
@@ -60,120 +61,6 @@ def parallel_env(**kwargs) -> ParallelEnv:
     rewards, terminations and infos are those of the AEC env after that step. ``env()``'s arguments.
     """
     return turn_based_aec_to_parallel(env(**kwargs))
-
-
-# PettingZoo's wrappers read the env's attributes through ``__getattr__``, one failed lookup per wrapper: five reads
-# in ``last()``, more in each step's check and ``agent_iter`` turn, which cost the PettingZoo loop more than the game
-# itself. These subclasses read the raw env directly in those places: the same checks, errors and values
-# (tests/test_multiplayer.py compares them with PettingZoo's own, call for call).
-def _forwarded(name: str) -> property:
-    """``name`` read straight from the raw env once reset (before: PettingZoo's ``OrderEnforcingWrapper`` error)."""
-
-    def read(self):
-        return getattr(self._raw, name) if self._has_reset else self.__getattr__(name)
-
-    return property(read)
-
-
-class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
-    """PettingZoo's ``OrderEnforcingWrapper``, reading the per-step attributes, ``last()`` and ``observe()``
-    straight from the raw env.
-    """
-
-    def __init__(self, aec: AECEnv) -> None:
-        super().__init__(aec)
-        self._raw = aec.unwrapped
-        self._checks_bounds = type(aec) is _AssertOutOfBounds and aec.env is self._raw  # env()'s stack
-
-    agents = _forwarded("agents")
-    agent_selection = _forwarded("agent_selection")
-    rewards = _forwarded("rewards")
-    terminations = _forwarded("terminations")
-    truncations = _forwarded("truncations")
-    infos = _forwarded("infos")
-
-    def step(self, action) -> None:
-        raw = self._raw
-        if self._has_reset and raw.agents:  # what OrderEnforcingWrapper.step does then, without its hops
-            self._has_updated = True
-            if self._checks_bounds and type(action) is int and 0 <= action < raw._num_actions:
-                # An int in range passes _AssertOutOfBounds's check: straight to the raw env, and a legal action in a
-                # game on straight to its transition (raw_env.step's first branch).
-                table = raw._table
-                if not raw._over and table.players[table.current].mask[action]:
-                    raw._play(action)
-                else:
-                    raw.step(action)
-            else:
-                self.env.step(action)
-        else:
-            super().step(action)
-
-    def agent_iter(self, max_iter: int = 2**63) -> AECOrderEnforcingIterable:
-        if not self._has_reset:
-            EnvLogger.error_agent_iter_before_reset()
-        return _TurnsIterable(self, max_iter)
-
-    def observe(self, agent: str):
-        return self._raw.observe(agent) if self._has_reset else super().observe(agent)
-
-    def last(self, observe: bool = True):
-        # The raw env's last() without its checks (this wrapper's come first): what AECEnv.last reads through the
-        # wrappers, none of which changes it. Once every agent has left, the raw env's own ValueError (PettingZoo's
-        # wrapper would read the departed agent's reward: a bare KeyError).
-        if not self._has_reset:
-            return super().last(observe)
-        raw = self._raw
-        return raw._last(observe) if raw.agents else raw.last(observe)
-
-    def __str__(self) -> str:
-        return str(self.env)  # PettingZoo's name for its own class (yacht_v0), not _OrderEnforcing<yacht_v0>
-
-
-class _TurnsIterable(AECOrderEnforcingIterable):
-    def __iter__(self) -> _Turns:
-        return _Turns(self.env, self.max_iter)
-
-
-class _Turns(AECOrderEnforcingIterator):
-    """PettingZoo's ``AECOrderEnforcingIterator`` (``agent_iter``'s), reading the agents straight from the raw env
-    (``agent_iter`` is refused before the first reset, so they are there).
-    """
-
-    def __init__(self, env: _OrderEnforcing, max_iter: int) -> None:
-        super().__init__(env, max_iter)
-        self._raw = env._raw
-
-    def __next__(self) -> str:
-        raw = self._raw
-        if not raw.agents or self.iters_til_term <= 0:
-            raise StopIteration
-        self.iters_til_term -= 1
-        env = self.env
-        assert env._has_updated, "need to call step() or reset() in a loop over `agent_iter`"
-        env._has_updated = False
-        return raw.agent_selection
-
-
-class _AssertOutOfBounds(wrappers.AssertOutOfBoundsWrapper):
-    """PettingZoo's ``AssertOutOfBoundsWrapper``, its check read straight from the raw env (an int in range passes
-    at once, one past int64 fails at once, as in gymnasium 1.4; anything else goes through the space's ``contains``).
-    """
-
-    def __init__(self, aec: AECEnv) -> None:
-        super().__init__(aec)
-        self._raw = aec.unwrapped
-
-    def step(self, action) -> None:
-        aec = self._raw
-        agent = aec.agent_selection
-        assert (
-            (type(action) is int and 0 <= action < aec._num_actions)
-            or (action is None and (aec.terminations[agent] or aec.truncations[agent]))
-            # gymnasium before 1.4 casts a Python int to int64 first: one past that range raised OverflowError there
-            or (not (type(action) is int and abs(action) >= 2**63) and aec.action_space(agent).contains(action))
-        ), "action is not in action space"
-        aec.step(action)
 
 
 class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
@@ -210,6 +97,22 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     ``observation["action_mask"]``: the legal actions of the agent on turn (int8 (44,), ``Yacht-v0``'s
     mask); all zeros for agents not on turn.
 
+    ## State
+    ``state()`` is the whole table from no seat's viewpoint, for centralised critics (PettingZoo's ``state()``):
+    ``state_space`` is ``Box(0, 1, (D + P (K + 1) + P,), float32)``, 81 values for 2 players (``D = 51``, ``K = 13``
+    for Yacht), :class:`yacht_env.encoding.MultiplayerEncoder`'s ``state`` layout:
+
+    | index | size | meaning |
+    |---|---|---|
+    | 0..50 | 51 | the dice part: the first 51 values of the observation of the player on turn |
+    | from ``51 + 14 p`` | 14 | seat ``p`` (seat order): open categories, fraction open, total / ``max_total`` |
+    | last ``P`` | P | whose turn, one-hot (all zeros once the game is over) |
+
+    The dice part is the dice, face counts, rolls left and what each open box of the player on turn would score now.
+    A preset with ``C`` categories has ``D = 39 + C``, and the family's add their ``upper`` and ``armed`` values to
+    each seat's part (``yahtzee``: ``D = 52``, ``K = 17``). No agent's view shapes it: ``env()``, ``raw_env`` and
+    ``parallel_env`` return the same array whoever is on turn, from the first ``reset`` on, the game's end included.
+
     ## Rewards
     ``reward="score"`` (default): the picker gets the points of its pick, so an agent's rewards sum to its
     total. ``reward="win"``: zero-sum at the end (:func:`yacht_env.game.win_rewards`). An ignored illegal
@@ -244,8 +147,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     ``reset(seed=s)`` reproduces a game: each player's ``(12, 3, 5)`` dice stream is drawn from the env's
     generator, player 0's first (so with one player the dice are ``Yacht-v0``'s for the same seed).
     ``reset(options={"dice_stream": S})`` with ``S`` of shape ``(num_players, 12, 3, 5)`` deals stream
-    ``S[p]`` to player ``p``: the same dice can follow the same agent whatever its seat. Other options are
-    not used, and a warning says so (PettingZoo's ``api_test`` passes options of its own).
+    ``S[p]`` to player ``p``: the same dice can follow the same agent whatever its seat. Any other key raises
+    ``ValueError`` (as ``Yacht-v0``), except ``"options"``: PettingZoo's ``api_test`` and ``parallel_api_test``
+    pass ``reset(options={"options": 1})`` to check that ``reset`` takes options, and that key is ignored.
 
     ## Parallel API
     A game of alternating whole turns, as PettingZoo's classic games (chess, connect four, tic-tac-toe) are, so
@@ -267,16 +171,22 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     ## Arguments
     ``num_players`` (1..10, default 2), ``rules``, ``reward``, ``canonical_keeps``, ``illegal_action``,
     ``illegal_action_penalty``, ``max_illegal_actions``, ``render_mode`` (``"ansi"``, ``"human"``).
-    ``env(...)`` takes the same arguments and wraps the raw env in PettingZoo's usual wrappers.
+    ``env(...)`` takes the same arguments and wraps the raw env in PettingZoo's usual wrappers
+    (``OrderEnforcingWrapper`` over ``AssertOutOfBoundsWrapper``): subclasses that read the raw env directly where the
+    installed PettingZoo's wrappers keep the private fields they copy, checked once by driving them
+    (:mod:`yacht_env.multiplayer_wrappers`), and PettingZoo's own classes where they do not.
 
     ## Tests
-    It passes PettingZoo's ``api_test`` and ``seed_test`` for 1 to 5 players, both reward modes and every
-    preset, and ``tests/test_openspiel.py`` cross-checks it against OpenSpiel's ``yacht``.
+    It passes PettingZoo's ``api_test``, ``seed_test`` and ``state_test`` for 1 to 5 players, both reward modes and
+    every preset, with either set of wrappers (``api_test`` and ``parallel_api_test`` draw no warning from the env),
+    and ``tests/test_openspiel.py`` cross-checks it against OpenSpiel's ``yacht``.
 
     ## Version History
     * v0: initial release (yacht-rl 0.1.0; PettingZoo name ``yacht_v0``). After 0.2.0: the first ignored
       illegal action warns once per env, ``"illegal_actions"`` counts each agent's, and the info holds
-      ``Yacht-v0``'s numpy types (numbers were Python ints and the flag a Python bool).
+      ``Yacht-v0``'s numpy types (numbers were Python ints and the flag a Python bool). Then: ``state()`` and
+      ``state_space``; a reset option other than ``dice_stream`` raises ``ValueError`` (it was dropped with a
+      warning), and PettingZoo's own ``{"options": 1}`` is ignored without one.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "name": "yacht_v0", "is_parallelizable": False}
@@ -315,6 +225,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         mask_space = spaces.Box(0, 1, shape=(self.rules.num_actions,), dtype=np.int8)
         self._observation_space = spaces.Dict({"observation": self._encoder.space, "action_mask": mask_space})
         self._action_space = spaces.Discrete(self.rules.num_actions)
+        self.state_space = self._encoder.state_space
         self._table = TableState(self.rules, self.num_players, None, self.canonical_keeps)
         self._illegal_counts = np.zeros(self.num_players, dtype=np.int64)  # each seat's, this game
         self._illegal_numbers = [np.int64(0)] * self.num_players  # the same as np.int64 scalars, for the infos
@@ -344,11 +255,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         """Starts a new game (PettingZoo's ``reset``); see the class docstring."""
         if seed is not None or not hasattr(self, "_np_random"):
             self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(seed)
-        if isinstance(options, dict) and set(options) - {"dice_stream"}:
-            # PettingZoo's api_test passes options of its own; say so instead of failing (Yacht-v0 raises).
-            unknown = sorted(map(str, set(options) - {"dice_stream"}))
-            gymnasium.logger.warn(f"reset options {unknown} are not used; the only one is 'dice_stream'")
-            options = {key: value for key, value in options.items() if key == "dice_stream"}
+        if isinstance(options, dict) and PETTINGZOO_TEST_OPTION in options:  # PettingZoo's tests' own: ignored
+            options = {key: value for key, value in options.items() if key != PETTINGZOO_TEST_OPTION}
         streams = parse_dice_stream(options, self.rules, (self.num_players,))
         if streams is None:
             streams = draw_stream(self._np_random, self.rules, self.num_players)
@@ -410,6 +318,12 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
+
+    def state(self) -> np.ndarray:
+        """The table from no seat's viewpoint (PettingZoo's ``state()``, in ``state_space``); see State above."""
+        if not hasattr(self, "agent_selection"):
+            raise ValueError("call reset() before state()")
+        return self._encoder.state(self._table, on_turn=not self._over)
 
     # Planning: the game's model (yacht_env.chance) from the table now --------------------------------
     def game_state(self) -> TableState:

@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from yacht_env import rules as R
-
-if TYPE_CHECKING:
-    from yacht_env.game import GameState
+from yacht_env.game import GameState
 
 __all__ = [
     "FONT_SCALE",

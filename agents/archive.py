@@ -61,6 +61,25 @@ def path_kind(path: str | os.PathLike) -> str | None:
     return "file" if stat.S_ISREG(mode) else "directory" if stat.S_ISDIR(mode) else "other"
 
 
+_PACKAGE = Path(__file__).resolve().parent
+#: Where shipped models lie: the package's data (installed), then a source checkout's ``models/`` (``agents/`` beside
+#: it and ``pyproject.toml``).
+SHIPPED = (_PACKAGE / "models",) + (
+    (_PACKAGE.parent / "models",) if (_PACKAGE.parent / "pyproject.toml").is_file() else ()
+)
+
+
+def shipped_npz(name: str | os.PathLike, prefix: str) -> Path | None:
+    """The shipped model ``<prefix><name>.npz`` that a bare ``name`` (letters, digits and ``_``, and no path here)
+    names, as ``search:standard`` and ``jax:selfplay_standard`` do; ``None`` for anything else.
+    """
+    text = str(name)
+    if not (text and text.replace("_", "").isalnum() and text.isascii() and path_kind(text) is None):
+        return None
+    found = [folder / f"{prefix}{text}.npz" for folder in SHIPPED if path_kind(folder / f"{prefix}{text}.npz")]
+    return found[0] if found else None
+
+
 def npz_model_path(path: str | os.PathLike) -> tuple[Path, bool]:
     """``path``, or the ``model.npz`` of the run folder it names, and whether that is a ``.npz`` file.
 

@@ -26,11 +26,13 @@ import numpy as np
 
 from yacht_agents.archive import (
     READ_ERRORS,
+    SHIPPED,
     Refused,
     npz_model_path,
     open_zip,
     read_arrays,
     read_spec_json,
+    shipped_npz,
 )
 from yacht_agents.base import Agent
 from yacht_agents.ppo import MAX_ACTIONS, MAX_LAYER_WIDTH, MAX_LAYERS, MAX_MODEL_BYTES, MAX_OBSERVATION_SIZE
@@ -239,11 +241,7 @@ def shipped_params() -> dict[str, Path]:
     ``models/``). ``jax_standard`` is ``ppo:standard``'s network as JAX arrays, so that a JAX run starts from it
     without torch (``configs/jax_selfplay.yaml``).
     """
-    package = Path(__file__).resolve().parent
-    folders = [package / "models"]
-    if (package.parent / "pyproject.toml").is_file():  # a source checkout: agents/ beside models/
-        folders.append(package.parent / "models")
-    for folder in folders:
+    for folder in SHIPPED:
         found = {path.name[len("jax_") : -len(".npz")]: path for path in sorted(folder.glob("jax_*.npz"))}
         if found:
             return found
@@ -251,13 +249,15 @@ def shipped_params() -> dict[str, Path]:
 
 
 def resolve_params(path: str | Path) -> Path:
-    """The ``.npz`` file a ``jax:PATH`` spec names: the file itself, or a run folder's ``model.npz``.
+    """The ``.npz`` file a ``jax:PATH`` spec names: the file itself, a run folder's ``model.npz``, or a shipped model's
+    name (``selfplay_standard`` is ``models/jax_selfplay_standard.npz``: :func:`shipped_params`).
 
     Raises:
         ValueError: no such file or folder, a folder without ``model.npz``, or a path that cannot be looked up (too
             long, say).
     """
     text = str(path)
+    path = shipped_npz(text, "jax_") or path
     try:
         path, found = npz_model_path(path)
     except Refused as error:

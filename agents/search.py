@@ -37,9 +37,9 @@ from yacht_agents.archive import (
     Refused,
     npz_model_path,
     open_zip,
-    path_kind,
     read_arrays,
     read_spec_json,
+    shipped_npz,
 )
 from yacht_agents.base import Agent
 from yacht_env import rules as R
@@ -56,8 +56,6 @@ MAX_VALUE_MEMBERS = 2 * (MAX_LAYERS + 1)
 #: Points in one unit of the network's output (solo) and of its total inputs.
 POINTS_SCALE = 100.0
 _CHUNK = 1024  # contexts planned together: bounds the (contexts, 252, C) pick arrays to ~30 MB
-#: Where shipped models lie: the package's data (installed), then a source checkout's ``models/``.
-SHIPPED = (Path(__file__).resolve().parent / "models", Path(__file__).resolve().parent.parent / "models")
 
 
 class ValueSpec(NamedTuple):
@@ -160,9 +158,7 @@ def resolve_value(path: str | Path) -> Path:
         ValueError: nothing there, or a path that cannot be looked up.
     """
     text = str(path)
-    if text and text.replace("_", "").isalnum() and text.isascii() and path_kind(text) is None:
-        found = [folder / f"search_{text}.npz" for folder in SHIPPED if path_kind(folder / f"search_{text}.npz")]
-        path = found[0] if found else path
+    path = shipped_npz(text, "search_") or path
     try:
         path, found = npz_model_path(path)
     except Refused as error:

@@ -82,3 +82,15 @@ def test_a_file_without_an_end_record_is_left_to_zipfile(tmp_path):
     path.write_bytes(buffer.getvalue())
     with _open(path) as opened:
         assert opened.read("data") == b"x" * 1000
+
+
+def test_a_bare_name_finds_the_shipped_model_and_a_path_here_wins(tmp_path, monkeypatch):
+    from helpers import REPO
+
+    monkeypatch.chdir(tmp_path)
+    assert archive.shipped_npz("standard", "jax_") == REPO / "models" / "jax_standard.npz"
+    assert archive.shipped_npz("selfplay_standard", "search_") == REPO / "models" / "search_selfplay_standard.npz"
+    for name in ("nope", "", "../models/jax_standard", "models/jax_standard", "standard.npz", "stándard"):
+        assert archive.shipped_npz(name, "jax_") is None
+    (tmp_path / "standard").mkdir()  # a run folder of that name here: the spec names it, not the shipped model
+    assert archive.shipped_npz("standard", "jax_") is None

@@ -324,3 +324,27 @@ def test_a_table_network_sits_at_play_py_and_the_browser_table(table_policy):
     _, state = asyncio.run(one_move())
     names = [move["name"] for move in state["moves"]]
     assert len(names) > 1 and names[1:] == [spec] * (len(names) - 1)  # the person's pick, then the network's turn
+
+
+def test_the_shipped_self_play_model_sits_at_a_two_player_table_by_its_name(tmp_path):
+    agent = make_agent("jax:selfplay_standard", players=2)
+    assert agent.name == "jax:selfplay_standard" and agent.table_players == 2 and agent.spec.rules == "standard"
+    assert agent.observation_size == 79
+    with pytest.raises(ValueError, match=r"plays at a table of 2 players"):
+        make_agent("jax:selfplay_standard", players=3)
+    out = tmp_path / "h2h.json"
+    done = run_script(
+        "evaluate.py",
+        "--players",
+        "2",
+        "--agents",
+        "jax:selfplay_standard",
+        "greedy",
+        "--games",
+        "20",
+        "--json",
+        str(out),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(out.read_text())["head_to_head"]["jax:selfplay_standard vs greedy"]["games"] == 80

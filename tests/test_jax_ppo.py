@@ -623,10 +623,11 @@ def test_the_jax_budget_is_rounded_up_to_whole_updates():
 
 def test_the_shipped_jax_model_is_ppo_standards_network_and_loads_without_torch():
     pytest.importorskip("sb3_contrib")
-    from yacht_agents.jax_policy import load_params, shipped_params
+    from yacht_agents.jax_policy import load_params, resolve_params, shipped_params
     from yacht_lab.training.jax.init import sb3_params
 
-    assert set(shipped_params()) == {"standard"}
+    assert set(shipped_params()) == {"standard", "selfplay_standard"}
+    assert resolve_params("standard") == shipped_params()["standard"]  # jax:standard names it
     params, spec = load_params(shipped_params()["standard"])
     expected, expected_spec = sb3_params("standard")
     assert spec == expected_spec

@@ -352,7 +352,8 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
     models = {f"yacht_agents/models/ppo_{name}.zip" for name in shipped}
     searched = ("standard", "yahtzee", "selfplay_standard")
     models |= {f"yacht_agents/models/search_{name}.{ext}" for name in searched for ext in ("npz", "json")}
-    models |= {f"yacht_agents/models/jax_standard.{suffix}" for suffix in ("npz", "json")}  # ppo:standard for JAX
+    jaxed = ("standard", "selfplay_standard")  # ppo:standard as JAX arrays, the JAX self-play model
+    models |= {f"yacht_agents/models/jax_{name}.{ext}" for name in jaxed for ext in ("npz", "json")}
     configs = {
         f"yacht_lab/configs/{name}.yaml"
         for name in (

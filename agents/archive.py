@@ -71,12 +71,18 @@ SHIPPED = (_PACKAGE / "models",) + (
 
 def shipped_npz(name: str | os.PathLike, prefix: str) -> Path | None:
     """The shipped model ``<prefix><name>.npz`` that a bare ``name`` (letters, digits and ``_``, and no path here)
-    names, as ``search:standard`` and ``jax:selfplay_standard`` do; ``None`` for anything else.
+    names, as ``search:standard`` and ``jax:selfplay_standard`` do; ``None`` for anything else (a name that cannot
+    be looked up too: the caller's own lookup of the path says why).
     """
     text = str(name)
-    if not (text and text.replace("_", "").isalnum() and text.isascii() and path_kind(text) is None):
+    if not (text and text.replace("_", "").isalnum() and text.isascii()):
         return None
-    found = [folder / f"{prefix}{text}.npz" for folder in SHIPPED if path_kind(folder / f"{prefix}{text}.npz")]
+    try:
+        if path_kind(text) is not None:
+            return None
+        found = [folder / f"{prefix}{text}.npz" for folder in SHIPPED if path_kind(folder / f"{prefix}{text}.npz")]
+    except Refused:
+        return None
     return found[0] if found else None
 
 

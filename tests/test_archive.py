@@ -90,7 +90,14 @@ def test_a_bare_name_finds_the_shipped_model_and_a_path_here_wins(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     assert archive.shipped_npz("standard", "jax_") == REPO / "models" / "jax_standard.npz"
     assert archive.shipped_npz("selfplay_standard", "search_") == REPO / "models" / "search_selfplay_standard.npz"
-    for name in ("nope", "", "../models/jax_standard", "models/jax_standard", "standard.npz", "stándard"):
+    for name in ("nope", "", "../models/jax_standard", "models/jax_standard", "standard.npz", "stándard", "a" * 5000):
         assert archive.shipped_npz(name, "jax_") is None
     (tmp_path / "standard").mkdir()  # a run folder of that name here: the spec names it, not the shipped model
     assert archive.shipped_npz("standard", "jax_") is None
+
+
+def test_a_name_too_long_to_look_up_is_the_resolvers_one_value_error():
+    from yacht_agents.search import resolve_value
+
+    with pytest.raises(ValueError, match=r"^no search model at 'a.*': its path cannot be looked up \(File name"):
+        resolve_value("a" * 5000)

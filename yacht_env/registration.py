@@ -11,8 +11,6 @@ registered ones): ``gymnasium.make("Yahtzee-v0", rules="yatzy")`` plays Yatzy. N
 
 from __future__ import annotations
 
-import gymnasium
-
 from yacht_env.rules import PRESETS
 
 #: The entry points of the solo ids and of the versus ids: (one game, N games).
@@ -42,6 +40,8 @@ def env_id(preset: str, versus: bool = False) -> str:
 
 def register_envs() -> None:
     """Registers both ids of every preset with Gymnasium (an id already registered is left as it is)."""
+    import gymnasium  # here, not above: env_id names ids without gymnasium, for the JAX core's gymnax registry
+
     for preset in PRESETS:
         for versus, (entry_point, vector_entry_point) in ENTRY_POINTS.items():
             name = env_id(preset, versus)

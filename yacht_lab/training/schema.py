@@ -252,6 +252,10 @@ class SearchConfig:
     """Adam's step size at the start."""
     learning_rate_final: float = 1.0e-4
     """Adam's step size at the budget's end (linear in between; 0..``learning_rate``)."""
+    solo: str | None = None
+    """At a table: a solo search model of the same rules (what ``search:NAME`` names: a shipped name such as
+    ``standard``, a ``.npz`` or a run folder), learned from its own solo games, whose estimate of every sheet's points
+    still to come enters ``V``'s input (the saved model carries a copy; it is not trained further). ``null``: none."""
 
 
 @dataclass

@@ -166,12 +166,17 @@ class ValueNetwork:
         self._to_come: np.ndarray | None = None  # the solo network's points to come by sheet, filled as asked
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        """``(m,)`` float64: the values of feature rows ``x`` (points solo, a win chance at a table)."""
-        h = x
-        for w, b in self.layers[:-1]:
-            h = np.maximum(h @ w + b, 0.0)
-        w, b = self.layers[-1]
-        out = (h @ w + b)[:, 0].astype(np.float64)
+        """``(m,)`` float64: the values of feature rows ``x`` (points solo, a win chance at a table), on one BLAS
+        thread, so that a value, and every decision read from it, does not depend on the thread count.
+        """
+        with _one_blas_thread():
+            h = x
+            for w, b in self.layers[:-1]:
+                h = h @ w
+                h += b
+                np.maximum(h, 0.0, out=h)
+            w, b = self.layers[-1]
+            out = (h @ w + b)[:, 0].astype(np.float64)
         if self.spec.players > 1:
             return 1.0 / (1.0 + np.exp(-np.clip(out, -60.0, 60.0)))
         return out * POINTS_SCALE
@@ -215,6 +220,20 @@ class ValueNetwork:
         if self.solo is not None:
             out.update({f"solo_{k}": v for k, v in self.solo.arrays().items()})
         return out
+
+
+_BLAS = []
+
+
+def _one_blas_thread():
+    """A context in which numpy's BLAS runs on one thread: a matrix product's sums then run in one order whatever
+    the process's thread settings (``OPENBLAS_NUM_THREADS``, ...), so the agent's figures reproduce to the digit.
+    """
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 def layer_shapes(spec: ValueSpec) -> list[tuple[int, int]]:
@@ -358,29 +377,29 @@ class TurnPlanner:
         self.rules, self.players, self.value = rules, players, value
         c = rules.num_categories
         self._bits = (1 << np.arange(c)).astype(np.intp)
-        self._rolls = np.arange(R.NUM_ROLLS)[None, :, None]
-        self._categories = np.arange(c)[None, None, :]
         tables = R.pick_tables(rules)
-        self._plain = not rules.has_bonuses
-        self._score = tables.score.astype(np.float64)
-        # Yacht's presets: the distinct (category, score) pairs, solo one per category.
-        pairs = np.unique(
-            np.stack([np.broadcast_to(np.arange(c), tables.score.shape), tables.score], -1).reshape(-1, 2), axis=0
-        )
-        if players == 1:
-            pairs = np.stack([np.arange(c), np.zeros(c, dtype=np.intp)], axis=1)
-        self._class_category, self._class_points = pairs[:, 0], pairs[:, 1]
-        lookup = {(int(k), int(v)): i for i, (k, v) in enumerate(pairs)}
-        self._class_of = (
-            np.array(
-                [[lookup[(k, int(tables.score[r, k]))] for k in range(c)] for r in range(R.NUM_ROLLS)], dtype=np.intp
-            )
-            if players > 1
-            else np.zeros((R.NUM_ROLLS, c), dtype=np.intp)
-        )
-        self._boxes = int(max(tables.score.max(), tables.joker_score.max())) + 1
-        five = R.FIVE_OF_A_KIND_FACE > 0 if rules.yahtzee_bonus else np.zeros(R.NUM_ROLLS, dtype=bool)
-        self._five = five.astype(np.intp)[None, :, None]
+        # A pick's outcome and legality depend on the roll only through the category's score and, under the jokers
+        # and the Yahtzee bonus, the face of a five of a kind (pick_outcome, legal_picks): a category's rolls fall in
+        # classes of one (score, face), each valued once per context from one roll of its own.
+        face = R.FIVE_OF_A_KIND_FACE if rules.joker != "none" or rules.yahtzee_bonus else 0 * R.FIVE_OF_A_KIND_FACE
+        shape = (R.NUM_ROLLS, c)
+        keys = np.stack(
+            [np.broadcast_to(np.arange(c), shape), tables.score, np.broadcast_to(face[:, None], shape)], axis=-1
+        ).reshape(-1, 3)
+        classes, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        self._class_category = classes[:, 0].astype(np.intp)
+        self._class_roll = (first // c).astype(np.intp)
+        self._class_of = inverse.reshape(shape)
+        uppers, armeds = rules.bonus_shape
+        self._totals = R.max_total(rules) + 1 if players > 1 else 1
+        self._sheet_keys = (1 << c) * uppers * armeds * self._totals  # the distinct sheets
+
+    def _sheet_key(self, sheet: tuple) -> np.ndarray:
+        """One integer per sheet ``(open_mask, upper, armed, total)`` (solo the total is left out)."""
+        open_mask, upper, armed, total = sheet
+        uppers, armeds = self.rules.bonus_shape
+        key = (open_mask.astype(np.int64) * uppers + upper) * armeds + armed
+        return key * self._totals + total if self._totals > 1 else key
 
     def plan(self, own: tuple, opponents: tuple | None = None) -> Plan:
         """The turn of each context: ``own`` ``(open_mask, upper, armed, total)`` ``(n,)`` each, at a table
@@ -397,7 +416,7 @@ class TurnPlanner:
         return Plan(*(np.concatenate(p) for p in zip(*parts, strict=True)))
 
     def _plan(self, own: tuple, opponents: tuple | None) -> Plan:
-        pick = self._plain_picks(own, opponents) if self._plain else self._family_picks(own, opponents)
+        pick = self._picks(own, opponents)
         # The turn, rows (252 rolls, n contexts): V0 the best pick, then keeps with 1 and 2 re-rolls left.
         now = pick.max(axis=2).T[ROLL_ORDER]
         keep1 = expected_keeps(now)
@@ -408,80 +427,67 @@ class TurnPlanner:
         keep = np.stack([keep1.T, keep2.T], axis=1)[:, :, KEPT_ROW]  # (n, 2, 210) by KEPT index
         return Plan(pick, keep, start)
 
-    def _plain_picks(self, own: tuple, opponents: tuple | None) -> np.ndarray:
-        """The picks' values ``(n, 252, C)`` under Yacht's presets (no bonuses): a pick's points are its score, so its
-        afterstate is its category (solo) or its category and score (a table's class), the same in every context.
+    def _picks(self, own: tuple, opponents: tuple | None) -> np.ndarray:
+        """The picks' values ``(n, 252, C)``: each legal class of each context scored once by
+        :func:`yacht_env.rules.pick_outcome` from its roll, its afterstate valued by :meth:`afterstate_values`, and
+        spread to the class's rolls; solo a pick is worth its points plus ``V``, at a table ``V`` alone.
         """
-        open_mask, _, _, total = own
-        category, points = self._class_category, self._class_points
-        is_open = (open_mask[:, None] >> category & 1).astype(bool)  # (n, classes)
-        g, j = np.nonzero(is_open)
-        zero = np.zeros(len(g), dtype=np.intp)
-        after = (open_mask[g] & ~self._bits[category[j]], zero, zero, total[g] + points[j])
+        open_mask, upper, armed, total = own
+        category, roll = self._class_category, self._class_roll
+        legal = (R.legal_picks(self.rules, roll[None, :], open_mask[:, None]) >> category & 1).astype(bool)
+        g, j = np.nonzero(legal)
+        points, _, up, arm = R.pick_outcome(self.rules, roll[j], category[j], open_mask[g], upper[g], armed[g])
+        after = (open_mask[g] & ~self._bits[category[j]], up, arm, total[g] + points)
         theirs = None if opponents is None else tuple(x[g] for x in opponents)
-        values = np.full(is_open.shape, -np.inf)
-        values[g, j] = self.afterstate_values(after, theirs)
-        if self.players == 1:  # one class per category: its score plus the value of the sheet without it
-            return self._score[None] + values[:, None, :]
+        values = np.full(legal.shape, -np.inf)
+        values[g, j] = self.afterstate_values(after, theirs) + (points if self.players == 1 else 0)
         return values[:, self._class_of]
 
-    def _family_picks(self, own: tuple, opponents: tuple | None) -> np.ndarray:
-        """The picks' values ``(n, 252, C)`` under the family's rules: :func:`yacht_env.rules.pick_outcome` for
-        every roll and category of each context, ``V`` once per distinct afterstate.
-        """
-        rules, c = self.rules, self.rules.num_categories
-        open_mask, upper, armed, total = own
-        n = len(open_mask)
-        o, u, a = (x[:, None, None] for x in (open_mask, upper, armed))
-        shape = (n, R.NUM_ROLLS, c)
-        rolls = np.broadcast_to(self._rolls, shape)
-        outcome = R.pick_outcome(rules, rolls, self._categories, o, u, a)
-        points, box, up, arm = (np.broadcast_to(x, shape) for x in outcome)
-        legal = (R.legal_picks(rules, self._rolls, o) >> self._categories & 1).astype(bool)
-        legal = np.broadcast_to(legal, (n, R.NUM_ROLLS, c))
-        # The distinct afterstates of each context, one key each: solo (category, upper, armed); at a table the
-        # pick's class (category, box, five of a kind or not), which fixes its points, upper and armed in a context.
-        table = self.players > 1
-        if table:
-            key = (self._five * c + self._categories) * self._boxes + box
-            size = 2 * c * self._boxes
-        else:
-            key = (self._categories * rules.bonus_shape[0] + up) * 2 + arm
-            size = c * rules.bonus_shape[0] * 2
-        flat = np.arange(n)[:, None, None] * size + key
-        entry = np.full(n * size, -1, dtype=np.intp)
-        entry[flat[legal]] = np.flatnonzero(legal)  # an entry of each afterstate (any: they are equal)
-        at = np.flatnonzero(entry >= 0)
-        g, r, k = np.unravel_index(entry[at], shape)
-        after = (open_mask[g] & ~self._bits[k], up[g, r, k], arm[g, r, k], total[g] + points[g, r, k])
-        theirs = None if opponents is None else tuple(x[g] for x in opponents)
-        values = np.zeros(n * size)
-        values[at] = self.afterstate_values(after, theirs)
-        pick = np.where(legal, values[flat], -np.inf)
-        if not table:
-            pick = pick + points
-        return pick
-
     def afterstate_values(self, own: tuple, opponents: tuple | None) -> np.ndarray:
-        """``V`` of afterstates (:func:`features`' arguments), exact where nothing is left to play: solo, every box
-        filled (0); at a table, every sheet filled (the result, ties split).
+        """``V`` of afterstates (:func:`features`' arguments), each distinct one valued once; exact where nothing is
+        left to play: solo, every box filled (0); at a table, every sheet filled (the result, ties split).
         """
-        open_mask = np.asarray(own[0])
-        if self.players == 1:
-            done = open_mask == 0
-            values = np.zeros(len(open_mask))
-            if not done.all():
-                values[~done] = self.value.values(tuple(np.asarray(x)[~done] for x in own))
-            return values
-        opponents = tuple(np.asarray(x) for x in opponents)
-        done = (open_mask == 0) & (opponents[0] == 0).all(axis=1)
-        values = np.empty(len(open_mask))
-        if (~done).any():
-            rows = tuple(np.asarray(x)[~done] for x in own)
-            values[~done] = self.value.values(rows, tuple(x[~done] for x in opponents))
-        if done.any():
-            values[done] = result(np.asarray(own[3])[done], opponents[3][done])
+        own = tuple(np.asarray(x, dtype=np.intp) for x in own)
+        table = self.players > 1
+        opponents = tuple(np.asarray(x, dtype=np.intp) for x in opponents) if table else ()
+        done = own[0] == 0
+        if table:
+            done &= (opponents[0] == 0).all(axis=1)
+        values = np.zeros(len(done))
+        if table and done.any():
+            values[done] = result(own[3][done], opponents[3][done])
+        playing = np.flatnonzero(~done)
+        if len(playing):
+            # The distinct afterstates: each seat's sheet (solo without its total, which is not read) one integer.
+            seats = [self._sheet_key(tuple(x[playing] for x in own))]
+            seats += [self._sheet_key(tuple(x[playing, j] for x in opponents)) for j in range(self.players - 1)]
+            first, inverse = _distinct(seats, self._sheet_keys)
+            at = playing[first]
+            mine = tuple(x[at] for x in own)
+            values[playing] = self.value.values(mine, tuple(x[at] for x in opponents) if table else None)[inverse]
         return values
+
+
+def _distinct(keys: list[np.ndarray], radix: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of integer columns ``keys`` (each in ``[0, radix)``): ``(first, inverse)``, the index of
+    each distinct row's first occurrence and each row's distinct row, as :func:`numpy.unique` gives them.
+    """
+    per_word = max(1, int(63 // max(radix - 1, 1).bit_length()))
+    words = []
+    for start in range(0, len(keys), per_word):
+        word = keys[start]
+        for key in keys[start + 1 : start + per_word]:
+            word = word * radix + key
+        words.append(word)
+    if len(words) == 1:
+        _, first, inverse = np.unique(words[0], return_index=True, return_inverse=True)
+        return first, inverse.reshape(-1)
+    order = np.lexsort(words[::-1])
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = np.any([w[order][1:] != w[order][:-1] for w in words], axis=0)
+    inverse = np.empty(len(order), dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
 
 
 def result(total: np.ndarray, opponent_total: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from yacht_agents.search import TurnPlanner, decide, layer_shapes, result
+from yacht_agents.search import TurnPlanner, decide, result
 from yacht_env import rules as R
 from yacht_env.turn_rows import KEEP_PROPER, NUM_PROPER_KEPT
 
@@ -61,7 +61,7 @@ def play(planner: TurnPlanner, tables: int, rng: np.random.Generator, td_lambda:
     open_mask = np.full((tables, p), rules.all_open, dtype=np.intp)
     upper, armed, total = (np.zeros((tables, p), dtype=np.intp) for _ in range(3))
     network = planner.value
-    x = np.zeros((c, p, tables, layer_shapes(network.spec)[0][0]), dtype=np.float32)
+    x = None  # (C, P, tables, F): made once the first rows give F
     start = np.zeros((c, p, tables))
     reward = np.zeros((c, p, tables))
     for turn in range(c):
@@ -82,7 +82,10 @@ def play(planner: TurnPlanner, tables: int, rng: np.random.Generator, td_lambda:
             reward[turn, seat] = points
             after = (open_mask[:, seat], upper[:, seat], armed[:, seat], total[:, seat])
             theirs = tuple(a[:, others] for a in (open_mask, upper, armed, total)) if p > 1 else None
-            x[turn, seat] = network.features(after, theirs)
+            rows = network.features(after, theirs)
+            if x is None:
+                x = np.zeros((c, p, tables, rows.shape[1]), dtype=np.float32)
+            x[turn, seat] = rows
     # TD(lambda) targets, backwards: per seat, from its last afterstate.
     target = np.zeros((c, p, tables))
     solo = p == 1

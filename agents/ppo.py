@@ -495,6 +495,11 @@ class PPOAgent(Agent):
         ValueError: an unknown name, the file is missing, is not a loadable MaskablePPO model, or has other spaces.
     """
 
+    #: The torch threads ``act`` runs on, the process's own setting restored after: a small MLP runs fastest on one,
+    #: and more only contend for the cores (10x slower on a busy two-core machine). ``benchmarks/agent_speed.py
+    #: --threads N`` sets it to N, as it sets the BLAS threads of the numpy agents.
+    torch_threads: int = 1
+
     def __init__(self, path: str | Path, rules: str | R.Rules = "standard", name: str | None = None) -> None:
         super().__init__(name or f"ppo:{path}", rules)
         self.path = resolve_model(path)
@@ -547,10 +552,8 @@ class PPOAgent(Agent):
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         import torch
 
-        # A small MLP runs fastest on one thread; more only contend for the cores (10x slower on a busy
-        # two-core machine). The process's setting is restored after.
         threads = torch.get_num_threads()
-        torch.set_num_threads(1)
+        torch.set_num_threads(self.torch_threads)
         try:
             actions, _ = self.model.predict(observations, action_masks=action_masks, deterministic=True)
         finally:

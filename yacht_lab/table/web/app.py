@@ -62,7 +62,7 @@ from yacht_lab.table.web.replays import (
     UPLOAD_GRACE_SECONDS,
     ReplayStore,
 )
-from yacht_lab.table.web.seats import offered_agents
+from yacht_lab.table.web.seats import model_tables, offered_agents
 from yacht_lab.table.web.visitors import TrustedProxies, VisitorIds, client_of
 
 COOKIE = "yacht_visitor"
@@ -166,6 +166,7 @@ class Api:
         return {
             "presets": presets,
             "agents": await run_in_threadpool(offered_agents, self.allowed_agents),
+            "tables": await run_in_threadpool(model_tables),
             "coach_modes": list(COACH_MODES),
             "max_seats": MAX_SEATS,
         }

@@ -1,15 +1,18 @@
 """The seats of the browser table: the shipped search models (offered for the rules and table each plays, found in
-``models/``, typed by name whatever lies at that name in the server's folder), a ``#LABEL`` that is not one, and what
-a network at the table may cost (a parameter budget).
+``models/``, typed by name whatever lies at that name in the server's folder), a ``#LABEL`` that is not one, what a
+network at the table may cost (a parameter budget), and ``yacht-web``'s ``--agent``, each loaded before the server
+answers anyone.
 """
 
 from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 
 from yacht_agents import make_agent
+from yacht_agents.search import ValueNetwork, ValueSpec, layer_shapes, save_value
 from yacht_lab.table.web import seats
 from yacht_lab.table.web.games import WebError, new_game
 
@@ -30,6 +33,13 @@ def _client():
     from yacht_lab.table.web.app import create_app
 
     return TestClient(create_app(allowed_hosts=["testserver"]))
+
+
+def _network(arch: list[int], rules: str = "standard", players: int = 1) -> ValueNetwork:
+    spec = ValueSpec(rules, players, tuple(arch))
+    rng = np.random.default_rng(0)
+    layers = [(rng.normal(0, 0.05, (a, b)).astype(np.float32), np.zeros(b, np.float32)) for a, b in layer_shapes(spec)]
+    return ValueNetwork(spec, layers)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -130,3 +140,83 @@ def test_a_label_that_is_not_one_is_refused_as_a_label(spec, label):
 def test_a_hash_in_a_spec_that_does_not_sit_says_what_it_says_without_the_hash():
     with pytest.raises(WebError, match=r"reads a file: the table seats it only if the server was started with it"):
         new_game({"seats": ["human", "jax:/etc/x#\u202e"]})  # no word on the path, label or not
+
+
+# --------------------------------------------------------------------------------------------------
+# yacht-web --agent, --max-agent-params, --trusted-proxy
+# --------------------------------------------------------------------------------------------------
+@pytest.fixture
+def served(monkeypatch):
+    """What ``yacht-web`` serves (the server is not started): ``[(app, limits)]``."""
+    pytest.importorskip("starlette")
+    pytest.importorskip("uvicorn")
+    from yacht_lab.table.web import server
+
+    calls = []
+
+    def serve(app, listener, **limits):
+        listener.close()
+        calls.append((app, limits))
+
+    monkeypatch.setattr(server, "serve", serve)
+    return calls
+
+
+def _yacht_web(args: list[str], capsys) -> tuple[int, str]:
+    from yacht_lab.scripts import web
+
+    status = web.main([*args, "--port", "0"], prog="yacht-web")
+    return status, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("search:nope", "no search model at 'nope': expected a .npz file (with its .json), a run folder or a shipped"),
+        ("jax:nope", "no JAX policy at 'nope'"),
+    ],
+)
+def test_yacht_web_loads_every_agent_before_serving(spec, message, served, capsys):
+    """Round seven: ``--agent search:nope`` started, and put the bad spec in every visitor's menu."""
+    if spec.startswith("jax:"):
+        pytest.importorskip("jax")
+    status, err = _yacht_web(["--agent", spec], capsys)
+    assert (status, served) == (2, [])
+    assert err.count("\n") == 1 and err.startswith("yacht-web: error: ") and message in err
+
+
+@pytest.mark.parametrize(
+    "spec", ["search:yahtzee", "search:selfplay_standard", pytest.param("ppo:yahtzee", marks=pytest.mark.slow)]
+)
+def test_yacht_web_loads_a_model_at_the_rules_it_plays(spec, served, capsys):
+    if spec.startswith("ppo:"):
+        pytest.importorskip("sb3_contrib")
+    assert _yacht_web(["--agent", spec], capsys)[0] == 0
+    from starlette.testclient import TestClient
+
+    options = TestClient(served[0][0], base_url="http://127.0.0.1").get("/api/options").json()
+    assert spec in options["agents"]
+
+
+def test_yacht_web_refuses_a_network_over_its_parameter_budget(tmp_path, served, capsys):
+    """Round seven: a valid 3 x 2048 search network played 10 times slower than the shipped one, for every visitor who
+    seated it. (Here: 2 x 1024, over the budget too.)"""
+    path = save_value(tmp_path / "heavy.npz", _network([1024, 1024]))
+    status, err = _yacht_web(["--agent", f"search:{path}"], capsys)
+    assert status == 2 and err.count("\n") == 1
+    assert "its network has 1,064,961 parameters, over the table's budget of 1,000,000" in err
+    assert _yacht_web(["--agent", f"search:{path}", "--max-agent-params", "2000000"], capsys)[0] == 0
+    status, err = _yacht_web(["--agent", "search:standard", "--max-agent-params", "50000"], capsys)
+    assert status == 2 and "its network has 69,633 parameters, over the table's budget of 50,000" in err
+
+
+def test_yacht_web_reads_a_trusted_proxys_address(served, capsys):
+    assert _yacht_web(["--trusted-proxy", "127.0.0.1", "--trusted-proxy", "10.0.0.0/8"], capsys)[0] == 0
+    proxies = served[0][1]["trusted_proxies"]
+    assert proxies.trusts("10.1.2.3") and proxies.trusts("127.0.0.1") and not proxies.trusts("192.0.2.1")
+    with pytest.raises(SystemExit) as exit:
+        _yacht_web(["--trusted-proxy", "proxy.example"], capsys)
+    err = capsys.readouterr().err
+    assert exit.value.code == 2 and err == (
+        "yacht-web: error: argument --trusted-proxy: 'proxy.example' is not an IP address or network\n"
+    )

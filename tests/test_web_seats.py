@@ -128,6 +128,7 @@ def test_the_budget_counts_a_shipped_models_parameters_as_its_network_has_them()
         ("ppo:standard#a b", "'a b'"),
         ("win:3#" + "x" * 33, "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'"),
         ("greedy#", "''"),
+        ("optimal#2#\u202ex", "'\\u202ex'"),  # after a label
     ],
 )
 def test_a_label_that_is_not_one_is_refused_as_a_label(spec, label):

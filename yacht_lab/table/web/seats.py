@@ -226,17 +226,17 @@ def offered_agents(allowed_agents: tuple[str, ...] = ()) -> list[str]:
     return offered
 
 
-def spec_refusal(spec: str, allowed_agents: tuple[str, ...] = ()) -> str | None:
+def spec_refusal(spec: str, allowed_agents: tuple[str, ...] = (), labels: bool = True) -> str | None:
     """Why a visitor may not seat ``spec``, or ``None``: every kind that reads a file (all but
     :data:`yacht_agents.FILELESS_KINDS`, so a kind added later is refused until it is listed there) sits only as
     the server allowed it (``allowed_agents``, with any ``#LABEL``), or as a shipped model (:func:`shipped_seats`);
-    a ``#`` followed by what is not a label, after a spec that sits, is refused as a label.
+    where ``labels``, a ``#`` followed by what is not a label, after a spec that sits, is refused as a label.
     """
     if len(spec) > 300:
         return "an agent spec is at most 300 characters"
     base, hash_sign, label = spec.rpartition("#")
-    if hash_sign and base and unlabelled(spec) == spec and spec not in allowed_agents:
-        if spec_refusal(base, allowed_agents) is None:
+    if labels and hash_sign and base and unlabelled(spec) == spec and spec not in allowed_agents:
+        if spec_refusal(base, allowed_agents, labels=False) is None:
             return f"agent {shown(spec)}: a seat's label (after #) is 1 to 32 letters, digits, _ or -: {shown(label)}"
     try:
         kind, argument = parse_spec(spec)

@@ -34,28 +34,47 @@ class ShippedModel(NamedTuple):
 
 def shipped_search_models() -> dict[str, ShippedModel]:
     """The search models that come with the package, by name (``models/search_<name>.npz`` and its ``.json``: the
-    package data installed, a source checkout's ``models/``), as their ``.json`` describes them; one whose ``.json``
-    cannot be read is left out (reading its network, when a seat takes it, checks everything).
+    package data installed, a source checkout's ``models/``), each read once (again if its files change) through the
+    search agent's own loader; one that cannot be read is left out.
     """
-    from yacht_agents.archive import READ_ERRORS, SHIPPED, read_spec_json
-    from yacht_agents.search import FORMAT, ValueSpec, layer_shapes
+    from yacht_agents.archive import SHIPPED
 
     for folder in SHIPPED:
         found = {}
         for path in sorted(folder.glob("search_*.npz")):
             name = path.name[len("search_") : -len(".npz")]
-            if not (name.isascii() and name.replace("_", "").isalnum()):
-                continue  # not a name a spec can give
-            try:
-                meta = read_spec_json(path.with_suffix(".json"), FORMAT)
-                spec = ValueSpec(meta["rules"], meta["players"], tuple(meta["net_arch"]))
-                size = sum(a * b + b for a, b in layer_shapes(spec))
-            except (*READ_ERRORS, LookupError, TypeError, ValueError):  # Refused is a ValueError
-                continue
-            found[name] = ShippedModel(path, spec.rules, spec.players if spec.players > 1 else None, size)
+            model = _shipped_model(path) if name.isascii() and name.replace("_", "").isalnum() else None
+            if model is not None:
+                found[name] = model
         if found:
             return found
     return {}
+
+
+#: The shipped models read, by path: ``(the files' sizes and times, the model or None)``.
+_SHIPPED_READ: dict[Path, tuple[tuple, ShippedModel | None]] = {}
+
+
+def _shipped_model(path: Path) -> ShippedModel | None:
+    from yacht_agents.search import load_value
+
+    try:
+        stamp = tuple((s.st_mtime_ns, s.st_size) for s in (path.stat(), path.with_suffix(".json").stat()))
+    except OSError:
+        return None
+    read = _SHIPPED_READ.get(path)
+    if read is not None and read[0] == stamp:
+        return read[1]
+    try:
+        network = load_value(path)
+    except ValueError:  # any file the loader refuses
+        model = None
+    else:
+        spec = network.spec
+        size = sum(int(array.size) for array in network.arrays().values())
+        model = ShippedModel(path, spec.rules, spec.players if spec.players > 1 else None, size)
+    _SHIPPED_READ[path] = (stamp, model)
+    return model
 
 
 def shipped_seats() -> dict[str, list[str]]:
@@ -85,8 +104,8 @@ def model_tables() -> dict[str, dict]:
 def network_parameters(agent) -> int | None:
     """How many parameters ``agent``'s network has (a search, JAX or PPO agent), or ``None`` (no network)."""
     network = getattr(agent, "network", None)
-    if network is not None and hasattr(network, "layers"):  # search: [(w, b), ...]
-        return sum(int(w.size) + int(b.size) for w, b in network.layers)
+    if network is not None and hasattr(network, "arrays"):  # search: its weights as it saves them
+        return sum(int(array.size) for array in network.arrays().values())
     model = getattr(agent, "model", None)
     if model is not None and hasattr(model, "policy"):  # PPO: a torch module
         return sum(int(p.numel()) for p in model.policy.parameters())

@@ -521,9 +521,10 @@ def test_a_table_run_reads_its_own_solo_network(tmp_path):
 def test_the_browser_seats_a_search_model_only_where_its_server_allowed_it():
     from yacht_lab.table.web.games import WebError, check_spec
 
-    check_spec("search:standard", ("search:standard",))
-    with pytest.raises(WebError, match="reads a file: the table seats it only if the server was started with it"):
-        check_spec("search:standard")
+    check_spec("search:runs/x", ("search:runs/x",))
+    check_spec("search:standard")  # a shipped model (tests/test_web_seats.py)
+    with pytest.raises(WebError, match="the table seats the shipped models .* and those the server was started with"):
+        check_spec("search:runs/x")
 
 
 def test_the_games_targets_are_td_lambda_of_their_own_turns():

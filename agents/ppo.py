@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_member
-from yacht_agents.base import Agent
+from yacht_agents.base import Agent, outdated_table_view
 from yacht_env import rules as R
 from yacht_env.util import is_bare_name
 
@@ -534,6 +534,7 @@ class PPOAgent(Agent):
                 f"{action_space}; Yacht-v0 of the {self.rules.name!r} rules has Box(0, 1, ({self.encoder.size},)) and "
                 f"Discrete({num_actions}), "
                 f"YachtVersus-v0 a table's view of {sorted(s for s in sizes if s != self.encoder.size)} values"
+                + (outdated_table_view(self.rules, shape[0]) if shape is not None and len(shape) == 1 else "")
             )
         self.table_players = sizes[shape[0]]
         trained = getattr(self.model.policy, "rules", None)  # an OddsPolicy knows its preset (its odds tables)

@@ -556,8 +556,7 @@ class SearchAgent(Agent):
         else:
             view = self.view.decode(observations)
             roll, rolls_left, open_mask, upper, armed, total = (np.asarray(x, dtype=np.intp) for x in view[:6])
-            zeros = np.zeros_like(view.opponent_open)  # SHIM until TableView has them
-            theirs = (view.opponent_open, getattr(view, "opponent_upper", zeros), getattr(view, "opponent_armed", zeros), view.opponent_total)
+            theirs = (view.opponent_open, view.opponent_upper, view.opponent_armed, view.opponent_total)
             context = np.concatenate([np.stack([open_mask, upper, armed, total], axis=1), *theirs], axis=1)
         plan, index = self._plans(np.ascontiguousarray(context, dtype=np.intp))
         return decide(plan, index, roll, rolls_left, action_masks)

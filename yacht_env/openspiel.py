@@ -36,7 +36,7 @@ Only at the end (OpenSpiel's terminal reward model, which its ``MCTSBot`` and Al
 ## Observations
 * ``observation_tensor(p)``: what seat ``p`` sees in the PettingZoo env (``MultiplayerEncoder``'s view; one
   player: ``Yacht-v0``'s flat observation), so a policy trained there reads it unchanged. Its dice part (the dice,
-  face counts, rolls left and what each box would score now: the first ``rules.flat_layout()["open"].start`` values)
+  face counts, rolls left and what each box would score now: the first ``flat_layout(rules)["open"].start`` values)
   is all zeros where that seat's dice are not showing: another seat is on turn, the dice are falling, or the game
   is over.
 * ``information_state_tensor(p)``: the whole table (``MultiplayerEncoder.state``, the PettingZoo env's ``state()``),

@@ -544,3 +544,17 @@ def test_the_games_targets_are_td_lambda_of_their_own_turns():
     batch = play(exact, 8, np.random.default_rng(5), 0.0)
     masks = (batch.x[:, :12] > 0.5).astype(np.int64) @ (1 << np.arange(12))
     np.testing.assert_allclose(batch.y, exact_value(rules)[1][masks], atol=1e-9)
+
+
+@pytest.mark.slow
+def test_the_trainer_speed_benchmark_prints_every_table_config(tmp_path):
+    out = tmp_path / "speed.json"
+    done = run_script("benchmarks/search_trainer_speed.py", "--repeats", "1", "--json", str(out), timeout=900)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())["rows"]
+    configs = {row["config"] for row in rows}
+    assert {"search_selfplay", "search_selfplay_yahtzee", "search_selfplay3_standard"} <= configs
+    assert all(row["self_play_turns_per_second"] > row["iteration_turns_per_second"] > 0 for row in rows)
+    assert "self-play turns per CPU second" in done.stdout
+    bad = run_script("benchmarks/search_trainer_speed.py", "--configs", "nope")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no shipped config 'nope'" in bad.stderr

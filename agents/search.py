@@ -165,30 +165,40 @@ class ValueNetwork:
             raise ValueError(f"the solo network does not fit the spec {spec}")
         self._to_come: np.ndarray | None = None  # the solo network's points to come by sheet, filled as asked
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        """``(m,)`` float64: the values of feature rows ``x`` (points solo, a win chance at a table), on one BLAS
-        thread, so that a value, and every decision read from it, does not depend on the thread count.
+    def __call__(self, x: np.ndarray, exact: bool = False) -> np.ndarray:
+        """``(m,)`` float64: the values of feature rows ``x`` (points solo, a win chance at a table).
+
+        The products run on one BLAS thread. ``exact``: in float64 (the float32 weights exactly), each value then
+        rounded to float32, so that a row's value does not depend on the thread count nor on the rows beside it in
+        ``x`` (float32 products do, in their last bits: a matrix product's blocking differs with the batch).
         """
+        layers = self.layers
+        if exact:
+            if not hasattr(self, "_exact_layers"):
+                self._exact_layers = [(w.astype(np.float64), b.astype(np.float64)) for w, b in self.layers]
+            layers, x = self._exact_layers, np.asarray(x, dtype=np.float64)
         with _one_blas_thread():
             h = x
-            for w, b in self.layers[:-1]:
+            for w, b in layers[:-1]:
                 h = h @ w
                 h += b
                 np.maximum(h, 0.0, out=h)
-            w, b = self.layers[-1]
-            out = (h @ w + b)[:, 0].astype(np.float64)
+            w, b = layers[-1]
+            out = (h @ w + b)[:, 0]
         if self.spec.players > 1:
-            return 1.0 / (1.0 + np.exp(-np.clip(out, -60.0, 60.0)))
-        return out * POINTS_SCALE
+            out = 1.0 / (1.0 + np.exp(-np.clip(out.astype(np.float64), -60.0, 60.0)))
+        else:
+            out = out.astype(np.float64) * POINTS_SCALE
+        return out.astype(np.float32).astype(np.float64) if exact else out
 
     def features(self, own: tuple, opponents: tuple | None = None) -> np.ndarray:
         """:func:`features` of afterstates in this network's encoding (its solo network's points to come included)."""
         to_come = self.solo.to_come if self.solo is not None else None
         return features(self.rules, self.spec.players, own, opponents, self.spec.features, to_come)
 
-    def values(self, own: tuple, opponents: tuple | None = None) -> np.ndarray:
-        """``(m,)``: ``V`` of afterstates (:func:`features`' arguments)."""
-        return self(self.features(own, opponents))
+    def values(self, own: tuple, opponents: tuple | None = None, exact: bool = False) -> np.ndarray:
+        """``(m,)``: ``V`` of afterstates (:func:`features`' arguments; ``exact`` as :meth:`__call__`)."""
+        return self(self.features(own, opponents), exact)
 
     def to_come(self, open_mask: np.ndarray, upper: np.ndarray, armed: np.ndarray) -> np.ndarray:
         """A solo network's points still to come of sheets (``(m,)`` each; every box filled: 0), each sheet valued
@@ -208,7 +218,7 @@ class ValueNetwork:
             playing = o != 0
             if playing.any():
                 own = (o[playing], u[playing], a[playing], np.zeros(int(playing.sum()), dtype=np.intp))
-                values[playing] = self(features(self.rules, 1, own))
+                values[playing] = self(features(self.rules, 1, own), exact=True)
             self._to_come[missing] = values
         return self._to_come[index]
 
@@ -370,11 +380,16 @@ class TurnPlanner:
 
     Args:
         rules, players: The game and the table (1: solo).
-        value: A :class:`ValueNetwork` (its ``values(own, opponents) -> (m,)`` float64 is called once per :meth:`plan`).
+        value: A :class:`ValueNetwork` (its ``values(own, opponents, exact) -> (m,)`` float64 is called once per
+            :meth:`plan`).
+        exact: Plan as the agent plays: ``V`` in float64 rounded to float32 (:meth:`ValueNetwork.__call__`) and the
+            keeps' values rounded to float32, so that a decision does not depend on the thread count nor on the other
+            contexts of the batch (the expectimax's sums differ in their last float64 bits with them); ties go to the
+            first action (:func:`decide`). The trainer's games plan in float32 (faster), not exactly.
     """
 
-    def __init__(self, rules: R.Rules, players: int, value) -> None:
-        self.rules, self.players, self.value = rules, players, value
+    def __init__(self, rules: R.Rules, players: int, value, exact: bool = False) -> None:
+        self.rules, self.players, self.value, self.exact = rules, players, value, exact
         c = rules.num_categories
         self._bits = (1 << np.arange(c)).astype(np.intp)
         tables = R.pick_tables(rules)
@@ -425,6 +440,8 @@ class TurnPlanner:
         (best,) = best_keeps([keep2.copy()])
         start = FIRST_ROLL @ np.maximum(best, now)
         keep = np.stack([keep1.T, keep2.T], axis=1)[:, :, KEPT_ROW]  # (n, 2, 210) by KEPT index
+        if self.exact:
+            keep, start = (x.astype(np.float32).astype(np.float64) for x in (keep, start))
         return Plan(pick, keep, start)
 
     def _picks(self, own: tuple, opponents: tuple | None) -> np.ndarray:
@@ -464,7 +481,8 @@ class TurnPlanner:
             first, inverse = _distinct(seats, self._sheet_keys)
             at = playing[first]
             mine = tuple(x[at] for x in own)
-            values[playing] = self.value.values(mine, tuple(x[at] for x in opponents) if table else None)[inverse]
+            theirs = tuple(x[at] for x in opponents) if table else None
+            values[playing] = self.value.values(mine, theirs, self.exact)[inverse]
         return values
 
 
@@ -539,7 +557,7 @@ class SearchAgent(Agent):
             raise ValueError(f"the search model {where} plays the {spec.rules!r} rules, not {self.rules.name!r}")
         self.table_players = spec.players if spec.players > 1 else None
         self.view = MultiplayerEncoder(self.rules, spec.players) if spec.players > 1 else None
-        self.planner = TurnPlanner(self.rules, spec.players, self.network)
+        self.planner = TurnPlanner(self.rules, spec.players, self.network, exact=True)
         self._cache: tuple[dict[bytes, int], Plan | None] = ({}, None)
 
     @classmethod

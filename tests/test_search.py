@@ -111,16 +111,23 @@ def test_the_planner_values_every_pick_as_the_brute_force_does(preset, players, 
     np.testing.assert_allclose(plan.pick, brute_picks(rules, players, value, own, opponents), rtol=1e-6, atol=2e-5)
 
 
-def test_a_value_does_not_depend_on_the_blas_thread_count():
+@pytest.mark.parametrize("preset, players, version", [("standard", 1, 1), ("yahtzee", 2, 2), ("standard", 3, 2)])
+def test_the_agents_plan_of_a_context_depends_on_nothing_else(preset, players, version):
     from threadpoolctl import threadpool_limits
 
-    net = network("yahtzee", 2, (256, 256), version=2, solo=network("yahtzee", 1, (64,), seed=4))
-    x = np.random.default_rng(0).random((20_000, layer_shapes(net.spec)[0][0]), dtype=np.float32)
-    with threadpool_limits(1, user_api="blas"):
-        one = net(x)
-    with threadpool_limits(2, user_api="blas"):
-        two = net(x)
-    np.testing.assert_array_equal(one, two)
+    rules = R.get_rules(preset)
+    solo = network(preset, 1, (64,), seed=4) if version == 2 else None
+    net = network(preset, players, (256, 256), seed=2, version=version, solo=solo)
+    own, theirs = random_contexts(rules, players, 40, seed=3)
+    planner = TurnPlanner(rules, players, net, exact=True)  # the agent's
+    batch = planner.plan(own, theirs)
+    for i in range(0, 40, 9):  # one context alone, on one thread or two: the very same values
+        for threads in (1, 2):
+            with threadpool_limits(threads, user_api="blas"):
+                alone = planner.plan(*(None if x is None else tuple(a[i : i + 1] for a in x) for x in (own, theirs)))
+            for part, whole in zip(alone, batch, strict=True):
+                np.testing.assert_array_equal(part[0], whole[i])
+    assert SearchAgent(net, rules, "search").planner.exact
 
 
 def test_a_table_network_reads_every_seats_bonus_progress_and_points_to_come():
@@ -179,7 +186,7 @@ class ExactValue:
     def features(self, own, opponents=None):
         return features(self.rules, 1, own)
 
-    def values(self, own, opponents=None):
+    def values(self, own, opponents=None, exact=False):
         open_mask, upper, armed, _ = own
         return self.start[open_mask, upper, armed] if self.rules.has_bonuses else self.start[open_mask]
 

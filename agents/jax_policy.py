@@ -28,6 +28,7 @@ from yacht_agents.archive import (
     READ_ERRORS,
     SHIPPED,
     Refused,
+    missing_npz,
     npz_model_path,
     open_zip,
     read_arrays,
@@ -263,7 +264,7 @@ def resolve_params(path: str | Path) -> Path:
     except Refused as error:
         raise ValueError(f"no JAX policy at {text!r}: {error}") from None
     if not found:
-        raise ValueError(f"no JAX policy at {str(path)!r}: expected a .npz file (with its .json) or a run folder")
+        raise ValueError(f"no JAX policy at {text!r}: {missing_npz(text, 'jax', 'jax_')}")
     return path
 
 

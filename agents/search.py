@@ -37,6 +37,7 @@ import numpy as np
 from yacht_agents.archive import (
     READ_ERRORS,
     Refused,
+    missing_npz,
     npz_model_path,
     open_zip,
     read_arrays,
@@ -273,9 +274,7 @@ def resolve_value(path: str | Path) -> Path:
     except Refused as error:
         raise ValueError(f"no search model at {text!r}: {error}") from None
     if not found:
-        raise ValueError(
-            f"no search model at {text!r}: expected a .npz file (with its .json), a run folder or a shipped name"
-        )
+        raise ValueError(f"no search model at {text!r}: {missing_npz(text, 'search', 'search_')}")
     return path
 
 

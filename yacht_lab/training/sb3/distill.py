@@ -316,7 +316,9 @@ def train_distill(config: TrainConfig, output_dir="runs", resume=None, **options
             **settings,
         )
         run.start()
-        _iterate(config, trainer, DistillState(model), run)
+        state = DistillState(model)
+        _iterate(config, trainer, state, run)
+        run.check_free_space(state, "model.zip")
         save_atomically(model, run.dir / "model.zip")  # last: a run folder with model.zip is a complete run
     return run.dir
 

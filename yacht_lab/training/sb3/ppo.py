@@ -195,6 +195,7 @@ def _learn(config: TrainConfig, task, state: PPOState, run: RunContext, report) 
         if not stopper.interrupted and curve.last_eval != model.num_timesteps:
             curve.evaluate()
         task.plot(run.dir / CURVE_FILE, run.dir / PLOT_FILE)
+        run.check_free_space(state, "model.zip")
         save_atomically(model, run.dir / "model.zip")  # last: a run folder with model.zip is a complete run
         if reporter is not None:
             reporter.flush()

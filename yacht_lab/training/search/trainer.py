@@ -85,6 +85,10 @@ class SearchState:
         """Turns played."""
         return self.iteration * self.turns_per_iteration
 
+    def checkpoint_bytes(self) -> int:
+        """About what a checkpoint takes: the learner's arrays."""
+        return sum(array.nbytes for array in self.learner.state_arrays().values())
+
     def save_checkpoint(self, path: Path) -> None:
         """Writes everything the run needs to go on to ``path``, atomically."""
         arrays = self.learner.state_arrays()
@@ -202,6 +206,7 @@ def train_search(config: TrainConfig, output_dir: str | os.PathLike = "runs", **
         if bar is not None:
             bar.close()
         run.end(state)
+        run.check_free_space(state, "model.npz")
         save_value(run.dir / "model.npz", state.learner.network())
     return run.dir
 

@@ -301,6 +301,7 @@ def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **opt
             due = u % every == 0 or u == updates or stopping  # the last row is the saved parameters'
             if due and not (u == first and run.rows and run.rows[-1]["timesteps"] == u * batch):  # not twice on resume
                 evaluation(u * batch)
+                stopping = stopping or run.should_stop  # asked during the evaluation: no update, no row more
             if u == updates or stopping:
                 break
             tick = time.time()

@@ -342,6 +342,9 @@ def _iterate(config: TrainConfig, trainer: Distiller, state: DistillState, run: 
     trainer.should_stop = lambda: run.should_stop
     evaluate(0)
     for iteration in range(1, section.iterations + 1):
+        if run.should_stop:  # asked during an evaluation: no iteration, no evaluation more
+            run.end(state)
+            break
         stats = trainer.iteration()
         state.iteration = iteration
         minutes = run.wall_minutes()

@@ -184,6 +184,7 @@ def train_search(config: TrainConfig, output_dir: str | os.PathLike = "runs", **
                 _plot(run.dir / CURVE_PLOT, run.rows, table)
                 if run.show_progress:
                     say(_line(row, table), bar)
+                stopping = stopping or run.should_stop  # asked during the evaluation: no iteration, no row more
             if done or stopping:
                 break
             tick = time.time()

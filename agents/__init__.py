@@ -111,14 +111,16 @@ def _parse_unlabelled(spec: str) -> tuple[str, str | None]:
 
 
 def make_agent(
-    spec: str, rules: str | R.Rules = "standard", seed: int | None = None, players: int | None = None
+    spec: str, rules: str | R.Rules | None = None, seed: int | None = None, players: int | None = None
 ) -> Agent:
     """Builds the agent named by ``spec`` for ``rules``; its ``name`` is ``spec`` (its ``#LABEL`` included).
 
     Args:
         spec: ``"random"``, ``"greedy"``, ``"optimal"``, ``"win"``, ``"win:P"``, ``"duel"``, ``"duel:optimal"``,
             ``"ppo:PATH"``, ``"jax:PATH"`` or ``"search:PATH"``.
-        rules: A preset name or :class:`~yacht_env.rules.Rules`.
+        rules: A preset name or :class:`~yacht_env.rules.Rules`. ``None`` (the default): a model's own where its files
+            name them (``search:PATH`` and ``jax:PATH`` always, ``ppo:PATH`` of the odds policy), else ``standard``.
+            Rules given are the agent's: a model of other rules is refused.
         seed: Seed of the ``random`` agent's generator (the other agents are deterministic).
         players: The table the agent sits at: the size of ``"win"`` (default 2; ``"win:P"`` names it in the spec,
             which is how ``evaluate.py --players P --agents win:P ...`` seats it: the table view is chosen before any
@@ -130,13 +132,20 @@ def make_agent(
             of other spaces or rules, the jax extra missing for a JAX policy, or an agent of another table size than
             ``players``.
     """
-    rules = R.get_rules(rules)
+    rules = None if rules is None else R.get_rules(rules)
     kind, argument = parse_spec(spec)
     base = unlabelled(spec)
     if base is not spec:  # a copy: the agent of the spec before its label, named by the whole spec
         agent = make_agent(base, rules, seed, players)
         agent.name = spec
         return agent
+    if kind in ("ppo", "jax", "search"):
+        agent = _model_agent(kind, argument, rules, spec)
+        # A solo model sits at any table (its own game's view); one trained at a table, at a table of its size only.
+        if players is not None and agent.table_players not in (None, players):
+            raise ValueError(f"{spec!r} plays at a table of {agent.table_players} players; this one has {players}")
+        return agent
+    rules = R.get_rules("standard") if rules is None else rules
     if kind == "random":
         from yacht_agents.random import RandomAgent
 
@@ -156,21 +165,17 @@ def make_agent(
         if argument is not None and players is not None and players != table:
             raise ValueError(f"{spec!r} plays at a table of {table} players; this one has {players}")
         return WinAgent(rules, players=table, name=spec)
-    if kind == "duel":
-        from yacht_agents.duel import DuelAgent
+    from yacht_agents.duel import DuelAgent  # the last kind: duel
 
-        if players not in (None, 2):
-            raise ValueError(f"agent {spec!r} plays at two-player tables only (the exact solve), not {players}")
-        return DuelAgent(rules, argument, name=spec)
-    agent = _model_agent(kind, argument, rules, spec)
-    # A solo model sits at any table (its own game's view); one trained at a table, at a table of its size only.
-    if players is not None and agent.table_players not in (None, players):
-        raise ValueError(f"{spec!r} plays at a table of {agent.table_players} players; this one has {players}")
-    return agent
+    if players not in (None, 2):
+        raise ValueError(f"agent {spec!r} plays at two-player tables only (the exact solve), not {players}")
+    return DuelAgent(rules, argument, name=spec)
 
 
-def _model_agent(kind: str, argument: str, rules: R.Rules, spec: str) -> Agent:
-    """The agent of a spec that names a model file (``ppo``, ``jax``, ``search``)."""
+def _model_agent(kind: str, argument: str, rules: R.Rules | None, spec: str) -> Agent:
+    """The agent of a spec that names a model file (``ppo``, ``jax``, ``search``), for ``rules`` (``None``: the
+    model's own, where its files name them).
+    """
     if kind == "jax":
         try:
             from yacht_agents.jax_policy import JaxAgent
@@ -178,8 +183,11 @@ def _model_agent(kind: str, argument: str, rules: R.Rules, spec: str) -> Agent:
             raise ValueError(f"agent {spec!r} needs the jax extra (pip install 'yacht-rl[jax]'): {error}") from None
         return JaxAgent(argument, rules, name=spec)
     if kind == "search":
-        from yacht_agents.search import SearchAgent
+        from yacht_agents.search import SearchAgent, load_value
 
+        if rules is None:  # the rules its .json names
+            network = load_value(argument)
+            return SearchAgent(network, network.spec.rules, name=spec)
         return SearchAgent(argument, rules, name=spec)
     from yacht_agents.ppo import PPOAgent
 

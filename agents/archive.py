@@ -100,6 +100,28 @@ def npz_model_path(path: str | os.PathLike) -> tuple[Path, bool]:
     return path, kind == "file" and path.suffix == ".npz"
 
 
+def missing_npz(text: str, kind: str, prefix: str) -> str:
+    """Why the spec ``kind:text`` names no ``.npz`` model (:func:`npz_model_path` found none): the reason alone, with
+    the model to give instead where one is plain. A model card's run folder (``models/search_standard_run``) keeps the
+    run's record, not its model: that lies beside it (``models/search_standard.npz``, ``search:standard``).
+    """
+    try:
+        folder = path_kind(text) == "directory"
+    except Refused:
+        folder = False
+    if not folder:
+        return "expected a .npz file (with its .json beside it), a run folder holding a model.npz, or a shipped name"
+    reason = "it is a folder without a model.npz (a run folder holds one once its run has ended)"
+    run = Path(text)
+    beside = run.parent / f"{run.name.removesuffix('_run')}.npz"
+    if run.name.endswith("_run") and path_kind(beside) == "file":
+        name = beside.stem.removeprefix(prefix)
+        shipped = shipped_npz(name, prefix)
+        named = f" or {kind}:{name}" if shipped is not None and shipped.resolve() == beside.resolve() else ""
+        return f"{reason}; this run's model lies beside it: give {beside}{named}"
+    return f"{reason}; give the model's .npz file"
+
+
 #: The most a model's JSON spec (the ``.json`` beside its arrays) may hold.
 MAX_SPEC_BYTES = 2**16
 

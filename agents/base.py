@@ -1,4 +1,7 @@
-"""The interface every agent shares: ``act(observations, action_masks) -> actions``, batched or single."""
+"""The interface every agent shares: ``act(observations, action_masks) -> actions``, batched or single; and
+Stable-Baselines3's ``predict(observation, ...) -> (actions, state)`` over it, so that SB3's evaluation helpers take any
+agent as they take a model.
+"""
 
 from __future__ import annotations
 
@@ -78,6 +81,52 @@ class Agent:
             return np.empty(0, dtype=np.intp)
         actions = np.asarray(self._act(obs, masks), dtype=np.intp)
         return int(actions[0]) if single else actions
+
+    def predict(
+        self,
+        observation: np.ndarray,
+        state=None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = True,
+        action_masks: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, object]:
+        """Stable-Baselines3's policy interface over :meth:`act`, so that SB3's ``evaluate_policy`` (and
+        sb3-contrib's maskable one, ``use_masking=True``) takes any agent as it takes a model, on the project's
+        ``YachtSB3VecEnv`` (:mod:`yacht_env.sb3`) or any env of the same observations.
+
+        Args:
+            observation: ``(N, size)`` observations (a VecEnv's), or one ``(size,)``.
+            state: Returned as given: the agents keep no recurrent state.
+            episode_start: Unused (SB3's argument for recurrent policies).
+            deterministic: Unused: every agent but ``random`` is deterministic, and ``random`` draws uniformly over
+                the legal actions either way.
+            action_masks: ``(N, num_actions)`` legal actions (MaskablePPO's argument); ``None``: read from the
+                observations themselves (:meth:`legal_action_masks`), which show what decides them.
+
+        Returns:
+            ``(actions, state)``: ``(N,)`` int actions (a 0-d array for one observation, as SB3 answers) and ``state``.
+
+        Raises:
+            ValueError: as :meth:`act`.
+        """
+        if action_masks is None:
+            action_masks = self.legal_action_masks(observation)
+        return np.asarray(self.act(observation, action_masks), dtype=np.intp), state
+
+    def legal_action_masks(self, observations: np.ndarray) -> np.ndarray:
+        """The legal actions of the states behind ``observations`` (``(..., size)``, solo or this agent's table view):
+        what the env's ``action_masks()`` gives (canonical keeps), read from the dice, rolls left and open boxes they
+        show (a table's view begins with its own game's).
+
+        Raises:
+            ValueError: observations of another size.
+        """
+        obs = np.asarray(observations, dtype=np.float32)
+        if obs.ndim == 0 or obs.shape[-1] != self.observation_size:
+            raise ValueError(f"expected observations (..., {self.observation_size}), got {obs.shape}")
+        own = self.encoder.decode(obs[..., : self.encoder.size])
+        picks = R.legal_picks(self.rules, own.roll, own.open_mask) if self.rules.has_bonuses else own.open_mask
+        return R.legal_action_mask(own.roll, own.rolls_left, picks, True, self.rules.num_categories)
 
     @property
     def observation_size(self) -> int:

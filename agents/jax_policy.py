@@ -28,6 +28,7 @@ from yacht_agents.archive import (
     READ_ERRORS,
     SHIPPED,
     Refused,
+    missing_npz,
     npz_model_path,
     open_zip,
     read_arrays,
@@ -263,7 +264,7 @@ def resolve_params(path: str | Path) -> Path:
     except Refused as error:
         raise ValueError(f"no JAX policy at {text!r}: {error}") from None
     if not found:
-        raise ValueError(f"no JAX policy at {str(path)!r}: expected a .npz file (with its .json) or a run folder")
+        raise ValueError(f"no JAX policy at {text!r}: {missing_npz(text, 'jax', 'jax_')}")
     return path
 
 
@@ -351,13 +352,18 @@ class JaxAgent(Agent):
     table), at tables of ``P`` only. A network whose legal logits overflowed (all ``-inf``, or NaN) still plays a
     legal action.
 
+    Args:
+        path: The policy's ``.npz``, its run folder or a shipped name (:func:`resolve_params`).
+        rules: The game; ``None``: the one the policy's ``.json`` names. Must be the policy's.
+        name: The agent's name (default ``jax:PATH``).
+
     Raises:
         ValueError: an unreadable file, or a policy trained for other rules than ``rules``.
     """
 
-    def __init__(self, path: str | Path, rules: str | R.Rules = "standard", name: str | None = None) -> None:
-        super().__init__(name or f"jax:{path}", rules)
+    def __init__(self, path: str | Path, rules: str | R.Rules | None = None, name: str | None = None) -> None:
         params, self.spec = load_params(path)
+        super().__init__(name or f"jax:{path}", self.spec.rules if rules is None else rules)
         if self.spec.rules != self.rules.name or R.PRESETS.get(self.spec.rules) != self.rules:
             raise ValueError(
                 f"the JAX policy {str(path)!r} plays the {self.spec.rules!r} rules, not {self.rules.name!r}"

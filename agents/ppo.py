@@ -489,7 +489,8 @@ class PPOAgent(Agent):
     for every preset of 12 categories; 69 for Yahtzee, 72 for Yatzy) or a table's view from ``YachtVersus-v0``
     (a ``P``-player :class:`~yacht_env.encoding.MultiplayerEncoder`'s size; the agent's ``table_players`` is then
     ``P``). A model
-    of :class:`yacht_agents.policy.OddsPolicy` (the default recipe) also names its preset, and must be played on it.
+    of :class:`yacht_agents.policy.OddsPolicy` (the default recipe) also names its preset, and must be played on it;
+    with ``rules=None`` it is played on that preset (a model of SB3's ``MlpPolicy`` names none: ``standard``).
 
     Raises:
         ValueError: an unknown name, the file is missing, is not a loadable MaskablePPO model, or has other spaces.
@@ -500,8 +501,7 @@ class PPOAgent(Agent):
     #: --threads N`` sets it to N, as it sets the BLAS threads of the numpy agents.
     torch_threads: int = 1
 
-    def __init__(self, path: str | Path, rules: str | R.Rules = "standard", name: str | None = None) -> None:
-        super().__init__(name or f"ppo:{path}", rules)
+    def __init__(self, path: str | Path, rules: str | R.Rules | None = None, name: str | None = None) -> None:
         self.path = resolve_model(path)
         try:
             import sb3_contrib  # noqa: F401 - imported here: only this agent needs torch
@@ -510,6 +510,9 @@ class PPOAgent(Agent):
             raise ValueError(f"cannot load PPO model '{path}': the ppo agent needs the train extra ({extra})") from None
 
         self.model = load_model(self.path, device="cpu", label=str(path))  # nothing in the file runs
+        if rules is None:  # the preset an OddsPolicy names; an MlpPolicy names none: standard
+            rules = getattr(self.model.policy, "rules", None) or "standard"
+        super().__init__(name or f"ppo:{path}", rules)
         self._read_spaces(f"PPO model '{path}'")
 
     def _read_spaces(self, what: str) -> None:

@@ -37,6 +37,7 @@ import numpy as np
 from yacht_agents.archive import (
     READ_ERRORS,
     Refused,
+    missing_npz,
     npz_model_path,
     open_zip,
     read_arrays,
@@ -283,9 +284,7 @@ def resolve_value(path: str | Path) -> Path:
     except Refused as error:
         raise ValueError(f"no search model at {text!r}: {error}") from None
     if not found:
-        raise ValueError(
-            f"no search model at {text!r}: expected a .npz file (with its .json), a run folder or a shipped name"
-        )
+        raise ValueError(f"no search model at {text!r}: {missing_npz(text, 'search', 'search_')}")
     return path
 
 
@@ -311,19 +310,51 @@ def load_value(path: str | Path) -> ValueNetwork:
         }
         if set(arrays) != set(expected):
             raise Refused(f"its arrays {sorted(arrays)[:6]} are not the spec's network's {sorted(expected)[:6]}")
+        with np.errstate(over="ignore", invalid="ignore"):  # a float64 1e300 is inf as float32: refused below
+            arrays = {name: array.astype(np.float32) for name, array in arrays.items()}
         for name, shape in expected.items():
             if arrays[name].shape != shape or not np.isfinite(arrays[name]).all():
-                raise Refused(f"its {name!r} is not a finite {shape} array")
+                raise Refused(f"its {name!r} is not a finite {shape} float32 array")
+
+        def layers(prefix: str, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+            return [(arrays[f"{prefix}w{i}"], arrays[f"{prefix}b{i}"]) for i in range(count)]
+
+        solo = ValueNetwork(spec.solo_spec, layers("solo_", len(solo_shapes))) if spec.solo_spec else None
+        network = ValueNetwork(spec, layers("", len(shapes)), solo)
+        for checked in (network, solo):
+            if checked is not None:
+                _probe(checked)
     except Refused as error:
         raise ValueError(f"cannot read the search model {str(path)!r}: {error}") from None
     except READ_ERRORS as error:
         detail = " ".join(str(error).split())[:200] or type(error).__name__
         raise ValueError(f"cannot read the search model {str(path)!r}: not a readable .npz ({detail})") from None
-    def layers(prefix: str, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        return [(arrays[f"{prefix}w{i}"].astype(np.float32), arrays[f"{prefix}b{i}"].astype(np.float32)) for i in range(count)]
+    return network
 
-    solo = ValueNetwork(spec.solo_spec, layers("solo_", len(solo_shapes))) if spec.solo_spec else None
-    return ValueNetwork(spec, layers("", len(shapes)), solo)
+
+#: Inputs of the probe every loaded network is run on: features lie in [0, 1], totals and leads (in units of
+#: :data:`POINTS_SCALE`) within +-16.
+_PROBE_RANGE = 16.0
+
+
+def _probe(network: ValueNetwork) -> None:
+    """Refuses weights, finite each, that overflow float32 on the way through: on a probe batch (zeros, ones, and
+    seeded rows in +-:data:`_PROBE_RANGE`) every layer's output and the network's value must be finite.
+    """
+    layers = network.layers
+    width = layers[0][0].shape[0]
+    rows = np.random.default_rng(0).uniform(-_PROBE_RANGE, _PROBE_RANGE, (62, width))
+    h = np.concatenate([np.zeros((1, width)), np.ones((1, width)), rows]).astype(np.float32)
+    x = h
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, (w, b) in enumerate(layers):
+            h = h @ w + b
+            if not np.isfinite(h).all():
+                raise Refused(f"its layer {i} overflows float32 on a probe of inputs within +-{_PROBE_RANGE:g}")
+            if i < len(layers) - 1:
+                h = np.maximum(h, 0.0)
+        if not np.isfinite(network(x)).all():
+            raise Refused("its value is not finite on a probe of inputs")
 
 
 def _read_spec(path: Path) -> ValueSpec:

@@ -254,7 +254,7 @@ def test_a_table_run_refuses_what_it_does_not_train(table_run, tmp_path):
     for changes, message in (
         ({"reward": "score"}, "at a table on reward: win"),
         ({"jax": {"players": 11}}, "jax.players"),
-        ({"jax": {"players": 1}}, "a solo game has no winner"),
+        ({"jax": {"players": 1}}, r"trains solo on reward: score \(jax.players: 1\)"),
         ({"opponents": ["greedy"]}, "no opponents"),
     ):
         with pytest.raises(ValueError, match=message):

@@ -46,7 +46,7 @@ from yacht_lab.measure.report import (
     pyplot_for,
     rounded_floats,
     sample_std,
-    short_name,
+    short_names,
 )
 from yacht_lab.table.record import MAX_RECORD_GAMES, open_record, record_header
 
@@ -175,6 +175,7 @@ def play_games(
     batch_size: int = DEFAULT_BATCH_SIZE,
     on_games_done: Callable[[int], None] | None = None,
     recorder=None,
+    on_turns_done: Callable[[int], None] | None = None,
 ) -> AgentResult:
     """Plays games ``0..games-1`` under ``seed`` with ``agent``, scoring each decision's regret.
 
@@ -185,9 +186,11 @@ def play_games(
         solution: The solved rules the games are played under (for regret).
         batch_size: Games stepped together in one :class:`YachtVectorEnv`. It changes the speed, not the
             dice; only an agent with its own randomness (``random``) draws differently with another size.
-        on_games_done: Called with the number of games each time some finish (for a progress bar).
+        on_games_done: Called with the number of games each time some finish.
         recorder: Where every decision goes as it is valued (:class:`yacht_lab.table.record.Recorder`: its
             ``decisions`` and ``finished`` methods are given the very arrays the regret is summed from), or ``None``.
+        on_turns_done: Called with the number of turns that ended (picks made) at each step that ends some: progress
+            within a batch, whose games all end together (for a progress bar).
 
     Raises:
         ValueError: the agent chose an illegal action.
@@ -201,6 +204,7 @@ def play_games(
     decisions = np.zeros(games, dtype=np.int64)
     upper_bonus = np.zeros(games, dtype=bool) if rules.upper_bonus else None
     yahtzee_bonus = np.zeros(games, dtype=np.int64) if rules.yahtzee_bonus else None
+    turns_done = on_turns_done if on_turns_done is not None else _nothing
     start = time.perf_counter()
     for first in range(0, games, batch_size):
         batch = range(first, min(first + batch_size, games))
@@ -230,6 +234,7 @@ def play_games(
             regret[first + index] += decision_regret
             turn_regret[first + index] += decision_regret
             picks = chosen >= R.PICK_OFFSET
+            turns_done(int(picks.sum()))
             picked_games = first + index[picks]
             category_regret[picked_games, chosen[picks] - R.PICK_OFFSET] += turn_regret[picked_games]
             turn_regret[picked_games] = 0.0
@@ -269,6 +274,10 @@ def play_games(
         upper_bonus,
         yahtzee_bonus,
     )
+
+
+def _nothing(_: int) -> None:
+    """A callback that does nothing."""
 
 
 def _check_sizes(games, seed, batch_size, recording: bool) -> None:
@@ -323,21 +332,22 @@ def evaluate(
             )
     solution = solve(rules)
     evaluation = Evaluation(rules, int(games), int(seed), solution.expected_score)
-    bar = progress_bar(games * len(agents)) if progress else None
     with contextlib.ExitStack() as stack:
         recorder = None
         if record is not None:
             header = record_header(rules, seed, games, [agent.name for agent in agents], solution.expected_score)
             recorder = open_record(stack, record, header)
-        if bar is not None:
-            stack.callback(bar.close)
-        for agent in agents:
-            if bar is not None:
-                bar.set_description(agent.name)
-            on_games_done = bar.update if bar is not None else None
+        for i, agent in enumerate(agents, 1):
+            # A bar per agent, moved turn by turn: its own speed from its first turns, never the previous agent's.
+            bar = progress_bar(games, rules.num_turns, f"{agent.name} ({i}/{len(agents)})") if progress else None
             if recorder is not None:
                 recorder.start_agent(agent.name)
-            result = play_games(agent, games, seed, solution, batch_size, on_games_done, recorder)
+            try:
+                turns_done = bar.update if bar is not None else None
+                result = play_games(agent, games, seed, solution, batch_size, None, recorder, turns_done)
+            finally:
+                if bar is not None:
+                    bar.close()
             evaluation.results[agent.name] = result
     return evaluation
 
@@ -371,7 +381,7 @@ def format_report(evaluation: Evaluation) -> str:
     if rules.yahtzee_bonus:
         bonus_rows.append(("Yahtzee bonus / game", [f"{s['yahtzee_bonus_mean']:.2f}" for s in summaries]))
     rows: list[tuple[str, list[str]] | str] = [
-        ("", [short_name(result.name) for result in results]),
+        ("", list(short_names([result.name for result in results]).values())),
         ("mean score", [f"{s['mean']:.2f}" for s in summaries]),
         ("  95% CI", [interval(*s["ci95"]) for s in summaries]),
         ("std", [f"{s['std']:.2f}" for s in summaries]),

@@ -93,6 +93,7 @@ def play_tables(
     agent_at: np.ndarray,
     rules: str | R.Rules = "standard",
     round_starts: np.ndarray | None = None,
+    on_turns_done: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Plays one game at each of ``len(dice)`` tables to the end, all tables stepping together.
 
@@ -104,6 +105,8 @@ def play_tables(
         round_starts: If given, an int ``(N, C, 2, P)`` array filled in place: at the start of round ``k``
             (``k = 0..C-1``, every player at a turn start after ``k`` picks each), ``[:, k, 0]`` every seat's open
             mask and ``[:, k, 1]`` its total.
+        on_turns_done: Called with the number of turns that ended (picks made) at each step: progress within tables
+            that all end together (for a progress bar).
 
     Returns:
         The final totals by seat, int ``(N, P)``.
@@ -126,6 +129,8 @@ def play_tables(
         actions = np.zeros(n, dtype=np.intp)
         actions[at] = act_at_tables(agents, agent_at[at, table.current[at]], table, at, solo, view)
         last_seat = table.current == p - 1
+        if on_turns_done is not None:
+            on_turns_done(int((actions[at] >= R.PICK_OFFSET).sum()))
         _, over = table.play(actions, playing)
         if round_starts is not None:  # the last seat's pick ends a round: every player is at a turn start
             ended = np.flatnonzero(playing & last_seat & (actions >= R.PICK_OFFSET) & ~over)
@@ -444,7 +449,8 @@ def head_to_head(
     seat_of = np.argsort(agent_at, axis=1)  # seat of each agent of the table, per game of a deal
     deals_per_batch = max(1, batch_size // per_deal)
 
-    bar = progress_bar(result.total_games) if progress else None
+    # Moved turn by turn (a game is every seat's turns): the tables of a batch all end together, at their last turn.
+    bar = progress_bar(result.total_games, rules.num_turns * p) if progress else None
     start = time.perf_counter()
     try:
         for first in range(0, games, deals_per_batch):
@@ -458,7 +464,8 @@ def head_to_head(
             for lineup in lineups:
                 table_agents = [agents[i] for i in lineup]
                 starts = np.empty((nd * per_deal, rounds, 2, p), dtype=np.int64) if calibration else None
-                by_seat = play_tables(table_agents, dice, seats, rules, starts).reshape(nd, per_deal, p)
+                turns_done = bar.update if bar is not None else None
+                by_seat = play_tables(table_agents, dice, seats, rules, starts, turns_done).reshape(nd, per_deal, p)
                 totals = np.take_along_axis(by_seat, seat_of[None], axis=2)  # (deal, game, agent of the table)
                 winners = totals == totals.max(axis=2, keepdims=True)
                 share = winners * (share_unit // winners.sum(axis=2, keepdims=True))
@@ -474,8 +481,6 @@ def head_to_head(
                     shares[names[k]] += share[:, :, i].sum(axis=1)
                     result.games[names[k]] += nd * per_deal
                 _count_pairs(result, [names[k] for k in lineup], totals, deals, column)
-                if bar is not None:
-                    bar.update(nd * per_deal)
                 if on_games_done is not None:
                     on_games_done(nd * per_deal)
             for name in names:

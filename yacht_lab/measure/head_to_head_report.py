@@ -15,12 +15,12 @@ import numpy as np
 from yacht_lab.measure.evaluation import game_title
 from yacht_lab.measure.head_to_head import CI_METHOD, HeadToHead, pair_key
 from yacht_lab.measure.ratings import Ratings
-from yacht_lab.measure.report import figure_bytes, pyplot_for, short_name
+from yacht_lab.measure.report import figure_bytes, pyplot_for, short_names
 
 
 def _matrices(names: list[str], pairs: dict) -> list[str]:
     """The two-player report's win-rate and margin matrices, row against column."""
-    short = {name: short_name(name, 18) for name in names}
+    short = short_names(names, 18)
     width = 2 + max(9, *(len(label) for label in short.values()))
 
     def matrix(title: str, cell: Callable[[dict, bool], str]) -> list[str]:
@@ -194,7 +194,7 @@ def render_plot(result: HeadToHead, fmt: str = "png") -> bytes:
             for j in range(n):
                 text = "-" if i == j else f"{100 * rates[i, j]:.1f}%"
                 ax.text(j, i, text, ha="center", va="center", fontsize=9)
-        labels = [short_name(name) for name in names]
+        labels = list(short_names(names).values())
         ax.set_xticks(range(n), labels, rotation=20, ha="right", fontsize=8)
         ax.set_yticks(range(n), labels, fontsize=8)
         ax.set_title(f"win rate of row against column ({result.deals:,} deals, {result.rules.name} rules)", fontsize=9)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from yacht_lab.measure.head_to_head import HeadToHead
-from yacht_lab.measure.report import short_name
+from yacht_lab.measure.report import short_names
 
 #: Elo points per unit of log-odds: 400 points are odds of 10 to 1.
 ELO = 400 / math.log(10)
@@ -147,7 +147,7 @@ class Ratings:
         """The ratings table of the text report: rank, agent, rating [95% CI], games, above the next [95% CI]."""
         report = self.to_dict()
         agents = report["agents"]
-        short = {name: short_name(name, 24) for name in agents}
+        short = short_names(list(agents), 24)
         width = max(5, *(len(label) for label in short.values()))
         lines = [
             f"ratings (Bradley-Terry fit of every game's pairwise results, ties half, {PRIOR_TIES} virtual tie per "

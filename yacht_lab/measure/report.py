@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -46,18 +47,54 @@ def rounded_floats(value):
     return value
 
 
+#: Where a word of an agent's name ends (``selfplay_standard``, ``runs/x/model.zip``).
+_WORD_ENDS = "_/-."
+
+
 def short_name(name: str, width: int = 24) -> str:
-    """An agent's name cut to a table column (``ppo:runs/.../model.zip`` keeps its end)."""
-    return name if len(name) <= width else "..." + name[-(width - 3) :]
+    """An agent's name cut to a table column: its kind and its end (``ppo:...model.zip``, ``search:...standard``),
+    which tell agents apart where the middle of a path does not.
+    """
+    if len(name) <= width:
+        return name
+    kind, colon, rest = name.partition(":")
+    keep = width - len(kind) - len(":...")
+    if colon and keep >= 4:
+        tail = rest[-keep:]
+        if rest[-keep - 1] not in _WORD_ENDS:  # from the next whole word: "...standard", not "...ay_standard"
+            cuts = [at for at in map(tail.find, _WORD_ENDS) if 0 <= at < len(tail) - 1]
+            tail = tail[min(cuts) + 1 :] if cuts else tail
+        return f"{kind}:...{tail}"
+    return "..." + name[-(width - 3) :]
 
 
-def progress_bar(total: int):
-    """A tqdm bar of ``total`` games on stderr (only on a terminal), or ``None`` without tqdm (the train extra)."""
+def short_names(names: Sequence[str], width: int = 24) -> dict[str, str]:
+    """Each name cut to ``width`` (:func:`short_name`), or every name whole where two cuts would read the same:
+    distinct agents stay distinct in a table.
+    """
+    short = {name: short_name(name, width) for name in names}
+    return short if len(set(short.values())) == len(short) else {name: name for name in names}
+
+
+#: A progress bar counted in a game's turns and shown in whole games.
+_BAR_FORMAT = "{l_bar}{bar}| {n:.0f}/{total:.0f} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
+
+
+def progress_bar(total: int, turns: int = 1, description: str | None = None):
+    """A tqdm bar of ``total`` games on stderr (only on a terminal), or ``None`` without tqdm (the train extra).
+
+    Args:
+        total: The games.
+        turns: Steps a game is counted in (``bar.update`` takes them): a game's turns, so that the bar moves within
+            games that all end together at their last turn; it shows whole games, and their rate.
+        description: Shown before the bar (the agent playing).
+    """
     try:
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, unit="game", disable=None, leave=False)
+    scale = {"unit_scale": 1 / turns, "bar_format": _BAR_FORMAT} if turns > 1 else {}
+    return tqdm(total=total * turns, unit="game", disable=None, leave=False, desc=description, **scale)
 
 
 def figure_bytes(fig, fmt: str) -> bytes:

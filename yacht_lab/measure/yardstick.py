@@ -33,7 +33,7 @@ from yacht_env import duel
 from yacht_env import rules as R
 from yacht_env.game import game_streams
 from yacht_lab.measure.head_to_head import play_tables
-from yacht_lab.measure.report import mean_ci, progress_bar, rounded_floats, short_name
+from yacht_lab.measure.report import mean_ci, progress_bar, rounded_floats, short_names
 
 #: The opponents every agent meets, by spec: the equilibrium (50% is perfect play) and the solver.
 REFERENCES = ("duel", "optimal")
@@ -243,6 +243,7 @@ class Yardstick:
 
     def format(self) -> str:
         """The report as a table, one agent a row."""
+        short = short_names(list(self.games), 28)
         lines = [
             f"{self.rules.name}: {self.deals:,} deals, each in both seats on the same dice (seed {self.seed}); 95% "
             "intervals over deals",
@@ -257,7 +258,7 @@ class Yardstick:
                 cells.append(f"{100 * rate:.2f}% [{100 * low:.2f}, {100 * high:.2f}]")
             share, (low, high) = self.edge_share(name)
             cells.append(f"{100 * share:.0f}% [{100 * low:.0f}, {100 * high:.0f}]")
-            lines.append(f"{short_name(name, 28):<28} {cells[0]:>24} {cells[1]:>24} {cells[2]:>20}")
+            lines.append(f"{short[name]:<28} {cells[0]:>24} {cells[1]:>24} {cells[2]:>20}")
         if self.baseline is not None:
             lines.append(f"minus {self.baseline}, paired on the same deals (points of win rate):")
             for name in self.games:
@@ -266,7 +267,7 @@ class Yardstick:
                     for reference in REFERENCES:
                         mean, (low, high) = self.paired(name, reference)
                         cells.append(f"{100 * mean:+.2f} [{100 * low:+.2f}, {100 * high:+.2f}]")
-                    lines.append(f"{short_name(name, 28):<28} {cells[0]:>24} {cells[1]:>24}")
+                    lines.append(f"{short[name]:<28} {cells[0]:>24} {cells[1]:>24}")
         return "\n".join(lines)
 
 

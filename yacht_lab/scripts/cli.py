@@ -9,10 +9,15 @@ import math
 import re
 from pathlib import Path
 
+#: A Sphinx role in a docstring (``:func:`yacht_lab.train```, ``:class:`~x.Y```): ``--help`` shows its target alone.
+_ROLE = re.compile(r":[a-z]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+
 
 def description(doc: str) -> str:
-    """A module docstring's first paragraph as ``--help`` shows it: plain text, without reST's double backticks."""
-    return doc.split("\n\n")[0].replace("``", "")
+    """A module docstring's first paragraph as ``--help`` shows it: plain text, without reST's double backticks or
+    Sphinx's roles (``:func:`x``` shows as ``x``).
+    """
+    return _ROLE.sub(r"\1", doc.split("\n\n")[0]).replace("``", "")
 
 
 class OneLineParser(argparse.ArgumentParser):

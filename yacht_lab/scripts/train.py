@@ -1,11 +1,14 @@
-"""Train a policy for Yacht with the trainer its config chooses (:func:`yacht_lab.train`): MaskablePPO on Yacht-v0
-(SB3, through the native vector env) or against opponents, the distillation of the win agent into a trained model (a
-config with a ``distill`` section, such as ``configs/selfplay.yaml``), or PPO on the JAX core (a ``jax`` section).
+"""Train a player for Yacht with the trainer its config chooses (:func:`yacht_lab.train`): MaskablePPO on Yacht-v0 (SB3,
+through the native vector env) or against opponents (--opponents), the distillation of the win agent into a trained
+model (a config with a ``distill`` section, such as ``configs/selfplay.yaml``), PPO on the JAX core (a ``jax``
+section, such as ``configs/jax_ppo.yaml``), or a learned-value search agent trained by self-play (a ``search`` section,
+such as ``configs/search_standard.yaml``; it plays its own tables: --n-envs and --opponents are refused with it).
 
     yacht-train                                       # the defaults (configs/ppo.yaml): standard rules, <= 60 minutes
     yacht-train --config selfplay                     # policy-iteration distillation: ppo:selfplay_standard's recipe
     yacht-train --config yahtzee                      # a shipped config by name (or a path: --config my.yaml)
     yacht-train --config jax_ppo                      # the same recipe, PPO on the JAX core (the jax extra)
+    yacht-train --config search_standard              # the search agent by self-play (search:standard's recipe)
     yacht-train --total-timesteps 20000 --max-minutes 1 --output-dir /tmp/runs
     yacht-train --opponents greedy --reward win       # YachtVersus-v0: one seat against greedy, rewarded for wins
     yacht-train --resume runs/<run>/checkpoints/step_<N>.zip
@@ -15,7 +18,7 @@ config with a ``distill`` section, such as ``configs/selfplay.yaml``), or PPO on
 ``--config`` the run takes the defaults of :class:`yacht_lab.training.config.TrainConfig`, which the repository's
 ``configs/ppo.yaml`` lists in full. Each run writes ``runs/<run name>/``: config.yaml, command.txt, model.zip,
 checkpoints/, learning_curve.csv, learning_curve.png and tb/ (TensorBoard); a JAX run writes its model as data
-(model.npz, model.json). Ctrl-C (or SIGTERM) saves a checkpoint
+(model.npz, model.json), as does a search run. Ctrl-C (or SIGTERM) saves a checkpoint
 and exits with status 130 (143 for SIGTERM): the run can be resumed, it has not finished; a second Ctrl-C quits at once
 without saving (the same statuses), even inside a long compiled call. Bad input prints one
 ``yacht-train: error: ...`` line (named as the program was started) and exits with status 2, writing nothing.

@@ -37,6 +37,7 @@ from yacht_lab.training.schema import (
     MAX_LEARNING_RATE,
     MAX_N_ENVS,
     MAX_OPPONENTS,
+    MAX_REWARD_SCALE,
     MAX_ROLLOUT_STEPS,
     MAX_SEARCH_BATCH,
     MAX_SEARCH_EPOCHS,
@@ -158,7 +159,9 @@ def _check_versus(config: TrainConfig) -> None:
     at_table = (
         config.league is not None or config.distill is not None or (is_int(config.players) and config.players > 1)
     )
-    if config.reward == "win" and not opponents and not at_table:
+    # A trainer that plays itself (jax, search) says which reward its table size takes, in its own check.
+    plays_itself = config.jax is not None or config.search is not None
+    if config.reward == "win" and not opponents and not at_table and not plays_itself:
         raise ValueError("reward 'win' needs opponents or a league: a solo game has no winner")
     players, size = (players, f"opponents: {len(opponents)}") if config.league is None else _check_league(config)
     seat = config.seat
@@ -313,7 +316,7 @@ def _check_run(config: TrainConfig) -> None:
         _check_number("max_minutes", config.max_minutes, float, 0, low_inclusive=False)
     _check_number("n_envs", config.n_envs, int, 1, high=MAX_N_ENVS)
     _check_number("torch_threads", config.torch_threads, int, 1, high=MAX_TORCH_THREADS)
-    _check_number("reward_scale", config.reward_scale, float, 0, low_inclusive=False)
+    _check_number("reward_scale", config.reward_scale, float, 0, low_inclusive=False, high=MAX_REWARD_SCALE)
     _check_number("checkpoint_every_timesteps", config.checkpoint_every_timesteps, int, 1, high=MAX_TIMESTEPS)
     if config.keep_checkpoints is not None:
         _check_number("keep_checkpoints", config.keep_checkpoints, int, 1, high=MAX_KEEP_CHECKPOINTS)
@@ -371,6 +374,11 @@ def _check_search(config: TrainConfig) -> None:
     _check_number("search.players", section.players, int, 1, high=MAX_OPPONENTS + 1)
     if config.opponents or config.league is not None or config.distill is not None or config.jax is not None:
         raise ValueError("the search trainer plays itself (search.players): no opponents, league, distill or jax")
+    if config.n_envs != TrainConfig.n_envs:  # its games are search.tables tables an iteration
+        raise ValueError(
+            f"the search trainer plays itself (search.players) at search.tables tables an iteration: n_envs "
+            f"(--n-envs) does not apply to it; leave it at {TrainConfig.n_envs}, got {config.n_envs!r}"
+        )
     if config.init is not None:
         raise ValueError("the search trainer starts from fresh weights: leave init out")
     wanted = "score" if section.players == 1 else "win"
@@ -395,7 +403,9 @@ def _check_search(config: TrainConfig) -> None:
     _check_number("search.learning_rate", section.learning_rate, float, 0, low_inclusive=False, high=1)
     _check_number("search.learning_rate_final", section.learning_rate_final, float, 0, high=section.learning_rate)
     if section.solo is not None and not (isinstance(section.solo, str) and 0 < len(section.solo) <= 1000):
-        raise ValueError(f"search.solo must name a solo search model (a shipped name, a .npz or a run folder), got {section.solo!r}")
+        raise ValueError(
+            f"search.solo must name a solo search model (a shipped name, a .npz or a run folder), got {section.solo!r}"
+        )
     if section.solo is not None and section.players == 1:
         raise ValueError("search.solo is a table's input: leave it out solo (search.players: 1)")
 
@@ -426,6 +436,8 @@ def validate(config: TrainConfig) -> TrainConfig:
         _check_jax_numbers(config)
     _check_versus(config)
     _check_run(config)
+    if config.search is not None:  # before the sections it does not read, so that it says why they do not apply
+        _check_search(config)
     _check_device(config.device, uses_torch=config.jax is None)
     _check_policy(config)
     _check_ppo(config)
@@ -433,8 +445,6 @@ def validate(config: TrainConfig) -> TrainConfig:
         _check_distill(config)
     if config.jax is not None:
         _check_jax(config)
-    if config.search is not None:
-        _check_search(config)
     _check_eval(config)
     if config.jax is not None:
         _check_jax_memory(config)

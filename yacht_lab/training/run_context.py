@@ -58,6 +58,7 @@ from yacht_lab.training.runs import (
     BUDGET_KEYS,
     CURVE_FIELDS,
     CURVE_FILE,
+    check_free_space,
     check_resumed_config,
     claim_run_folder,
     release_run_folder,
@@ -485,10 +486,22 @@ class RunContext:
             return None
         progress = state.progress()
         path = self.checkpoint_path(progress, state.checkpoint_suffix)
+        self.check_free_space(state, f"checkpoints/{path.name}")
         state.save_checkpoint(path)
         self.last_checkpoint, self.last_saved = path, progress
         self._prune(path)
         return path
+
+    def check_free_space(self, state: TrainerState, what: str) -> None:
+        """Refuses, in one ``ValueError`` line, to write ``what`` into the run folder (a checkpoint, or the model, which
+        a checkpoint holds) where too little space is free (:func:`~yacht_lab.training.runs.check_free_space`): about
+        the run's newest checkpoint, or what the state says its checkpoint takes (``checkpoint_bytes()``, if it has
+        one), and the margin kept free.
+        """
+        suffix = state.checkpoint_suffix
+        sizes = [path.stat().st_size for path in checkpoints_of(self.dir)[-1:] if path.suffix == suffix]
+        estimate = getattr(state, "checkpoint_bytes", None)
+        check_free_space(self.dir, max([*sizes, estimate() if estimate is not None else 0]), what)
 
     def _prune(self, saved: Path) -> None:
         """Keeps the newest ``config.keep_checkpoints`` checkpoints up to ``saved`` (``None``: all); a checkpoint of a

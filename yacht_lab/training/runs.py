@@ -13,6 +13,7 @@ import contextlib
 import csv
 import io
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,31 @@ def start_run_folder(
 # --------------------------------------------------------------------------------------------------
 # Files: the model, the learning curve and its plot, all written atomically (util.atomic_output)
 # --------------------------------------------------------------------------------------------------
+#: What a checkpoint or model write must leave free on its disk: one that would leave less is refused, not written
+#: (checkpoints are kept by count, ``keep_checkpoints``, whatever their size).
+MIN_FREE_BYTES = 64 * 2**20
+
+
+def check_free_space(folder: Path, needed: int, what: str) -> None:
+    """Refuses to write ``what`` (about ``needed`` bytes) into ``folder`` where less than ``needed`` +
+    :data:`MIN_FREE_BYTES` is free (:func:`shutil.disk_usage`; a disk it cannot ask is left to the write itself).
+
+    Raises:
+        ValueError: too little space, in one line.
+    """
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return
+    if free < needed + MIN_FREE_BYTES:
+        mib = 2**20
+        raise ValueError(
+            f"not enough free space to write {what} in {str(folder)!r}: {free / mib:,.1f} MiB free, about "
+            f"{needed / mib:,.1f} MiB needed and {MIN_FREE_BYTES // mib} MiB kept free; free some space (or keep fewer "
+            "checkpoints, keep_checkpoints) and resume"
+        )
+
+
 def save_atomically(model, path: Path) -> None:
     """Saves an SB3 model so that ``path`` is never half-written (and has the usual file mode)."""
     with atomic_output(path) as temp, open(temp, "wb") as file:

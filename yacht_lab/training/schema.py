@@ -38,6 +38,9 @@ MAX_EPOCHS = 1000
 #: The largest learning rate (``ppo.learning_rate`` and its final value, ``distill.learning_rate``): Adam's steps are
 #: about this size in every weight, and the recipes take 1e-4 to 1e-3; far above it a run only diverges.
 MAX_LEARNING_RATE = 1.0
+#: The largest ``reward_scale``: the recipes take 0.02 (points) and 1.0 (wins); at 100 a game's return is already
+#: some 25,000 units, and far above it the value loss overflows float32 and the run only diverges.
+MAX_REWARD_SCALE = 100.0
 #: Checkpoints a run keeps (``keep_checkpoints``): the newest this many; older ones are removed as new ones are saved.
 MAX_KEEP_CHECKPOINTS = 1000
 #: The most memory a JAX run may be estimated to take (:func:`jax_memory_bytes`), whatever its device has.
@@ -297,7 +300,8 @@ class TrainConfig:
     torch_threads: int = 1
     """Torch CPU threads, 1..:data:`MAX_TORCH_THREADS`."""
     reward_scale: float = 0.02
-    """Rewards are multiplied by this inside training only (the env's reward stays the score)."""
+    """Rewards are multiplied by this inside training only (the env's reward stays the score); > 0 and at most
+    :data:`MAX_REWARD_SCALE`."""
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)

@@ -3,7 +3,9 @@
 A configuration file is a few kilobytes of plain values. :func:`read_yaml` reads at most :data:`MAX_YAML_BYTES`,
 refuses YAML aliases (a few lines of ``*name`` can expand into billions of values) and values nested deeper than
 :data:`MAX_YAML_DEPTH` (PyYAML builds nested values by recursion), so that no file handed to ``train.py`` or
-``sweep.py`` can exhaust memory or the stack while it is read; every failure is one ``ValueError`` line.
+``sweep.py`` can exhaust memory or the stack while it is read; and a key written twice in one mapping (PyYAML keeps
+the last silently, so an edit further down a file would undo one above it unseen). Every failure is one
+``ValueError`` line.
 """
 
 from __future__ import annotations
@@ -50,18 +52,29 @@ class _PlainLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_mapping(self, node, deep=False):  # noqa: D102 - PyYAML's hook
+        mapping = super().construct_mapping(node, deep=deep)
+        if isinstance(node, yaml.MappingNode) and len(mapping) < len(node.value):  # a key written twice
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise _Refused(None, None, f"the key {key!r} is written twice; keep one", key_node.start_mark)
+                seen.add(key)
+        return mapping
+
 
 def read_yaml(path: str | os.PathLike, what: str = "config") -> Any:
     """The contents of a YAML file (``what`` names it in errors: ``config``, ``sweep``).
 
     At most :data:`MAX_YAML_BYTES` (1 MiB) are read, YAML aliases are refused (a small file cannot expand), and so
-    are values nested more than :data:`MAX_YAML_DEPTH` (64) levels deep.
+    are values nested more than :data:`MAX_YAML_DEPTH` (64) levels deep, and a key written twice in one mapping.
 
     Only a regular file is read (a FIFO or a device is refused at once, never waited on).
 
     Raises:
         ValueError: missing or unreadable file, not a regular file, too large, not UTF-8 text (a binary file), bad
-            YAML, an alias or too deep a nesting (one line).
+            YAML, an alias, too deep a nesting or a duplicate key (one line).
     """
     try:
         # Without blocking: a FIFO (or a device) would wait for a writer forever; only a regular file is read.

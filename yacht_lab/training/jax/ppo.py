@@ -130,6 +130,10 @@ class JaxState:
         """Environment steps per seed: updates done times the rollout's batch."""
         return self.update * self.batch
 
+    def checkpoint_bytes(self) -> int:
+        """About what a checkpoint takes: the runners' arrays."""
+        return sum(np.asarray(_data(leaf)).nbytes for _, leaf in _leaves(self.runners))
+
     def save_checkpoint(self, path: Path) -> None:
         """Writes the runners and the update index to ``path`` atomically."""
         arrays = {name: np.asarray(_data(leaf)) for name, leaf in _leaves(self.runners)}
@@ -297,6 +301,7 @@ def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **opt
             due = u % every == 0 or u == updates or stopping  # the last row is the saved parameters'
             if due and not (u == first and run.rows and run.rows[-1]["timesteps"] == u * batch):  # not twice on resume
                 evaluation(u * batch)
+                stopping = stopping or run.should_stop  # asked during the evaluation: no update, no row more
             if u == updates or stopping:
                 break
             tick = time.time()
@@ -319,6 +324,7 @@ def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **opt
         if bar is not None:
             bar.close()
         run.end(state)
+        run.check_free_space(state, "model.npz and params/")
         best = _save(run.dir, state.runners.params, spec, seeds, run.rows, measure)
         fresh = evaluate(state.runners.params, state.runners.start, fresh_games)  # every seed: one compilation
         selection = _selection(config, seeds, best, run.rows, fresh, optimal, aggregator, measure)

@@ -136,6 +136,9 @@ class CurveCallback(BaseCallback):
         super().__init__()
         self.task, self.config, self.run, self.speed = task, task.config, run, speed
         self.last_eval: int | None = None
+        #: Updates (whole rollouts, each followed by one) of this process, and how many the last evaluation had seen:
+        #: a stop asked during an evaluation leaves the policy as evaluated, with steps of a cut rollout counted.
+        self.updates, self.evaluated_updates = 0, None
 
     @property
     def rows(self) -> list[dict[str, float]]:
@@ -158,10 +161,18 @@ class CurveCallback(BaseCallback):
     def _on_step(self) -> bool:
         return True
 
+    def _on_rollout_end(self) -> None:
+        self.updates += 1  # a whole rollout: its update follows
+
+    @property
+    def evaluated(self) -> bool:
+        """The policy now is the one the last evaluation measured (no update since)."""
+        return self.last_eval == self.model.num_timesteps or self.evaluated_updates == self.updates
+
     def evaluate(self) -> dict[str, float]:
         """Evaluates the model now and writes the curve's row; returns it."""
         model, task = self.model, self.task
-        self.last_eval = model.num_timesteps
+        self.last_eval, self.evaluated_updates = model.num_timesteps, self.updates
         row = {
             "timesteps": model.num_timesteps,
             "wall_minutes": self.run.wall_minutes(),

@@ -316,7 +316,9 @@ def train_distill(config: TrainConfig, output_dir="runs", resume=None, **options
             **settings,
         )
         run.start()
-        _iterate(config, trainer, DistillState(model), run)
+        state = DistillState(model)
+        _iterate(config, trainer, state, run)
+        run.check_free_space(state, "model.zip")
         save_atomically(model, run.dir / "model.zip")  # last: a run folder with model.zip is a complete run
     return run.dir
 
@@ -340,6 +342,9 @@ def _iterate(config: TrainConfig, trainer: Distiller, state: DistillState, run: 
     trainer.should_stop = lambda: run.should_stop
     evaluate(0)
     for iteration in range(1, section.iterations + 1):
+        if run.should_stop:  # asked during an evaluation: no iteration, no evaluation more
+            run.end(state)
+            break
         stats = trainer.iteration()
         state.iteration = iteration
         minutes = run.wall_minutes()

@@ -192,9 +192,10 @@ def _learn(config: TrainConfig, task, state: PPOState, run: RunContext, report) 
         model.learn(remaining, callback=callbacks, reset_num_timesteps=run.checkpoint is None, tb_log_name="ppo")
         finite.check()  # the last update's parameters, before they are saved
         run.end(state)
-        if not stopper.interrupted and curve.last_eval != model.num_timesteps:
+        if not stopper.interrupted and not curve.evaluated:  # a stop during an evaluation: not a second one
             curve.evaluate()
         task.plot(run.dir / CURVE_FILE, run.dir / PLOT_FILE)
+        run.check_free_space(state, "model.zip")
         save_atomically(model, run.dir / "model.zip")  # last: a run folder with model.zip is a complete run
         if reporter is not None:
             reporter.flush()

@@ -33,6 +33,7 @@ from yacht_env.util import atomic_output
 from yacht_lab.training.config import TrainConfig, validated
 from yacht_lab.training.run_context import RunContext, say
 from yacht_lab.training.runs import plot_curves
+from yacht_lab.training.search.checkpoint import CHECKPOINT_FORMAT, read_checkpoint
 from yacht_lab.training.search.learner import Learner
 from yacht_lab.training.search.rollouts import play
 from yacht_lab.training.trainers import require_trainer
@@ -58,7 +59,6 @@ TABLE_FIELDS = (
     "loss",
     "turns_per_second",
 )
-CHECKPOINT_FORMAT = "yacht-rl search checkpoint 1"
 CURVE_PLOT = "learning_curve.png"
 
 
@@ -85,6 +85,10 @@ class SearchState:
         """Turns played."""
         return self.iteration * self.turns_per_iteration
 
+    def checkpoint_bytes(self) -> int:
+        """About what a checkpoint takes: the learner's arrays."""
+        return sum(array.nbytes for array in self.learner.state_arrays().values())
+
     def save_checkpoint(self, path: Path) -> None:
         """Writes everything the run needs to go on to ``path``, atomically."""
         arrays = self.learner.state_arrays()
@@ -99,24 +103,16 @@ class SearchState:
             np.savez(file, **arrays)
 
     def load_checkpoint(self, path: Path) -> None:
-        """Restores a checkpoint of this run.
+        """Restores a checkpoint of this run, read within bounds and checked before anything changes
+        (:func:`yacht_lab.training.search.checkpoint.read_checkpoint`).
 
         Raises:
-            ValueError: not a search checkpoint of this run's network (one line).
+            ValueError: not a search checkpoint of this run's network, a damaged one, or one whose values this run
+                never holds (one line).
         """
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
-            if str(arrays.pop("format", "")) != CHECKPOINT_FORMAT:
-                raise ValueError(f"not a {CHECKPOINT_FORMAT!r} file")
-            iteration, loss = int(arrays.pop("iteration")), float(arrays.pop("loss"))
-            rng = np.random.default_rng()
-            rng.bit_generator.state = json.loads(str(arrays.pop("rng")))
-            self.learner.load_arrays(arrays)
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            detail = " ".join(str(error).split())[:200] or type(error).__name__
-            raise ValueError(f"cannot resume from {str(path)!r}: {detail}") from None
-        self.iteration, self.loss, self.rng = iteration, loss, rng
+        checkpoint = read_checkpoint(path, self.learner)
+        self.learner.load_arrays(checkpoint.arrays)
+        self.iteration, self.loss, self.rng = checkpoint.iteration, checkpoint.loss, checkpoint.rng
 
 
 def _solo_network(config: TrainConfig):
@@ -188,6 +184,7 @@ def train_search(config: TrainConfig, output_dir: str | os.PathLike = "runs", **
                 _plot(run.dir / CURVE_PLOT, run.rows, table)
                 if run.show_progress:
                     say(_line(row, table), bar)
+                stopping = stopping or run.should_stop  # asked during the evaluation: no iteration, no row more
             if done or stopping:
                 break
             tick = time.time()
@@ -210,6 +207,7 @@ def train_search(config: TrainConfig, output_dir: str | os.PathLike = "runs", **
         if bar is not None:
             bar.close()
         run.end(state)
+        run.check_free_space(state, "model.npz")
         save_value(run.dir / "model.npz", state.learner.network())
     return run.dir
 

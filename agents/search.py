@@ -142,7 +142,9 @@ def features(
             if version > 1:
                 parts += bonus(opponent_upper[:, j], opponent_armed[:, j])
                 if expected is not None:
-                    theirs = opponent_total[:, j] + to_come(opponent_open[:, j], opponent_upper[:, j], opponent_armed[:, j])
+                    theirs = opponent_total[:, j] + to_come(
+                        opponent_open[:, j], opponent_upper[:, j], opponent_armed[:, j]
+                    )
                     parts.append(((theirs - expected) / POINTS_SCALE)[:, None])
     return np.concatenate([np.asarray(p, dtype=np.float32) for p in parts], axis=1)
 

@@ -49,18 +49,16 @@ def shipped_table_configs() -> list[str]:
 
 def measure(name: str, repeats: int) -> dict:
     """One config's iteration, timed in this process's CPU seconds (the code on ``sys.path``)."""
+    import dataclasses
     import inspect
     import time
 
     import numpy as np
     import torch
+    import yaml
 
     from yacht_agents import search
     from yacht_env import rules as R
-    import dataclasses
-
-    import yaml
-
     from yacht_lab.training.config import SearchConfig, from_dict, validate
     from yacht_lab.training.search.learner import Learner
     from yacht_lab.training.search.rollouts import play
@@ -117,7 +115,9 @@ def run_worker(names: list[str], repeats: int, code: Path | None) -> list[dict]:
     done = subprocess.run(args, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SystemExit(f"search_trainer_speed.py: error: the {'baseline' if code else 'current'} worker failed: {tail}")
+        raise SystemExit(
+            f"search_trainer_speed.py: error: the {'baseline' if code else 'current'} worker failed: {tail}"
+        )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -354,6 +354,11 @@ def test_bad_input_is_one_error_line_exit_2_and_no_output_file(tmp_path, case):
             "argument --json: cannot write 'TMP/loop.json': Too many levels of symbolic links",
         ),
         (
+            ["--players", "4", "--agents", "greedy", "random", "optimal"],
+            "argument --agents: --players 4 seats every 4 of the agents at a table; give at least 4, got 3: "
+            "greedy random optimal",
+        ),
+        (
             ["--json", "TMP/read_only.json"],
             "argument --json: cannot write 'TMP/read_only.json': it is read-only (make it writable or remove it first)",
         ),

@@ -18,7 +18,16 @@ from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.game import TableState, game_streams
 from yacht_env.solver import solve
 from yacht_lab.measure.evaluation import evaluate
-from yacht_lab.measure.head_to_head import head_to_head, play_tables, seating, table_streams
+from yacht_lab.measure.head_to_head import (
+    Tally,
+    head_to_head,
+    lineups,
+    outcome_dtype,
+    pair_key,
+    play_tables,
+    seating,
+    table_streams,
+)
 from yacht_lab.measure.head_to_head_report import render_json
 
 PAIR_KEYS = {
@@ -103,6 +112,33 @@ def test_three_players_win_shares_sum_to_one_and_every_pair_is_reported():
     assert sum(stats["win_share"] for stats in result["agents"].values()) == pytest.approx(1.0, abs=3e-6)
     assert result["agents"]["optimal"]["win_share"] > result["agents"]["greedy"]["win_share"] > 0.05
     assert result["head_to_head"]["greedy vs optimal"]["win_rate_a_ci95"][1] < 0.5
+
+
+def test_the_tables_are_every_p_of_the_agents():
+    assert lineups(4, 2) == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]  # every pair: the round robin
+    assert lineups(3, 3) == [(0, 1, 2)]  # as many agents as seats: the one table
+    assert lineups(4, 3) == [(0, 1, 2), (0, 1, 3), (0, 2, 3), (1, 2, 3)]
+    assert lineups(2, 3) == []
+
+
+def test_deal_outcomes_hold_a_pairs_largest_outcome():
+    """2 * (games of a pair a deal): 2 * 9 at one table of 3; 2 * comb(5, 2) * 16 = 320 with 7 agents at tables of 4."""
+    assert [outcome_dtype(n) for n in (9, 100, 127, 128, 160, 32767, 32768)] == [np.uint8] * 3 + [np.uint16] * 3 + [
+        np.uint32
+    ]
+    agents = [make_agent("optimal"), make_agent("random", seed=0)] + [GreedyAgent(name=f"g{k}") for k in range(5)]
+    result = head_to_head(agents, 4, 1, seed=0, calibration=False)
+    assert result.num_tables == 35 and result.pair_games_per_deal == 160 and result.deal_outcomes.dtype == np.uint16
+    pair = result.pairs[pair_key("optimal", "random")]
+    assert pair.games == 160 and pair.wins_a + pair.ties > 150  # the solver beats random nearly always
+    assert int(result.deal_outcomes[0, 0]) == 2 * pair.wins_a + pair.ties > 255  # past uint8
+    assert result.to_dict()["head_to_head"]["optimal vs random"]["win_rate_a"] == (2 * pair.wins_a + pair.ties) / 320
+
+
+def test_a_tally_stays_exact_past_int64():
+    tally = Tally()
+    tally.add(np.array([3 * 10**9, -3 * 10**9, 7]))  # the squares sum past 2 ** 63
+    assert (tally.n, tally.total, tally.total_sq) == (3, 7, 18 * 10**18 + 49)
 
 
 @pytest.mark.parametrize("p", [2, 3, 4])
@@ -192,7 +228,7 @@ def test_play_tables_returns_the_totals_by_seat():
 @pytest.mark.parametrize(
     "agents, players, match",
     [
-        (["greedy", "optimal"], 3, "exactly 3 agents"),
+        (["greedy", "optimal"], 3, "a 3-player head to head needs at least 3 agents, got 2"),
         (["greedy"], 2, "at least 2 agents"),
         (["greedy", "optimal"], 1, "num_players"),
         (["greedy", "optimal"], 11, "num_players"),

@@ -16,7 +16,7 @@ from helpers import run_script
 
 from yacht_agents import make_agent
 from yacht_agents.greedy import GreedyAgent
-from yacht_lab.measure.head_to_head import head_to_head, merge_lineups
+from yacht_lab.measure.head_to_head import Tally, head_to_head, merge_lineups, pair_key
 from yacht_lab.measure.head_to_head_report import format_report, render_json
 from yacht_lab.measure.ratings import CENTER, ELO, bradley_terry, fit, fit_ratings
 
@@ -152,6 +152,90 @@ def test_pairs_played_apart_merge_into_the_round_robin_byte_for_byte():
         merge_lineups(parts[::-1], specs)
 
 
+@pytest.fixture(scope="module")
+def three_of_four():
+    """greedy, optimal, a copy of optimal and win:3 at tables of three: the head to head of every three of them, and
+    its four tables played apart (with each deal's sums), on the same seed."""
+    agents = [make_agent(spec) for spec in ("greedy", "optimal", "optimal#2", "win:3")]
+    whole = head_to_head(agents, 3, 8, seed=4, batch_size=27)
+    parts = [
+        head_to_head([agents[k] for k in lineup], 3, 8, seed=4, batch_size=27, keep_deals=True)
+        for lineup in itertools.combinations(range(4), 3)
+    ]
+    return whole, parts
+
+
+def over_tables(parts, key: str, which: str = "outcomes") -> np.ndarray:
+    """Per deal, a pair's outcomes (or margins) summed over the tables played apart that hold it."""
+    columns = [
+        (part.deal_outcomes if which == "outcomes" else part.deal_sums["margins"])[:, list(part.pairs).index(key)]
+        for part in parts
+        if key in part.pairs
+    ]
+    return np.sum(columns, axis=0, dtype=np.int64)
+
+
+def test_every_three_of_four_agents_sum_their_four_tables_deal_by_deal(three_of_four):
+    whole, parts = three_of_four
+    assert whole.num_tables == 4 and whole.tables_per_deal == 36 and whole.pair_games_per_deal == 2 * 9
+    assert list(whole.pairs) == [pair_key(a, b) for a, b in itertools.combinations(whole.names, 2)]
+    assert whole.deal_outcomes.dtype == np.uint8
+    for k, (key, pair) in enumerate(whole.pairs.items()):
+        held = [part for part in parts if key in part.pairs]  # the two tables holding both
+        assert len(held) == 2
+        for count in ("games", "wins_a", "wins_b", "ties"):
+            assert getattr(pair, count) == sum(getattr(part.pairs[key], count) for part in held), (key, count)
+        assert pair.games == 8 * 18
+        outcomes = over_tables(parts, key)
+        assert np.array_equal(whole.deal_outcomes[:, k], outcomes)
+        for tally, per_deal in ((pair.outcome, outcomes), (pair.margin, over_tables(parts, key, "margins"))):
+            expected = Tally()
+            expected.add(per_deal)  # one observation per deal, its tables summed
+            assert (tally.n, tally.total, tally.total_sq) == (expected.n, expected.total, expected.total_sq)
+        assert pair.outcome.n == 8 and pair.outcome.total > 0
+    for name in whole.names:  # every agent sits at three of the four tables
+        assert whole.games[name] == sum(part.games.get(name, 0) for part in parts) == 8 * 27
+        scores = sum(part.deal_sums["scores"][:, part.names.index(name)] for part in parts if name in part.names)
+        assert whole.scores[name].total == int(scores.sum())
+        shares = sum(part.deal_sums["shares"][:, part.names.index(name)] for part in parts if name in part.names)
+        assert whole.shares[name].total == int(shares.sum())
+    report = whole.to_dict()
+    assert report["head_to_head"]["greedy vs optimal"]["games"] == 144
+    assert all(stats["games"] == 216 for stats in report["agents"].values())
+
+
+def test_every_three_of_four_are_rated_from_their_summed_tables(three_of_four):
+    """The fit reads each pair's outcomes summed over its two tables, of 2 * 9 games a deal; the tables played apart
+    merge into the same head to head and ratings, byte for byte."""
+    whole, parts = three_of_four
+    names = whole.names
+    first, second = zip(*itertools.combinations(range(4), 2), strict=True)
+    summed = np.stack([over_tables(parts, key) for key in whole.pairs], axis=1)
+    expected = fit(names, first, second, summed, 18, [216] * 4, seed=4)
+    ratings = fit_ratings(whole)
+    assert np.array_equal(ratings.rating, expected.rating) and np.array_equal(ratings.samples, expected.samples)
+    assert ratings.games == [216] * 4
+    merged = merge_lineups(parts, names)
+    assert render_json(merged, fit_ratings(merged)) == render_json(whole, ratings)
+    assert np.array_equal(merged.deal_outcomes, whole.deal_outcomes) and merged.deal_outcomes.dtype == np.uint8
+    with pytest.raises(ValueError, match="not the tables"):
+        merge_lineups(parts[:3], names)
+
+
+def test_copies_at_tables_of_three_score_alike_and_rate_equal_within_their_interval(three_of_four):
+    """A copy of a deterministic agent plays the same games at the tables where the other is not and scores alike
+    where both sit; but at a table of both and a third agent their results (against each other and the third) are
+    equal only in expectation (the cyclic rotations), so their ratings are equal within the interval of their
+    difference, not exactly as at two players."""
+    whole, _ = three_of_four
+    agents = whole.to_dict()["agents"]
+    assert agents["optimal"]["mean_score"] == agents["optimal#2"]["mean_score"]
+    copies = whole.to_dict()["head_to_head"]["optimal vs optimal#2"]
+    assert copies["mean_margin_a_ci95"] == [0.0, 0.0]  # each holds every stream equally often
+    difference, (lo, hi) = fit_ratings(whole).difference("optimal", "optimal#2")
+    assert lo <= 0 <= hi and lo < difference < hi
+
+
 @pytest.mark.slow
 def test_the_round_robin_on_ray_is_the_local_one():
     ray = pytest.importorskip("ray")
@@ -166,6 +250,24 @@ def test_the_round_robin_on_ray_is_the_local_one():
             head_to_head_on_ray(["greedy", "optimal"], 2, 0)
     finally:
         ray.shutdown()
+    assert render_json(on_ray, fit_ratings(on_ray)) == render_json(local, fit_ratings(local))
+
+
+@pytest.mark.slow
+def test_tables_of_three_on_ray_are_the_local_ones():
+    ray = pytest.importorskip("ray")
+    from yacht_lab.measure.head_to_head_ray import head_to_head_on_ray
+
+    specs = ["greedy", "optimal", "greedy#2", "optimal#2"]
+    local = head_to_head([make_agent(spec) for spec in specs], 3, 6, seed=1, batch_size=27)
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        on_ray = head_to_head_on_ray(specs, 3, 6, seed=1, batch_size=27)
+        with pytest.raises(ValueError, match="a 3-player head to head needs at least 3 agents, got 2"):
+            head_to_head_on_ray(["greedy", "optimal"], 3, 6)
+    finally:
+        ray.shutdown()
+    assert on_ray.num_tables == 4
     assert render_json(on_ray, fit_ratings(on_ray)) == render_json(local, fit_ratings(local))
 
 
@@ -206,6 +308,32 @@ def test_script_prints_the_ratings_and_writes_them_to_the_json_byte_for_byte(tmp
     assert "ratings (Bradley-Terry fit" in done.stdout and "above the next [95% CI]" in done.stdout
     ratings = json.loads(outputs[0])["ratings"]
     assert list(ratings["agents"]) == ["optimal", "greedy"] and ratings["resamples"] == 1000
+
+
+def test_script_rates_every_three_of_four_agents_at_tables_of_three(tmp_path):
+    path = tmp_path / "tables.json"
+    done = run_script(
+        "evaluate.py",
+        "--no-progress",
+        *("--players", "3", "--agents", "random", "greedy", "optimal", "win:3", "--games", "4", "--ratings"),
+        *("--json", str(path)),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "at each of its 4 tables (every 3 of the 4 agents), 144 games in all" in done.stdout
+    assert "ratings (Bradley-Terry fit" in done.stdout
+    report = json.loads(path.read_bytes())
+    assert (report["players"], report["deals"], report["games_per_deal"]) == (3, 4, 9)
+    names = ["random", "greedy", "optimal", "win:3"]
+    assert list(report["head_to_head"]) == [f"{a} vs {b}" for a, b in itertools.combinations(names, 2)]
+    for pair in report["head_to_head"].values():  # each pair at the two tables holding both
+        assert pair["games"] == 4 * 2 * 9 == pair["wins_a"] + pair["wins_b"] + pair["ties"]
+    assert list(report["agents"]) == names and all(stats["games"] == 4 * 3 * 9 for stats in report["agents"].values())
+    # Each table's win shares sum to 1; an agent sits at 3 of the 4 tables: its shares, averaged, sum to 4 / 3.
+    assert sum(stats["win_share"] for stats in report["agents"].values()) == pytest.approx(4 / 3, abs=1e-5)
+    ratings = report["ratings"]
+    assert set(ratings["agents"]) == set(names) and ratings["resamples"] == 1000
+    assert all(set(row) == RATING_KEYS and row["games"] == 108 for row in ratings["agents"].values())
+    assert list(ratings["agents"])[-1] == "random"
 
 
 @pytest.mark.parametrize(

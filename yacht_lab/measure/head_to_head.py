@@ -1,7 +1,7 @@
 """Head to head: agents playing multiplayer Yacht against each other at tables, on common dice, seats rotated.
 
-With two players every pair of the agents given plays (a round robin); with ``P > 2`` players the ``P``
-agents sit at one table. The highest total wins a game; tied winners share it.
+Every ``P`` of the ``K`` agents given sit at a table (:func:`lineups`: ``comb(K, P)`` tables; at two players every
+pair, a round robin; with ``K = P`` one table). The highest total wins a game; tied winners share it.
 
 **Deals, dice and seats.** Deal ``g`` is the ``P`` dice streams ``game_streams(seed, range(g * P, g * P + P))``
 (stream ``j`` of the deal is solo game ``g * P + j`` of :mod:`yacht_lab.measure.evaluation`). Each deal is played
@@ -11,8 +11,11 @@ keeps its dice whatever its seat (the seat rotations of one dice rotation replay
 seat: the seat advantage cancels), and every agent plays every stream of the deal equally often (the dice
 cancel: a duplicate tournament). Two copies of one deterministic agent therefore split every deal exactly at two
 players; at more their win shares and margins are exactly equal, their pairwise win rates equal in expectation
-(the cyclic rotations put stream ``d`` against ``d + 1``, never the reverse).
-Every one of the ``P * P`` plays counts as a game: ``games = deals * P * P`` per table.
+(the cyclic rotations put stream ``d`` against ``d + 1``, never the reverse). The rotations and the play of a
+batch of tables are in :mod:`yacht_lab.measure.tables`. Every one of the ``P * P`` plays counts as a game:
+``games = deals * P * P`` per table, ``comb(K, P) * P * P`` a deal in all. A pair's results sum over every table
+holding both: ``comb(K - 2, P - 2) * P * P`` games a deal (:attr:`HeadToHead.pair_games_per_deal`); an agent's over
+its ``comb(K - 1, P - 1)`` tables.
 
 **Statistics.** Games of one deal share their dice, so they are not independent; the deals are. Every mean
 (win rate, margin, score, win share) is the mean over all games, and its 95% confidence interval is the
@@ -26,10 +29,11 @@ decision at a time; each agent acts once per decision, in one batched ``act`` ca
 is on turn. An agent with ``table_players == P`` sees the table from its seat
 (:class:`~yacht_env.encoding.MultiplayerEncoder`); the others see their own game as ``Yacht-v0`` shows it.
 
-**Per deal.** Besides the sums, the result keeps each deal's outcome of every pair (``deal_outcomes``: uint8, one
-byte per deal and pair), from which :mod:`yacht_lab.measure.ratings` fits the agents' ratings and resamples deals; with
-``keep_deals=True`` also each deal's sums per agent (``deal_sums``), from which :func:`merge_lineups` puts
-together a round robin whose pairs were played apart (on Ray: :mod:`yacht_lab.measure.head_to_head_ray`).
+**Per deal.** Besides the sums, the result keeps each deal's outcome of every pair over all its tables
+(``deal_outcomes``: uint8, or a wider unsigned int where a pair plays more than 127 games a deal), from which
+:mod:`yacht_lab.measure.ratings` fits the agents' ratings and resamples deals; with ``keep_deals=True`` also each
+deal's sums per agent and its margins per pair (``deal_sums``), from which :func:`merge_lineups` puts together a
+head to head whose tables were played apart (on Ray: :mod:`yacht_lab.measure.head_to_head_ray`).
 
 The win agent's model is checked against the outcomes in :mod:`yacht_lab.measure.calibration`; the reports (text, JSON,
 the win-rate plot) are written by :mod:`yacht_lab.measure.head_to_head_report`.
@@ -48,99 +52,27 @@ import numpy as np
 from yacht_agents.base import Agent, check_agents
 from yacht_env import rules as R
 from yacht_env.distributions import score_distributions, unsupported
-from yacht_env.encoding import MultiplayerEncoder, ObservationEncoder
-from yacht_env.game import TableState, game_streams
-from yacht_env.opponents import act_at_tables
 from yacht_env.rules import is_int
 from yacht_lab.measure.calibration import Calibration, predict_round_starts
 from yacht_lab.measure.evaluation import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MAX_GAMES
 from yacht_lab.measure.report import Z_95, progress_bar, rounded_floats
+from yacht_lab.measure.tables import play_tables, seating, table_streams
 
 MAX_PLAYERS = 10
 #: How the confidence intervals are computed (written to the JSON report).
 CI_METHOD = "95% normal approximation over deals (each deal's mean over its games is one observation)"
 
 
-def seating(num_players: int) -> tuple[np.ndarray, np.ndarray]:
-    """Who sits where in the ``P * P`` games of a deal, game ``d * P + r`` (dice rotation ``d``, seat rotation ``r``).
-
-    Returns:
-        ``(agent_at, stream_at)``, both intp ``(P * P, P)``: the agent (its index at the table) at each seat,
-        and the stream of the deal that seat plays (the stream that agent holds).
+def lineups(num_agents: int, num_players: int) -> list[tuple[int, ...]]:
+    """The tables of a head to head: every ``num_players`` of the agents (indices, in the order given), in
+    ``itertools.combinations`` order. At two players every pair; with as many agents as players the one table.
     """
-    p = num_players
-    d, r, seat = np.meshgrid(np.arange(p), np.arange(p), np.arange(p), indexing="ij")
-    agent_at = (seat - r) % p
-    return agent_at.reshape(p * p, p), ((agent_at + d) % p).reshape(p * p, p)
+    return list(itertools.combinations(range(num_agents), num_players))
 
 
-def table_streams(seed: int, deals: range, num_players: int, rules: str | R.Rules = "standard") -> np.ndarray:
-    """The dice of every seat of every game of ``deals``: int8 ``(len(deals) * P * P, P, *rules.stream_shape)``.
-
-    Game ``k = (deal - deals.start) * P * P + d * P + r``, seat ``s``: stream ``stream_at[d * P + r, s]`` of the
-    deal (see :func:`seating`).
-    """
-    p = num_players
-    shape = R.get_rules(rules).stream_shape
-    streams = game_streams(seed, range(deals.start * p, deals.stop * p), rules).reshape(len(deals), p, *shape)
-    _, stream_at = seating(p)
-    return streams[:, stream_at].reshape(len(deals) * p * p, p, *shape)
-
-
-def play_tables(
-    agents: Sequence[Agent],
-    dice: np.ndarray,
-    agent_at: np.ndarray,
-    rules: str | R.Rules = "standard",
-    round_starts: np.ndarray | None = None,
-    on_turns_done: Callable[[int], None] | None = None,
-) -> np.ndarray:
-    """Plays one game at each of ``len(dice)`` tables to the end, all tables stepping together.
-
-    Args:
-        agents: The ``P`` agents of the table.
-        dice: int8 ``(N, P, *rules.stream_shape)``: each seat's dice stream.
-        agent_at: intp ``(N, P)``: the index into ``agents`` of the agent at each seat.
-        rules: The rules played.
-        round_starts: If given, an int ``(N, C, 2, P)`` array filled in place: at the start of round ``k``
-            (``k = 0..C-1``, every player at a turn start after ``k`` picks each), ``[:, k, 0]`` every seat's open
-            mask and ``[:, k, 1]`` its total.
-        on_turns_done: Called with the number of turns that ended (picks made) at each step: progress within tables
-            that all end together (for a progress bar).
-
-    Returns:
-        The final totals by seat, int ``(N, P)``.
-
-    Raises:
-        ValueError: an agent chose an illegal action (naming it, the table and the action).
-    """
-    rules = R.get_rules(rules)
-    n, p = agent_at.shape
-    table = TableState(rules, p, n)
-    table.start(R.prefix_codes(dice.reshape(n, p, -1, R.NUM_DICE)))
-    games = table.players
-    solo, view = ObservationEncoder(rules), MultiplayerEncoder(rules, p)
-    playing = np.ones(n, dtype=bool)
-    if round_starts is not None:
-        filled = rules.num_categories - R.open_bits(rules.num_categories).sum(axis=1)  # per open mask
-        round_starts[:, 0, 0], round_starts[:, 0, 1] = rules.all_open, 0
-    while playing.any():
-        at = np.flatnonzero(playing)
-        actions = np.zeros(n, dtype=np.intp)
-        actions[at] = act_at_tables(agents, agent_at[at, table.current[at]], table, at, solo, view)
-        last_seat = table.current == p - 1
-        if on_turns_done is not None:
-            on_turns_done(int((actions[at] >= R.PICK_OFFSET).sum()))
-        _, over = table.play(actions, playing)
-        if round_starts is not None:  # the last seat's pick ends a round: every player is at a turn start
-            ended = np.flatnonzero(playing & last_seat & (actions >= R.PICK_OFFSET) & ~over)
-            if ended.size:
-                masks = games.open_mask.reshape(n, p)[ended]
-                k = filled[masks[:, -1]]
-                round_starts[ended, k, 0] = masks
-                round_starts[ended, k, 1] = table.totals()[ended]
-        playing &= ~over
-    return table.totals().astype(np.int64)
+def outcome_dtype(pair_games_per_deal: int) -> np.dtype:
+    """The unsigned dtype of ``deal_outcomes`` that holds a pair's largest outcome, ``2 * pair_games_per_deal``."""
+    return np.promote_types(np.uint8, np.min_scalar_type(2 * pair_games_per_deal))
 
 
 class Tally:
@@ -154,7 +86,11 @@ class Tally:
         values = np.asarray(values, dtype=np.int64)
         self.n += len(values)
         self.total += int(values.sum())
-        self.total_sq += int(np.dot(values, values))  # |values| <= 10**8 per deal: no int64 overflow
+        largest = int(np.abs(values).max()) if len(values) else 0
+        if largest * largest * len(values) < 2**63:  # the int64 dot product cannot overflow
+            self.total_sq += int(np.dot(values, values))
+        else:  # many tables a deal: Python's ints, exact whatever the size
+            self.total_sq += sum(value * value for value in values.tolist())
 
     def mean_ci(self, scale: float, low: float = -math.inf, high: float = math.inf) -> tuple[float, list[float]]:
         """The mean of ``value / scale`` per deal and its 95% normal-approximation CI over deals, clipped to the
@@ -217,16 +153,28 @@ class HeadToHead:
     share_unit: int
     calibration: Calibration | None = None
     seconds: float = 0.0
-    #: uint8 ``(deals, len(pairs))``: per deal and pair (in ``pairs``' order), 2 * wins of ``a`` + ties.
+    #: ``(deals, len(pairs))`` (:func:`outcome_dtype`): per deal and pair (in ``pairs``' order), over all the pair's
+    #: tables, 2 * wins of ``a`` + ties.
     deal_outcomes: np.ndarray | None = None
     #: With ``keep_deals``: per deal, ``"scores"`` and ``"shares"`` (int64 ``(deals, len(names))``, each agent's
-    #: summed totals and win shares over its games) and ``"first_seat"`` (int64 ``(deals,)``).
+    #: summed totals and win shares over its games), ``"first_seat"`` (int64 ``(deals,)``) and ``"margins"`` (int64
+    #: ``(deals, len(pairs))``, each pair's summed margins of ``a``).
     deal_sums: dict[str, np.ndarray] | None = None
 
     @property
     def games_per_deal(self) -> int:
-        """Games of each deal: every table's dice and seat rotations."""
+        """Games of each deal at each table: its dice and seat rotations."""
         return self.num_players**2
+
+    @property
+    def num_tables(self) -> int:
+        """Tables of the head to head: every ``P`` of the ``K`` agents, ``comb(K, P)``."""
+        return math.comb(len(self.names), self.num_players)
+
+    @property
+    def pair_games_per_deal(self) -> int:
+        """Games of each deal of a pair: at each of the ``comb(K - 2, P - 2)`` tables holding both, ``P * P``."""
+        return math.comb(len(self.names) - 2, self.num_players - 2) * self.games_per_deal
 
     @property
     def total_games(self) -> int:
@@ -269,7 +217,7 @@ class HeadToHead:
         if self.deal_outcomes is None:
             raise ValueError("this head to head kept no per-deal outcomes")
         keys = list(self.pairs)
-        full = 2 * self.games_per_deal
+        full = 2 * self.pair_games_per_deal
 
         def outcomes(x: str) -> np.ndarray:  # per deal: 2 * (wins of x against `against`) + ties
             if pair_key(x, against) in self.pairs:
@@ -307,7 +255,7 @@ class HeadToHead:
             "deals": self.deals,
             "games_per_deal": self.games_per_deal,
             "ci": CI_METHOD,
-            "head_to_head": {key: pair.summary(self.games_per_deal) for key, pair in self.pairs.items()},
+            "head_to_head": {key: pair.summary(self.pair_games_per_deal) for key, pair in self.pairs.items()},
             "agents": {name: self.agent_summary(name) for name in self.names},
             "first_seat_win_rate": round(first, 6),
             "first_seat_win_rate_ci95": rounded_floats(first_ci),
@@ -333,31 +281,42 @@ def _checked_table(agents, num_players, games, seed, batch_size, rules: R.Rules)
     if batch_size > MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be an int >= 1 and <= {MAX_BATCH_SIZE:,}, got {batch_size!r}")
     p, agents = int(num_players), list(agents)
-    if p == 2 and len(agents) < 2:
-        raise ValueError(f"a 2-player head to head needs at least 2 agents, got {len(agents)}")
-    if p > 2 and len(agents) != p:
-        raise ValueError(f"a {p}-player table seats exactly {p} agents, got {len(agents)}")
+    if len(agents) < p:
+        raise ValueError(f"a {p}-player head to head needs at least {p} agents, got {len(agents)}")
     check_agents(agents, rules, p)
     return p, agents
 
 
-def _count_pairs(result: HeadToHead, names: list[str], totals: np.ndarray, deals: range, column: dict) -> None:
-    """Adds one lineup's games of a batch of deals to its pairs' results (``totals``: ``(deal, game, agent)``, the
-    agents ``names`` in order; ``column``: each pair's column of ``deal_outcomes``).
+def _count_pairs(counts: dict[str, np.ndarray], names: list[str], totals: np.ndarray) -> None:
+    """Adds one lineup's games of a batch of deals to its pairs' per-deal counts (``totals``: ``(deal, game,
+    agent)``, the agents ``names`` in order; ``counts``: per pair int64 ``(3, deals)``, the wins of ``a``, the
+    wins of ``b`` and the summed margins of ``a``, over the batch's tables so far).
     """
-    nd, per_deal, p = totals.shape
-    for i, j in itertools.combinations(range(p), 2):
-        key = pair_key(names[i], names[j])
-        pair = result.pairs[key]
+    for i, j in itertools.combinations(range(totals.shape[2]), 2):
         a, b = totals[:, :, i], totals[:, :, j]
-        wins_a, wins_b = (a > b).sum(axis=1), (a < b).sum(axis=1)
+        count = counts[pair_key(names[i], names[j])]
+        count[0] += (a > b).sum(axis=1)
+        count[1] += (a < b).sum(axis=1)
+        count[2] += (a - b).sum(axis=1)
+
+
+def _add_pairs(result: HeadToHead, counts: dict[str, np.ndarray], deals: range) -> None:
+    """Adds a batch of deals' per-deal counts of every pair (:func:`_count_pairs`, over all its tables) to the
+    pairs' results and ``deal_outcomes``: each deal is one observation of a pair's Tallies, whatever its tables.
+    """
+    per_deal, nd = result.pair_games_per_deal, len(deals)
+    for k, (key, (wins_a, wins_b, margin)) in enumerate(counts.items()):
+        pair = result.pairs[key]
         pair.games += nd * per_deal
         pair.wins_a += int(wins_a.sum())
         pair.wins_b += int(wins_b.sum())
         pair.ties += int(nd * per_deal - wins_a.sum() - wins_b.sum())
-        pair.outcome.add(wins_a + (per_deal - wins_b))  # 2 * wins + ties
-        result.deal_outcomes[deals.start : deals.stop, column[key]] = wins_a + (per_deal - wins_b)
-        pair.margin.add((a - b).sum(axis=1))
+        outcome = wins_a + (per_deal - wins_b)  # 2 * wins + ties
+        pair.outcome.add(outcome)
+        result.deal_outcomes[deals.start : deals.stop, k] = outcome
+        pair.margin.add(margin)
+        if result.deal_sums is not None:
+            result.deal_sums["margins"][deals.start : deals.stop, k] = margin
 
 
 def _keep_deal_sums(result: HeadToHead, deals: range, scores: dict, shares: dict, first_seat: np.ndarray) -> None:
@@ -383,11 +342,12 @@ def head_to_head(
     """Plays ``games`` deals of every table; see the module docstring.
 
     Args:
-        agents: Agents with distinct names, all for ``rules``: two or more for ``num_players == 2`` (every pair
-            plays), exactly ``num_players`` for more players (one table).
+        agents: At least ``num_players`` agents with distinct names, all for ``rules``: every ``num_players`` of
+            them play at a table (:func:`lineups`; at two players every pair).
         num_players: Players at a table, 2..:data:`MAX_PLAYERS`.
         games: Deals (a positive int, at most :data:`~yacht_lab.measure.evaluation.MAX_GAMES`); each is played
-            ``num_players ** 2`` times at each table (dice rotations x seat rotations).
+            ``num_players ** 2`` times at each table (dice rotations x seat rotations), ``comb(K, P) * P * P``
+            games a deal in all.
         seed: A non-negative int; deal ``g``'s dice depend only on ``(seed, g, num_players)``.
         rules: A preset name or :class:`~yacht_env.rules.Rules`.
         batch_size: Games stepped together (rounded down to whole deals, at least one). It changes the speed,
@@ -398,26 +358,21 @@ def head_to_head(
             the outcomes (:class:`~yacht_lab.measure.calibration.Calibration`; loads the rules' score distributions).
             Rules with bonuses (the family's) have no such distributions (:func:`yacht_env.distributions.unsupported`):
             there the report has no calibration.
-        keep_deals: Keep each deal's sums per agent (``deal_sums``), for :func:`merge_lineups`.
+        keep_deals: Keep each deal's sums per agent and margins per pair (``deal_sums``), for :func:`merge_lineups`.
 
     Raises:
         ValueError: bad players, deals, seed or batch size (more than
-            :data:`~yacht_lab.measure.evaluation.MAX_BATCH_SIZE` too); too few agents, or not ``num_players`` of them
-            for more than two players; duplicate names; an agent for other rules or for another table size; an
-            agent choosing an illegal action.
+            :data:`~yacht_lab.measure.evaluation.MAX_BATCH_SIZE` too); fewer agents than ``num_players``; duplicate
+            names; an agent for other rules or for another table size; an agent choosing an illegal action.
     """
     rules = R.get_rules(rules)
     p, agents = _checked_table(agents, num_players, games, seed, batch_size, rules)
     names = [agent.name for agent in agents]
 
-    lineups = list(itertools.combinations(range(len(agents)), 2)) if p == 2 else [tuple(range(p))]
+    tables = lineups(len(agents), p)
     per_deal = p * p
     share_unit = math.lcm(*range(1, p + 1))
-    pairs = {
-        pair_key(names[lineup[i]], names[lineup[j]]): PairResult(names[lineup[i]], names[lineup[j]])
-        for lineup in lineups
-        for i, j in itertools.combinations(range(p), 2)
-    }
+    pairs = {pair_key(a, b): PairResult(a, b) for a, b in itertools.combinations(names, 2)}
     result = HeadToHead(
         rules=rules,
         num_players=p,
@@ -429,16 +384,16 @@ def head_to_head(
         shares={name: Tally() for name in names},
         games={name: 0 for name in names},
         first_seat=Tally(),
-        tables_per_deal=len(lineups) * per_deal,
+        tables_per_deal=len(tables) * per_deal,
         share_unit=share_unit,
-        deal_outcomes=np.zeros((games, len(pairs)), dtype=np.uint8),  # 2 * P * P <= 200
     )
-    column = {key: k for k, key in enumerate(pairs)}
+    result.deal_outcomes = np.zeros((games, len(pairs)), dtype=outcome_dtype(result.pair_games_per_deal))
     if keep_deals:
         result.deal_sums = {
             "scores": np.zeros((games, len(names)), dtype=np.int64),
             "shares": np.zeros((games, len(names)), dtype=np.int64),
             "first_seat": np.zeros(games, dtype=np.int64),
+            "margins": np.zeros((games, len(pairs)), dtype=np.int64),
         }
     rounds = rules.num_categories
     calibration = calibration and unsupported(rules) is None  # the family's bonuses: no score distributions
@@ -461,7 +416,8 @@ def head_to_head(
             scores = {name: np.zeros(nd, dtype=np.int64) for name in names}
             shares = {name: np.zeros(nd, dtype=np.int64) for name in names}
             first_seat = np.zeros(nd, dtype=np.int64)
-            for lineup in lineups:
+            counts = {key: np.zeros((3, nd), dtype=np.int64) for key in pairs}  # summed over the batch's tables
+            for lineup in tables:
                 table_agents = [agents[i] for i in lineup]
                 starts = np.empty((nd * per_deal, rounds, 2, p), dtype=np.int64) if calibration else None
                 turns_done = bar.update if bar is not None else None
@@ -480,9 +436,10 @@ def head_to_head(
                     scores[names[k]] += totals[:, :, i].sum(axis=1)
                     shares[names[k]] += share[:, :, i].sum(axis=1)
                     result.games[names[k]] += nd * per_deal
-                _count_pairs(result, [names[k] for k in lineup], totals, deals, column)
+                _count_pairs(counts, [names[k] for k in lineup], totals)
                 if on_games_done is not None:
                     on_games_done(nd * per_deal)
+            _add_pairs(result, counts, deals)
             for name in names:
                 result.scores[name].add(scores[name])
                 result.shares[name].add(shares[name])
@@ -500,23 +457,23 @@ def merge_lineups(parts: Sequence[HeadToHead], names: Sequence[str]) -> HeadToHe
     """The head to head of ``names`` put together from its tables played apart (on Ray, say).
 
     Args:
-        parts: One :func:`head_to_head` per table of the head to head, in its order (at two players each pair
-            ``(a, b)`` of ``names``, ``a`` given first, in ``itertools.combinations`` order; at more, the one
-            table), all of the same players, deals, seed and rules, played with ``keep_deals=True``.
+        parts: One :func:`head_to_head` per table of the head to head, in its order (:func:`lineups`: every
+            ``P`` of ``names``, in the order given, in ``itertools.combinations`` order; at two players every pair,
+            with ``P`` agents the one table), all of the same players, deals, seed and rules, played with
+            ``keep_deals=True``.
         names: The agents, in the order given.
 
     Returns:
         What :func:`head_to_head` of the agents of ``names`` returns (the JSON byte for byte, when no agent has its
-        own randomness: a ``random`` agent playing its pairs apart draws other dice than one playing them in turn).
+        own randomness: a ``random`` agent playing its tables apart draws other dice than one playing them in turn).
 
     Raises:
         ValueError: parts that are not the tables of ``names``, or that do not fit together.
     """
     first = parts[0]
     p, deals = first.num_players, first.deals
-    lineups = list(itertools.combinations(range(len(names)), 2)) if p == 2 else [tuple(range(len(names)))]
     setting = (p, deals, first.seed, first.rules.name, first.calibration is None)
-    if [part.names for part in parts] != [[names[k] for k in lineup] for lineup in lineups] or any(
+    if [part.names for part in parts] != [[names[k] for k in lineup] for lineup in lineups(len(names), p)] or any(
         (part.num_players, part.deals, part.seed, part.rules.name, part.calibration is None) != setting
         or part.deal_sums is None
         for part in parts
@@ -524,16 +481,19 @@ def merge_lineups(parts: Sequence[HeadToHead], names: Sequence[str]) -> HeadToHe
         raise ValueError(f"the parts are not the tables of a {p}-player head to head of {', '.join(names)}")
     names = list(names)
     column = {name: k for k, name in enumerate(names)}
+    pairs = {pair_key(a, b): PairResult(a, b) for a, b in itertools.combinations(names, 2)}
+    pair_column = {key: k for k, key in enumerate(pairs)}
     sums = {
         "scores": np.zeros((deals, len(names)), dtype=np.int64),
         "shares": np.zeros((deals, len(names)), dtype=np.int64),
         "first_seat": np.zeros(deals, dtype=np.int64),
+        "margins": np.zeros((deals, len(pairs)), dtype=np.int64),
     }
+    outcomes = np.zeros((deals, len(pairs)), dtype=np.int64)
     games = {name: 0 for name in names}
     calibration = (
         None if first.calibration is None else Calibration(names, first.rules.num_categories, p, first.share_unit)
     )
-    pairs: dict[str, PairResult] = {}
     for part in parts:
         at = [column[name] for name in part.names]
         sums["scores"][:, at] += part.deal_sums["scores"]
@@ -541,7 +501,14 @@ def merge_lineups(parts: Sequence[HeadToHead], names: Sequence[str]) -> HeadToHe
         sums["first_seat"] += part.deal_sums["first_seat"]
         for name in part.names:
             games[name] += part.games[name]
-        pairs.update(part.pairs)
+        for k, (key, played) in enumerate(part.pairs.items()):  # a pair's tables add up, deal by deal
+            pair = pairs[key]
+            pair.games += played.games
+            pair.wins_a += played.wins_a
+            pair.wins_b += played.wins_b
+            pair.ties += played.ties
+            outcomes[:, pair_column[key]] += part.deal_outcomes[:, k]
+            sums["margins"][:, pair_column[key]] += part.deal_sums["margins"][:, k]
         if calibration is not None:
             calibration.merge(part.calibration)
     result = HeadToHead(
@@ -558,11 +525,14 @@ def merge_lineups(parts: Sequence[HeadToHead], names: Sequence[str]) -> HeadToHe
         tables_per_deal=sum(part.tables_per_deal for part in parts),
         share_unit=first.share_unit,
         calibration=calibration,
-        deal_outcomes=np.concatenate([part.deal_outcomes for part in parts], axis=1),
         deal_sums=sums,
     )
+    result.deal_outcomes = outcomes.astype(outcome_dtype(result.pair_games_per_deal))
     for k, name in enumerate(names):  # the same exact integer sums as the deals' batches add
         result.scores[name].add(sums["scores"][:, k])
         result.shares[name].add(sums["shares"][:, k])
+    for k, pair in enumerate(pairs.values()):
+        pair.outcome.add(outcomes[:, k])
+        pair.margin.add(sums["margins"][:, k])
     result.first_seat.add(sums["first_seat"])
     return result

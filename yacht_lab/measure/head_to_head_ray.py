@@ -1,12 +1,13 @@
 """The head to head's tables as Ray tasks, for leagues that outgrow one machine (``evaluate.py --players P
 --address``).
 
-Each table of the head to head (at two players one pair of the agents, at more the one table) is one Ray task: it
+Each table of the head to head (every ``P`` of the agents: :func:`~yacht_lab.measure.head_to_head.lineups`; at two
+players one pair) is one Ray task: it
 builds its agents from their specs and plays every deal with :func:`~yacht_lab.measure.head_to_head.head_to_head`
 (``keep_deals=True``); :func:`~yacht_lab.measure.head_to_head.merge_lineups` puts the tables together. A deal's dice do
 not depend on where it is played, so the result is the local run's, JSON and ratings byte for byte, for agents
 without their own randomness. The ``random`` agent draws from a generator of its own in each task (seeded alike)
-instead of one generator across its pairs in turn, so its games differ from a local run's, as they do with
+instead of one generator across its tables in turn, so its games differ from a local run's, as they do with
 another ``--batch-size``.
 
 Ray is joined as the sweeps join it (:func:`yacht_lab.ray_cluster.check_ray_address`: ``auto`` or ``HOST:PORT``, checked
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 
 from yacht_env import rules as R
 from yacht_lab.measure.evaluation import DEFAULT_BATCH_SIZE
-from yacht_lab.measure.head_to_head import HeadToHead, head_to_head, merge_lineups
+from yacht_lab.measure.head_to_head import HeadToHead, head_to_head, lineups, merge_lineups
 
 
 def worker_spec(spec: str) -> str:
@@ -98,10 +99,9 @@ def head_to_head_on_ray(
     specs = list(specs)
     if len(set(specs)) != len(specs):
         raise ValueError(f"agent names must be distinct, got {specs}")
-    if players == 2:
-        lineups = [(i, j) for i in range(len(specs)) for j in range(i + 1, len(specs))]
-    else:
-        lineups = [tuple(range(len(specs)))]
+    tables = lineups(len(specs), players)
+    if not tables:  # said here, before the cluster is asked for anything
+        raise ValueError(f"a {players}-player head to head needs at least {players} agents, got {len(specs)}")
     sent = [worker_spec(spec) for spec in specs]
     if address is None and not ray.is_initialized():
         raise ValueError("no Ray to run on: give the address of a Ray cluster, or start one first (ray.init)")
@@ -128,7 +128,7 @@ def head_to_head_on_ray(
                 batch_size,
                 calibration,
             )
-            for lineup in lineups
+            for lineup in tables
         ]
         try:
             parts = ray.get(pending)

@@ -57,17 +57,19 @@ def format_report(result: HeadToHead, ratings: Ratings | None = None) -> str:
     calibration and, if given, the ratings table.
     """
     report = result.to_dict()
-    p, per_deal = result.num_players, result.games_per_deal
+    p, per_deal, names = result.num_players, result.games_per_deal, result.names
     pairs, agents = report["head_to_head"], report["agents"]
+    tables = ""
+    if p > 2 and result.num_tables > 1:  # more agents than seats (at two players the matrices show the pairs)
+        tables = f" at each of its {result.num_tables:,} tables (every {p} of the {len(names)} agents)"
     lines = [
         f"{game_title(result.rules)} head to head ({result.rules.name} rules, {p} players): {result.deals:,} deals, "
         f"seed {result.seed}; "
-        f"each deal played {per_deal} times per table ({p} dice rotations x {p} seat rotations), "
+        f"each deal played {per_deal} times per table ({p} dice rotations x {p} seat rotations){tables}, "
         f"{result.total_games:,} games in all, {result.games_per_second:,.0f} games/s",
         f"CIs: {CI_METHOD}",
         "",
     ]
-    names = result.names
     if p == 2:
         lines += _matrices(names, pairs)
     lines.append("pairs (a vs b): games, wins a / wins b / ties, win rate of a [95% CI], mean margin of a [95% CI]")

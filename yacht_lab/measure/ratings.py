@@ -3,7 +3,7 @@ scale, with 95% intervals from a bootstrap over deals.
 
 **The model.** Agent ``i`` has a strength ``t_i``; in a game it finishes ahead of agent ``j`` with probability
 ``1 / (1 + exp(t_j - t_i))`` (Bradley-Terry), a tie counting as half a win each, as the head to head's win rates
-count it. At two players every game of the round robin is one such comparison; at a ``P``-player table each game's
+count it. At two players every game of the round robin is one such comparison; at ``P``-player tables each game's
 order is broken into its ``P (P - 1) / 2`` pairwise results (the rank-breaking estimate of the Plackett-Luce
 model), which the head to head already counts per pair. The fit maximises the likelihood of all of them times a
 prior of one virtual tie per pair (:data:`PRIOR_TIES`; BayesElo's device), which keeps an agent that never won
@@ -241,11 +241,13 @@ def fit(
 
 
 def fit_ratings(result: HeadToHead, resamples: int = RESAMPLES) -> Ratings:
-    """The ratings of a head to head's agents (every pair of the round robin, or of the one table), the
-    resampling seeded with its seed.
+    """The ratings of a head to head's agents (every pair, over all the tables holding both: its
+    :attr:`~yacht_lab.measure.head_to_head.HeadToHead.pair_games_per_deal` games a deal), the resampling seeded with
+    its seed.
     """
     column = {name: k for k, name in enumerate(result.names)}
     first = [column[pair.a] for pair in result.pairs.values()]
     second = [column[pair.b] for pair in result.pairs.values()]
     games = [result.games[name] for name in result.names]
-    return fit(result.names, first, second, result.deal_outcomes, result.games_per_deal, games, result.seed, resamples)
+    outcomes, per_deal = result.deal_outcomes, result.pair_games_per_deal
+    return fit(result.names, first, second, outcomes, per_deal, games, result.seed, resamples)

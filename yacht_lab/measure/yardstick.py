@@ -32,8 +32,8 @@ from yacht_agents.base import Agent, check_agents
 from yacht_env import duel
 from yacht_env import rules as R
 from yacht_env.game import game_streams
-from yacht_lab.measure.head_to_head import play_tables
 from yacht_lab.measure.report import mean_ci, progress_bar, rounded_floats, short_names
+from yacht_lab.measure.tables import play_tables
 
 #: The opponents every agent meets, by spec: the equilibrium (50% is perfect play) and the solver.
 REFERENCES = ("duel", "optimal")

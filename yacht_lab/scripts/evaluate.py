@@ -8,6 +8,7 @@ Usage:
     yacht-evaluate --agents greedy optimal --games 1000 --record games.jsonl   # every decision, for yacht-web
     yacht-evaluate --players 2 --games 20000 --json h2h.json   # head to head: every pair of the agents
     yacht-evaluate --players 3 --agents random greedy optimal  # three agents at one table
+    yacht-evaluate --players 3 --agents random greedy optimal win:3 --ratings  # every 3 of the 4 at a table
     yacht-evaluate --players 2 --games 2000 --ratings           # and the agents' ratings with their intervals
 
 (``python -m yacht_lab evaluate`` and the repository's ``python evaluate.py`` are the same program.)
@@ -30,9 +31,10 @@ family is refused in one line, and the family's head to head has no calibration.
 the regret) as JSON Lines (:mod:`yacht_lab.table.record`), which ``yacht-web --replay PATH`` steps through; each game's
 regret there is exactly the one this report averages.
 
-``--players P`` (2..10) plays the agents against each other instead (:mod:`yacht_lab.measure.head_to_head`): with 2
-every pair of them, with more exactly ``P`` agents at one table. ``--games`` is then the number of deals, each
-played ``P * P`` times (dice rotations x seat rotations); ``--json`` writes the head-to-head report and
+``--players P`` (2..10) plays the agents against each other instead (:mod:`yacht_lab.measure.head_to_head`): every
+``P`` of the ``K >= P`` agents at a table (with 2 every pair of them, with ``K = P`` one table). ``--games`` is then
+the number of deals, each played ``P * P`` times at each of the ``comb(K, P)`` tables (dice rotations x seat
+rotations); ``--json`` writes the head-to-head report and
 ``--plot`` the 2-player win-rate matrix (not available for more players). ``--ratings`` adds the agents' ratings
 (:mod:`yacht_lab.measure.ratings`: a Bradley-Terry fit on the Elo scale, 95% intervals from a bootstrap over deals) to
 the report and the JSON; ``--address`` plays each table (each pair at 2 players) as a task on a Ray cluster
@@ -81,15 +83,15 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         "--players",
         type=number(int, 1, high=MAX_PLAYERS),
         default=1,
-        help="players at a table: 1 (default) benchmarks each agent alone; 2 plays every pair of the agents "
-        f"against each other, 3..{MAX_PLAYERS} exactly that many agents at one table",
+        help="players at a table: 1 (default) benchmarks each agent alone; P in "
+        f"2..{MAX_PLAYERS} plays every P of the agents (at least P of them) at a table: with 2 every pair",
     )
     parser.add_argument(
         "--games",
         type=number(int, 1, high=MAX_GAMES),
         default=DEFAULT_GAMES,
         help=f"games per agent, at most {MAX_GAMES:,} (default: %(default)s); with --players P >= 2 the number "
-        "of deals, each played P * P times (dice rotations x seat rotations)",
+        "of deals, each played P * P times at each table (dice rotations x seat rotations)",
     )
     parser.add_argument("--seed", type=number(int, 0), default=0, help="seed of the dice (default: %(default)s)")
     parser.add_argument(
@@ -160,9 +162,12 @@ def players_problem(args: argparse.Namespace) -> str | None:
         return f"argument --agents: each agent may be given once, got {' '.join(args.agents)}"
     if p == 2 and count < 2:
         return f"argument --agents: --players 2 plays every pair of the agents; give at least 2, got {count}"
-    if p > 2 and count != p:
+    if p > 2 and count < p:
         agents = " ".join(args.agents)
-        return f"argument --agents: --players {p} seats exactly {p} agents at one table, got {count}: {agents}"
+        return (
+            f"argument --agents: --players {p} seats every {p} of the agents at a table; give at least {p}, "
+            f"got {count}: {agents}"
+        )
     if p > 2 and args.plot:
         return f"argument --plot: the plot is the 2-player win-rate matrix; there is none for --players {p}"
     if p == 1 and args.ratings:

@@ -28,8 +28,8 @@ import numpy as np
 from yacht_agents.jax_policy import NetworkSpec, init_params
 from yacht_env import rules as R
 from yacht_env.jax import YachtGame, YachtGymnax, draw_dice
-from yacht_lab.measure.head_to_head import seating
 from yacht_lab.measure.report import Z_95
+from yacht_lab.measure.tables import seating
 from yacht_lab.training.config import TrainConfig
 from yacht_lab.training.jax.learner import Runner, Transition
 

@@ -889,7 +889,10 @@ def wrapper_kind(request, monkeypatch):
     where :func:`fast_wrappers_fit` finds the private fields they copy changed."""
     from yacht_env import multiplayer_wrappers
 
-    assert multiplayer_wrappers.fast_wrappers_fit()  # the installed PettingZoo's wrappers are the ones the fast copy
+    if not multiplayer_wrappers.fast_wrappers_fit():  # below the extra's floor (1.24.0 to 1.24.2): PettingZoo's own
+        if request.param == "fast":
+            pytest.skip("the fast subclasses do not fit this PettingZoo: env() puts on PettingZoo's own wrappers")
+        return request.param
     if request.param == "stock":
         monkeypatch.setattr(multiplayer_wrappers, "fast_wrappers_fit", lambda: False)
     return request.param

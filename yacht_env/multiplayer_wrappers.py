@@ -6,8 +6,9 @@ PettingZoo's wrappers read the env's attributes through ``__getattr__``, one fai
 The subclasses here read the raw env directly in those places: the same checks, errors and values
 (``tests/test_multiplayer.py`` compares them with PettingZoo's own, call for call). They copy what PettingZoo's
 wrappers keep in private fields (``_has_reset``, ``_has_updated``, the ``agent_iter`` iterator's count), so
-:func:`wrap` uses them only where :func:`fast_wrappers_fit` finds PettingZoo's wrappers doing what they copy, and
-PettingZoo's own wrappers otherwise: a feature check of the installed PettingZoo, never its version string.
+:func:`wrap` uses them only where :func:`fast_wrappers_fit` finds PettingZoo's wrappers doing what they copy and the
+subclasses themselves answering as PettingZoo's do, and PettingZoo's own wrappers otherwise: a feature check of the
+installed PettingZoo, never its version string.
 """
 
 from __future__ import annotations

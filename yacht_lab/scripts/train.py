@@ -124,6 +124,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
     args = parse_args(argv, prog)
     try:
         from yacht_lab import train
+        from yacht_lab.scripts.cli import error_line
         from yacht_lab.training.config import load_config
         from yacht_lab.training.run_context import resume_config
     except ImportError as error:  # pyyaml comes with the train and the jax extras
@@ -162,9 +163,11 @@ def _main(argv: list[str] | None, prog: str) -> int:
             rerun=rerun_command(prog),
             on_stop=stopped.append,
         )
-    except (ValueError, OSError) as error:
-        message = " ".join(str(error).split())  # one line, whatever the error says
-        print(f"{prog}: error: {message}", file=sys.stderr)
+    except (ValueError, OSError, RuntimeError) as error:  # one line, whatever the error says (or raised again)
+        print(
+            error_line(prog, error, "make the run smaller (jax.seeds, n_envs, ppo.batch_size, eval.games)"),
+            file=sys.stderr,
+        )
         return 2
     print(f"run folder: {run_dir}")
     # Stopped by a signal (saved, but not finished): not 0, so that `train.py && evaluate.py` stops here too.

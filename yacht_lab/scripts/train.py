@@ -90,38 +90,26 @@ def seat(text: str) -> str | int:
     return value
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` (``yacht_lab.training.run_context.Abort`` once a run has
-    begun).
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _terminate(signum: int, frame) -> None:
-    raise Terminated(signum)
-
-
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Runs ``yacht-train``; returns its exit status."""
+    from yacht_lab.training.signals import StopFlag  # the standard library only
+
     prog = program_name(COMMAND, prog)
-    # SIGTERM like SIGINT from the start: an exception, so that nothing is left half-done (a claimed run
-    # folder is removed again); during a run its yacht_lab.training.run_context.RunContext's handling takes over.
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    # SIGINT and SIGTERM from the start, taken note of and acted on at safe points (an exception raised by a handler
+    # inside an import or JAX's garbage-collection callback would be lost): one line and 128 + the signal, nothing
+    # left half-done (a claimed run folder is removed again); during a run its RunContext's handling takes over.
     try:
-        return _main(argv, prog)
+        with StopFlag(line=f"{prog}: interrupted ({{name}}): quit at once, without saving") as signals:
+            return _main(argv, prog, signals)
     except KeyboardInterrupt as interrupt:
         signum = getattr(interrupt, "signum", signal.SIGINT)
         print(f"{prog}: interrupted ({signal.Signals(signum).name}): quit at once, without saving", file=sys.stderr)
         return 128 + signum
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
-def _main(argv: list[str] | None, prog: str) -> int:
+def _main(argv: list[str] | None, prog: str, signals) -> int:
     args = parse_args(argv, prog)
+    signals.check()
     try:
         from yacht_lab import train
         from yacht_lab.scripts.cli import error_line
@@ -131,6 +119,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
         extras = "pip install 'yacht-rl[train]', or 'yacht-rl[jax]' for a config with a jax section"
         print(f"{prog}: error: training needs the train or the jax extra ({extras}): {error}", file=sys.stderr)
         return 2
+    signals.check()
 
     overrides = {
         "rules": args.rules,
@@ -153,6 +142,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
             config = load_config(args.config, overrides)
         else:
             config = default_config(overrides)
+        signals.check()
         # The config chooses its trainer (yacht_lab.training.trainers): SB3 PPO, the distillation, or PPO on JAX.
         stopped: list[int] = []
         run_dir = train(

@@ -294,7 +294,9 @@ def _train(config: TrainConfig, output_dir: str | os.PathLike, **options) -> Pat
     aggregator = Aggregator(measure, config.eval.seed)
     with RunContext(config, output_dir, fields=fields, **options) as run:
         init, update, evaluate, spec = make_trainer(config)
-        state = JaxState(init(keys, None if run.checkpoint is not None else start_params(config, spec)), batch, config)
+        start = None if run.checkpoint is not None else start_params(config, spec)
+        run.check_signals()  # safe points between the start's long steps (a signal is only noted in its handler)
+        state = JaxState(init(keys, start), batch, config)
         run.start(run.restore(state))
         (run.dir / "params").mkdir(exist_ok=True)
         first, speed = state.update, 0.0

@@ -298,7 +298,7 @@ def test_env_is_pettingzoos_own_wrappers_in_every_call():
     from yacht_env.multiplayer_wrappers import fast_wrappers_fit
 
     if not fast_wrappers_fit():  # a PettingZoo the subclasses do not fit (1.24.0 to 1.24.2): env() is PettingZoo's own
-        pytest.skip("env() puts on PettingZoo's own wrappers with this PettingZoo: nothing of the subclasses to compare")
+        pytest.skip("env() puts on PettingZoo's own wrappers with this PettingZoo: no subclass to compare")
     ours = aec_env(num_players=3, illegal_action_penalty=-1.0)
     theirs = raw_env(num_players=3, illegal_action_penalty=-1.0)
     theirs = wrappers.OrderEnforcingWrapper(wrappers.AssertOutOfBoundsWrapper(theirs))

@@ -115,3 +115,20 @@ def _table_view_size(rules: R.Rules, players: int) -> int:
     from yacht_env.encoding import MultiplayerEncoder
 
     return MultiplayerEncoder(rules, players).size
+
+
+def outdated_table_view(rules: R.Rules, size: int) -> str:
+    """Why a model of ``size`` inputs fits no table view of ``rules``, where that is the reason: the view of a family
+    preset (an upper or a Yahtzee bonus) before it showed each opponent's bonus progress. ``""`` otherwise.
+    """
+    solo, n = ObservationEncoder(rules).size, rules.num_categories
+    if _table_view_size(rules, 2) == solo + n + 3:  # no opponent bonus parts: the view is as it always was
+        return ""
+    current = {_table_view_size(rules, p) for p in range(2, 11)}
+    old = {solo + (p - 1) * (n + 1) + 2: p for p in range(2, 11)}
+    if size not in old or size in current:
+        return ""
+    return (
+        f"; {size} values is the {old[size]}-player table view of the {rules.name!r} rules before it showed each "
+        "opponent's bonus progress (upper and armed): train it again on the current view"
+    )

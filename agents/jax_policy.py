@@ -34,7 +34,7 @@ from yacht_agents.archive import (
     read_spec_json,
     shipped_npz,
 )
-from yacht_agents.base import Agent
+from yacht_agents.base import Agent, outdated_table_view
 from yacht_agents.ppo import MAX_ACTIONS, MAX_LAYER_WIDTH, MAX_LAYERS, MAX_MODEL_BYTES, MAX_OBSERVATION_SIZE
 from yacht_env import rules as R
 from yacht_env.encoding import (
@@ -364,7 +364,8 @@ class JaxAgent(Agent):
             )
         self.table_players = self.spec.players if self.spec.players > 1 else None
         if self.spec.obs_size != self.observation_size or self.spec.num_actions != self.rules.num_actions:
-            raise ValueError(f"the JAX policy {str(path)!r} does not fit the {self.rules.name!r} observation")
+            hint = outdated_table_view(self.rules, self.spec.obs_size) if self.table_players else ""
+            raise ValueError(f"the JAX policy {str(path)!r} does not fit the {self.rules.name!r} observation{hint}")
         self.params = jax.tree.map(jnp.asarray, params)
         odds, where = odds_tables(self.rules, self.spec.bonus_odds)
         spec = self.spec

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from yacht_agents.archive import READ_ERRORS, Refused, open_zip, path_kind, read_member
-from yacht_agents.base import Agent
+from yacht_agents.base import Agent, outdated_table_view
 from yacht_env import rules as R
 from yacht_env.util import is_bare_name
 
@@ -495,6 +495,11 @@ class PPOAgent(Agent):
         ValueError: an unknown name, the file is missing, is not a loadable MaskablePPO model, or has other spaces.
     """
 
+    #: The torch threads ``act`` runs on, the process's own setting restored after: a small MLP runs fastest on one,
+    #: and more only contend for the cores (10x slower on a busy two-core machine). ``benchmarks/agent_speed.py
+    #: --threads N`` sets it to N, as it sets the BLAS threads of the numpy agents.
+    torch_threads: int = 1
+
     def __init__(self, path: str | Path, rules: str | R.Rules = "standard", name: str | None = None) -> None:
         super().__init__(name or f"ppo:{path}", rules)
         self.path = resolve_model(path)
@@ -529,6 +534,7 @@ class PPOAgent(Agent):
                 f"{action_space}; Yacht-v0 of the {self.rules.name!r} rules has Box(0, 1, ({self.encoder.size},)) and "
                 f"Discrete({num_actions}), "
                 f"YachtVersus-v0 a table's view of {sorted(s for s in sizes if s != self.encoder.size)} values"
+                + (outdated_table_view(self.rules, shape[0]) if shape is not None and len(shape) == 1 else "")
             )
         self.table_players = sizes[shape[0]]
         trained = getattr(self.model.policy, "rules", None)  # an OddsPolicy knows its preset (its odds tables)
@@ -547,10 +553,8 @@ class PPOAgent(Agent):
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         import torch
 
-        # A small MLP runs fastest on one thread; more only contend for the cores (10x slower on a busy
-        # two-core machine). The process's setting is restored after.
         threads = torch.get_num_threads()
-        torch.set_num_threads(1)
+        torch.set_num_threads(self.torch_threads)
         try:
             actions, _ = self.model.predict(observations, action_masks=action_masks, deterministic=True)
         finally:

@@ -5,8 +5,10 @@ A network ``V`` values the *afterstate* of a turn, the sheets once the pick is m
 * solo, the points still to come (an open mask, the upper subtotal capped at the bonus threshold, whether the
   Yahtzee box holds its points; every box filled: exactly 0);
 * at a table of ``P``, the chance that the mover finishes first (a tie among ``m`` leaders counts ``1 / m``), from
-  what the table view shows: its own sheet, bonus progress and total, and each opponent's open mask and total in
-  seat order after it (every sheet filled: exactly the game's result).
+  what the table view shows: its own sheet, bonus progress and total, and each opponent's open mask, bonus progress
+  and total in seat order after it (every sheet filled: exactly the game's result). A table network may carry a solo
+  network of its own (``solo_net_arch``: a ``search:`` solo model, learned from its own solo games): its estimate of
+  every sheet's points still to come is then part of the input, so ``V`` reads the race's expected margins.
 
 It sees nothing of a solver: its inputs are the sheets (:func:`features`), and it was trained on its own games
 (:mod:`yacht_lab.training.search`). Each decision is the exact expectimax over the rest of the turn, from the rules
@@ -47,32 +49,55 @@ from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.turn_rows import FIRST_ROLL, KEEP_PROPER, KEPT_ROW, ROLL_ORDER, best_keeps, expected_keeps
 
 FORMAT = "yacht-rl search value 1"
+#: The input encodings (:func:`features`): 1 shows the opponents' open masks and totals only; 2 (every new network)
+#: adds each opponent's bonus progress and, with a solo network, every sheet's points to come.
+FEATURE_VERSIONS = (1, 2)
 MAX_PLAYERS = 10
 MAX_LAYERS = 8
 MAX_LAYER_WIDTH = 2048
 #: The most a value network's ``.npz`` may expand to, and its members (two per layer).
 MAX_VALUE_BYTES = 64 * 2**20
-MAX_VALUE_MEMBERS = 2 * (MAX_LAYERS + 1)
+MAX_VALUE_MEMBERS = 4 * (MAX_LAYERS + 1)  # the network's layers and its solo network's
 #: Points in one unit of the network's output (solo) and of its total inputs.
 POINTS_SCALE = 100.0
 _CHUNK = 1024  # contexts planned together: bounds the (contexts, 252, C) pick arrays to ~30 MB
 
 
 class ValueSpec(NamedTuple):
-    """What a saved value network is (its ``.json``): the rules, the table size (1: solo) and the hidden widths."""
+    """What a saved value network is (its ``.json``): the rules, the table size (1: solo), the hidden widths, the
+    input encoding (:data:`FEATURE_VERSIONS`) and the hidden widths of the solo network it carries (empty: none).
+    """
 
     rules: str
     players: int
     net_arch: tuple[int, ...]
+    features: int = 1
+    solo_net_arch: tuple[int, ...] = ()
+
+    @property
+    def solo_spec(self) -> ValueSpec | None:
+        """The spec of the solo network this one carries, if any."""
+        return ValueSpec(self.rules, 1, self.solo_net_arch) if self.solo_net_arch else None
 
 
-def feature_size(rules: R.Rules, players: int) -> int:
+def feature_size(rules: R.Rules, players: int, version: int = 1, to_come: bool = False) -> int:
     """The length of :func:`features`' rows."""
-    own = rules.num_categories + 1 + (rules.upper_bonus > 0) + (rules.yahtzee_bonus > 0)
-    return own + 1 + (players - 1) * (rules.num_categories + 1) if players > 1 else own
+    bonus = (rules.upper_bonus > 0) + (rules.yahtzee_bonus > 0)
+    own = rules.num_categories + 1 + bonus
+    if players == 1:
+        return own
+    opponent = rules.num_categories + 1 + (bonus + to_come if version > 1 else 0)
+    return own + 1 + (version > 1 and to_come) + (players - 1) * opponent
 
 
-def features(rules: R.Rules, players: int, own: tuple, opponents: tuple | None = None) -> np.ndarray:
+def features(
+    rules: R.Rules,
+    players: int,
+    own: tuple,
+    opponents: tuple | None = None,
+    version: int = 1,
+    to_come=None,
+) -> np.ndarray:
     """``(m, feature_size)`` float32: afterstates as the network sees them.
 
     Args:
@@ -80,21 +105,44 @@ def features(rules: R.Rules, players: int, own: tuple, opponents: tuple | None =
         players: The table (1: solo).
         own: ``(open_mask, upper, armed, total)``, ``(m,)`` ints each: the mover's sheet after its pick (``total``
             is not read solo: the points to come do not depend on it).
-        opponents: At a table, ``(open_masks, totals)``, ``(m, P - 1)`` ints each, in seat order after the mover.
+        opponents: At a table, ``(open_masks, uppers, armeds, totals)``, ``(m, P - 1)`` ints each, in seat order after
+            the mover.
+        version: The encoding (:data:`FEATURE_VERSIONS`): 1 reads the opponents' open masks and totals only.
+        to_come: With ``version`` 2, ``(open_mask, upper, armed) -> points to come`` (a solo network's estimate,
+            :meth:`ValueNetwork.to_come`), or ``None``.
+
+    Per row: the mover's open boxes, the fraction open, its upper subtotal / threshold and Yahtzee box (rules with
+    them); at a table its total / 100 (and its points to come / 100), then per opponent its open boxes and its lead
+    (total minus the mover's) / 100, and, version 2, its upper subtotal, Yahtzee box and expected lead (total plus
+    points to come, minus the mover's) / 100.
     """
     open_mask, upper, armed, total = (np.asarray(x) for x in own)
     c = rules.num_categories
     bits = R.open_bits(c).astype(np.float32)
-    parts = [bits[open_mask], (bits[open_mask].sum(axis=1, keepdims=True) / c)]
-    if rules.upper_bonus:
-        parts.append((upper / rules.upper_bonus_threshold)[:, None])
-    if rules.yahtzee_bonus:
-        parts.append(armed[:, None].astype(np.float32))
+
+    def bonus(upper, armed) -> list:
+        parts = []
+        if rules.upper_bonus:
+            parts.append((upper / rules.upper_bonus_threshold)[..., None])
+        if rules.yahtzee_bonus:
+            parts.append(np.asarray(armed, dtype=np.float32)[..., None])
+        return parts
+
+    parts = [bits[open_mask], (bits[open_mask].sum(axis=1, keepdims=True) / c), *bonus(upper, armed)]
     if players > 1:
-        opponent_open, opponent_total = (np.asarray(x) for x in opponents)
+        opponent_open, opponent_upper, opponent_armed, opponent_total = (np.asarray(x) for x in opponents)
         parts.append((total / POINTS_SCALE)[:, None])
+        expected = None
+        if version > 1 and to_come is not None:
+            expected = total + to_come(open_mask, upper, armed)
+            parts.append((expected - total)[:, None] / POINTS_SCALE)
         for j in range(players - 1):
             parts += [bits[opponent_open[:, j]], ((opponent_total[:, j] - total) / POINTS_SCALE)[:, None]]
+            if version > 1:
+                parts += bonus(opponent_upper[:, j], opponent_armed[:, j])
+                if expected is not None:
+                    theirs = opponent_total[:, j] + to_come(opponent_open[:, j], opponent_upper[:, j], opponent_armed[:, j])
+                    parts.append(((theirs - expected) / POINTS_SCALE)[:, None])
     return np.concatenate([np.asarray(p, dtype=np.float32) for p in parts], axis=1)
 
 
@@ -105,34 +153,93 @@ class ValueNetwork:
     Args:
         spec: Its :class:`ValueSpec`.
         layers: ``[(w, b), ...]`` float32, ``w`` ``(in, out)``; the last layer's ``out`` is 1.
+        solo: The solo network it carries (``spec.solo_net_arch``), or ``None``.
     """
 
-    def __init__(self, spec: ValueSpec, layers: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        self.spec, self.layers = spec, layers
+    def __init__(
+        self, spec: ValueSpec, layers: list[tuple[np.ndarray, np.ndarray]], solo: ValueNetwork | None = None
+    ) -> None:
+        self.spec, self.layers, self.solo = spec, layers, solo
         self.rules = R.get_rules(spec.rules)
+        if (solo is None) != (not spec.solo_net_arch) or (solo is not None and solo.spec != spec.solo_spec):
+            raise ValueError(f"the solo network does not fit the spec {spec}")
+        self._to_come: np.ndarray | None = None  # the solo network's points to come by sheet, filled as asked
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        """``(m,)`` float64: the values of feature rows ``x`` (points solo, a win chance at a table)."""
-        h = x
-        for w, b in self.layers[:-1]:
-            h = np.maximum(h @ w + b, 0.0)
-        w, b = self.layers[-1]
-        out = (h @ w + b)[:, 0].astype(np.float64)
+        """``(m,)`` float64: the values of feature rows ``x`` (points solo, a win chance at a table), on one BLAS
+        thread, so that a value, and every decision read from it, does not depend on the thread count.
+        """
+        with _one_blas_thread():
+            h = x
+            for w, b in self.layers[:-1]:
+                h = h @ w
+                h += b
+                np.maximum(h, 0.0, out=h)
+            w, b = self.layers[-1]
+            out = (h @ w + b)[:, 0].astype(np.float64)
         if self.spec.players > 1:
             return 1.0 / (1.0 + np.exp(-np.clip(out, -60.0, 60.0)))
         return out * POINTS_SCALE
 
+    def features(self, own: tuple, opponents: tuple | None = None) -> np.ndarray:
+        """:func:`features` of afterstates in this network's encoding (its solo network's points to come included)."""
+        to_come = self.solo.to_come if self.solo is not None else None
+        return features(self.rules, self.spec.players, own, opponents, self.spec.features, to_come)
+
+    def values(self, own: tuple, opponents: tuple | None = None) -> np.ndarray:
+        """``(m,)``: ``V`` of afterstates (:func:`features`' arguments)."""
+        return self(self.features(own, opponents))
+
+    def to_come(self, open_mask: np.ndarray, upper: np.ndarray, armed: np.ndarray) -> np.ndarray:
+        """A solo network's points still to come of sheets (``(m,)`` each; every box filled: 0), each sheet valued
+        once and kept: a sheet is ``open_mask`` (``2 ** C``), ``upper`` and ``armed`` (:attr:`Rules.bonus_shape`).
+        """
+        if self.spec.players != 1:
+            raise ValueError("only a solo network values the points to come")
+        uppers, armeds = self.rules.bonus_shape
+        if self._to_come is None:
+            self._to_come = np.full((1 << self.rules.num_categories) * uppers * armeds, np.nan)
+        index = (np.asarray(open_mask, dtype=np.intp) * uppers + upper) * armeds + armed
+        missing = np.unique(index[np.isnan(self._to_come[index])])
+        if len(missing):
+            o, rest = np.divmod(missing, uppers * armeds)
+            u, a = np.divmod(rest, armeds)
+            values = np.zeros(len(missing))
+            playing = o != 0
+            if playing.any():
+                own = (o[playing], u[playing], a[playing], np.zeros(int(playing.sum()), dtype=np.intp))
+                values[playing] = self(features(self.rules, 1, own))
+            self._to_come[missing] = values
+        return self._to_come[index]
+
     def arrays(self) -> dict[str, np.ndarray]:
-        """The weights as named arrays (``w0``, ``b0``, ...)."""
+        """The weights as named arrays (``w0``, ``b0``, ...; the solo network's ``solo_w0``, ...)."""
         out = {}
         for i, (w, b) in enumerate(self.layers):
             out[f"w{i}"], out[f"b{i}"] = w, b
+        if self.solo is not None:
+            out.update({f"solo_{k}": v for k, v in self.solo.arrays().items()})
         return out
+
+
+_BLAS = []
+
+
+def _one_blas_thread():
+    """A context in which numpy's BLAS runs on one thread: a matrix product's sums then run in one order whatever
+    the process's thread settings (``OPENBLAS_NUM_THREADS``, ...), so the agent's figures reproduce to the digit.
+    """
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 def layer_shapes(spec: ValueSpec) -> list[tuple[int, int]]:
     """``(in, out)`` of each layer of ``spec``'s network."""
-    widths = [feature_size(R.get_rules(spec.rules), spec.players), *spec.net_arch, 1]
+    rules = R.get_rules(spec.rules)
+    widths = [feature_size(rules, spec.players, spec.features, bool(spec.solo_net_arch)), *spec.net_arch, 1]
     return list(zip(widths[:-1], widths[1:], strict=True))
 
 
@@ -143,6 +250,8 @@ def save_value(path: str | Path, network: ValueNetwork) -> Path:
     path = Path(path).with_suffix(".npz")
     spec = network.spec
     meta = {"format": FORMAT, "rules": spec.rules, "players": spec.players, "net_arch": list(spec.net_arch)}
+    if spec.features > 1:  # version 1 files name no encoding: they stay readable by older releases
+        meta.update(features=spec.features, solo_net_arch=list(spec.solo_net_arch))
     with atomic_output(path.with_suffix(".json")) as temp:
         Path(temp).write_text(json.dumps(meta, indent=2) + "\n")
     with atomic_output(path) as temp, open(temp, "wb") as file:
@@ -183,7 +292,13 @@ def load_value(path: str | Path) -> ValueNetwork:
         with open_zip(path, what="a search model", max_bytes=MAX_VALUE_BYTES, max_members=MAX_VALUE_MEMBERS) as zf:
             arrays = read_arrays(zf, kinds="f")
         shapes = layer_shapes(spec)
-        expected = {f"{p}{i}": s for i, (a, b) in enumerate(shapes) for p, s in (("w", (a, b)), ("b", (b,)))}
+        solo_shapes = layer_shapes(spec.solo_spec) if spec.solo_spec else []
+        expected = {
+            f"{prefix}{p}{i}": s
+            for prefix, layer_list in (("", shapes), ("solo_", solo_shapes))
+            for i, (a, b) in enumerate(layer_list)
+            for p, s in (("w", (a, b)), ("b", (b,)))
+        }
         if set(arrays) != set(expected):
             raise Refused(f"its arrays {sorted(arrays)[:6]} are not the spec's network's {sorted(expected)[:6]}")
         for name, shape in expected.items():
@@ -194,15 +309,20 @@ def load_value(path: str | Path) -> ValueNetwork:
     except READ_ERRORS as error:
         detail = " ".join(str(error).split())[:200] or type(error).__name__
         raise ValueError(f"cannot read the search model {str(path)!r}: not a readable .npz ({detail})") from None
-    layers = [(arrays[f"w{i}"].astype(np.float32), arrays[f"b{i}"].astype(np.float32)) for i in range(len(shapes))]
-    return ValueNetwork(spec, layers)
+    def layers(prefix: str, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [(arrays[f"{prefix}w{i}"].astype(np.float32), arrays[f"{prefix}b{i}"].astype(np.float32)) for i in range(count)]
+
+    solo = ValueNetwork(spec.solo_spec, layers("solo_", len(solo_shapes))) if spec.solo_spec else None
+    return ValueNetwork(spec, layers("", len(shapes)), solo)
 
 
 def _read_spec(path: Path) -> ValueSpec:
     meta = read_spec_json(path, FORMAT)
-    if set(meta) != {"format", *ValueSpec._fields}:
+    required = {"format", "rules", "players", "net_arch"}
+    if not (required <= set(meta) <= {*required, "features", "solo_net_arch"}):
         raise Refused(f"its {path.name} is not a {FORMAT!r} file")
     rules, players, arch = meta["rules"], meta["players"], meta["net_arch"]
+    version, solo_arch = meta.get("features", 1), meta.get("solo_net_arch", [])
     if not (isinstance(rules, str) and rules in R.PRESETS):
         raise Refused(f"its {path.name}'s rules {json.dumps(rules)[:40]} is not a preset")
     if not (type(players) is int and 1 <= players <= MAX_PLAYERS):
@@ -213,7 +333,19 @@ def _read_spec(path: Path) -> ValueSpec:
         and all(type(w) is int and 1 <= w <= MAX_LAYER_WIDTH for w in arch)
     ):
         raise Refused(f"its {path.name}'s net_arch is not 1..{MAX_LAYERS} widths of 1..{MAX_LAYER_WIDTH}")
-    return ValueSpec(rules, players, tuple(arch))
+    if not (type(version) is int and version in FEATURE_VERSIONS):
+        raise Refused(f"its {path.name}'s features is not one of {list(FEATURE_VERSIONS)}")
+    if not (
+        isinstance(solo_arch, list)
+        and len(solo_arch) <= MAX_LAYERS
+        and all(type(w) is int and 1 <= w <= MAX_LAYER_WIDTH for w in solo_arch)
+        and (not solo_arch or (players > 1 and version > 1))
+    ):
+        raise Refused(
+            f"its {path.name}'s solo_net_arch is not 0..{MAX_LAYERS} widths of 1..{MAX_LAYER_WIDTH} "
+            "(a table network's of features 2)"
+        )
+    return ValueSpec(rules, players, tuple(arch), version, tuple(solo_arch))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -238,40 +370,40 @@ class TurnPlanner:
 
     Args:
         rules, players: The game and the table (1: solo).
-        value: ``features -> (m,)`` float64 (:class:`ValueNetwork`), called once per :meth:`plan`.
+        value: A :class:`ValueNetwork` (its ``values(own, opponents) -> (m,)`` float64 is called once per :meth:`plan`).
     """
 
     def __init__(self, rules: R.Rules, players: int, value) -> None:
         self.rules, self.players, self.value = rules, players, value
         c = rules.num_categories
         self._bits = (1 << np.arange(c)).astype(np.intp)
-        self._rolls = np.arange(R.NUM_ROLLS)[None, :, None]
-        self._categories = np.arange(c)[None, None, :]
         tables = R.pick_tables(rules)
-        self._plain = not rules.has_bonuses
-        self._score = tables.score.astype(np.float64)
-        # Yacht's presets: the distinct (category, score) pairs, solo one per category.
-        pairs = np.unique(
-            np.stack([np.broadcast_to(np.arange(c), tables.score.shape), tables.score], -1).reshape(-1, 2), axis=0
-        )
-        if players == 1:
-            pairs = np.stack([np.arange(c), np.zeros(c, dtype=np.intp)], axis=1)
-        self._class_category, self._class_points = pairs[:, 0], pairs[:, 1]
-        lookup = {(int(k), int(v)): i for i, (k, v) in enumerate(pairs)}
-        self._class_of = (
-            np.array(
-                [[lookup[(k, int(tables.score[r, k]))] for k in range(c)] for r in range(R.NUM_ROLLS)], dtype=np.intp
-            )
-            if players > 1
-            else np.zeros((R.NUM_ROLLS, c), dtype=np.intp)
-        )
-        self._boxes = int(max(tables.score.max(), tables.joker_score.max())) + 1
-        five = R.FIVE_OF_A_KIND_FACE > 0 if rules.yahtzee_bonus else np.zeros(R.NUM_ROLLS, dtype=bool)
-        self._five = five.astype(np.intp)[None, :, None]
+        # A pick's outcome and legality depend on the roll only through the category's score and, under the jokers
+        # and the Yahtzee bonus, the face of a five of a kind (pick_outcome, legal_picks): a category's rolls fall in
+        # classes of one (score, face), each valued once per context from one roll of its own.
+        face = R.FIVE_OF_A_KIND_FACE if rules.joker != "none" or rules.yahtzee_bonus else 0 * R.FIVE_OF_A_KIND_FACE
+        shape = (R.NUM_ROLLS, c)
+        keys = np.stack(
+            [np.broadcast_to(np.arange(c), shape), tables.score, np.broadcast_to(face[:, None], shape)], axis=-1
+        ).reshape(-1, 3)
+        classes, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        self._class_category = classes[:, 0].astype(np.intp)
+        self._class_roll = (first // c).astype(np.intp)
+        self._class_of = inverse.reshape(shape)
+        uppers, armeds = rules.bonus_shape
+        self._totals = R.max_total(rules) + 1 if players > 1 else 1
+        self._sheet_keys = (1 << c) * uppers * armeds * self._totals  # the distinct sheets
+
+    def _sheet_key(self, sheet: tuple) -> np.ndarray:
+        """One integer per sheet ``(open_mask, upper, armed, total)`` (solo the total is left out)."""
+        open_mask, upper, armed, total = sheet
+        uppers, armeds = self.rules.bonus_shape
+        key = (open_mask.astype(np.int64) * uppers + upper) * armeds + armed
+        return key * self._totals + total if self._totals > 1 else key
 
     def plan(self, own: tuple, opponents: tuple | None = None) -> Plan:
         """The turn of each context: ``own`` ``(open_mask, upper, armed, total)`` ``(n,)`` each, at a table
-        ``opponents`` ``(open_masks, totals)`` ``(n, P - 1)`` each (as :func:`features`).
+        ``opponents`` ``(open_masks, uppers, armeds, totals)`` ``(n, P - 1)`` each (as :func:`features`).
         """
         n = len(own[0])
         parts = []
@@ -284,7 +416,7 @@ class TurnPlanner:
         return Plan(*(np.concatenate(p) for p in zip(*parts, strict=True)))
 
     def _plan(self, own: tuple, opponents: tuple | None) -> Plan:
-        pick = self._plain_picks(own, opponents) if self._plain else self._family_picks(own, opponents)
+        pick = self._picks(own, opponents)
         # The turn, rows (252 rolls, n contexts): V0 the best pick, then keeps with 1 and 2 re-rolls left.
         now = pick.max(axis=2).T[ROLL_ORDER]
         keep1 = expected_keeps(now)
@@ -295,82 +427,67 @@ class TurnPlanner:
         keep = np.stack([keep1.T, keep2.T], axis=1)[:, :, KEPT_ROW]  # (n, 2, 210) by KEPT index
         return Plan(pick, keep, start)
 
-    def _plain_picks(self, own: tuple, opponents: tuple | None) -> np.ndarray:
-        """The picks' values ``(n, 252, C)`` under Yacht's presets (no bonuses): a pick's points are its score, so its
-        afterstate is its category (solo) or its category and score (a table's class), the same in every context.
+    def _picks(self, own: tuple, opponents: tuple | None) -> np.ndarray:
+        """The picks' values ``(n, 252, C)``: each legal class of each context scored once by
+        :func:`yacht_env.rules.pick_outcome` from its roll, its afterstate valued by :meth:`afterstate_values`, and
+        spread to the class's rolls; solo a pick is worth its points plus ``V``, at a table ``V`` alone.
         """
-        open_mask, _, _, total = own
-        category, points = self._class_category, self._class_points
-        is_open = (open_mask[:, None] >> category & 1).astype(bool)  # (n, classes)
-        g, j = np.nonzero(is_open)
-        zero = np.zeros(len(g), dtype=np.intp)
-        after = (open_mask[g] & ~self._bits[category[j]], zero, zero, total[g] + points[j])
-        theirs = None if opponents is None else (opponents[0][g], opponents[1][g])
-        values = np.full(is_open.shape, -np.inf)
-        values[g, j] = self.afterstate_values(after, theirs)
-        if self.players == 1:  # one class per category: its score plus the value of the sheet without it
-            return self._score[None] + values[:, None, :]
+        open_mask, upper, armed, total = own
+        category, roll = self._class_category, self._class_roll
+        legal = (R.legal_picks(self.rules, roll[None, :], open_mask[:, None]) >> category & 1).astype(bool)
+        g, j = np.nonzero(legal)
+        points, _, up, arm = R.pick_outcome(self.rules, roll[j], category[j], open_mask[g], upper[g], armed[g])
+        after = (open_mask[g] & ~self._bits[category[j]], up, arm, total[g] + points)
+        theirs = None if opponents is None else tuple(x[g] for x in opponents)
+        values = np.full(legal.shape, -np.inf)
+        values[g, j] = self.afterstate_values(after, theirs) + (points if self.players == 1 else 0)
         return values[:, self._class_of]
 
-    def _family_picks(self, own: tuple, opponents: tuple | None) -> np.ndarray:
-        """The picks' values ``(n, 252, C)`` under the family's rules: :func:`yacht_env.rules.pick_outcome` for
-        every roll and category of each context, ``V`` once per distinct afterstate.
-        """
-        rules, c = self.rules, self.rules.num_categories
-        open_mask, upper, armed, total = own
-        n = len(open_mask)
-        o, u, a = (x[:, None, None] for x in (open_mask, upper, armed))
-        shape = (n, R.NUM_ROLLS, c)
-        rolls = np.broadcast_to(self._rolls, shape)
-        outcome = R.pick_outcome(rules, rolls, self._categories, o, u, a)
-        points, box, up, arm = (np.broadcast_to(x, shape) for x in outcome)
-        legal = (R.legal_picks(rules, self._rolls, o) >> self._categories & 1).astype(bool)
-        legal = np.broadcast_to(legal, (n, R.NUM_ROLLS, c))
-        # The distinct afterstates of each context, one key each: solo (category, upper, armed); at a table the
-        # pick's class (category, box, five of a kind or not), which fixes its points, upper and armed in a context.
-        table = self.players > 1
-        if table:
-            key = (self._five * c + self._categories) * self._boxes + box
-            size = 2 * c * self._boxes
-        else:
-            key = (self._categories * rules.bonus_shape[0] + up) * 2 + arm
-            size = c * rules.bonus_shape[0] * 2
-        flat = np.arange(n)[:, None, None] * size + key
-        entry = np.full(n * size, -1, dtype=np.intp)
-        entry[flat[legal]] = np.flatnonzero(legal)  # an entry of each afterstate (any: they are equal)
-        at = np.flatnonzero(entry >= 0)
-        g, r, k = np.unravel_index(entry[at], shape)
-        after = (open_mask[g] & ~self._bits[k], up[g, r, k], arm[g, r, k], total[g] + points[g, r, k])
-        theirs = None if opponents is None else (opponents[0][g], opponents[1][g])
-        values = np.zeros(n * size)
-        values[at] = self.afterstate_values(after, theirs)
-        pick = np.where(legal, values[flat], -np.inf)
-        if not table:
-            pick = pick + points
-        return pick
-
     def afterstate_values(self, own: tuple, opponents: tuple | None) -> np.ndarray:
-        """``V`` of afterstates (:func:`features`' arguments), exact where nothing is left to play: solo, every box
-        filled (0); at a table, every sheet filled (the result, ties split).
+        """``V`` of afterstates (:func:`features`' arguments), each distinct one valued once; exact where nothing is
+        left to play: solo, every box filled (0); at a table, every sheet filled (the result, ties split).
         """
-        open_mask = np.asarray(own[0])
-        if self.players == 1:
-            done = open_mask == 0
-            values = np.zeros(len(open_mask))
-            if not done.all():
-                values[~done] = self.value(features(self.rules, 1, tuple(np.asarray(x)[~done] for x in own)))
-            return values
-        opponent_open, opponent_total = (np.asarray(x) for x in opponents)
-        done = (open_mask == 0) & (opponent_open == 0).all(axis=1)
-        values = np.empty(len(open_mask))
-        if (~done).any():
-            rows = tuple(np.asarray(x)[~done] for x in own)
-            values[~done] = self.value(
-                features(self.rules, self.players, rows, (opponent_open[~done], opponent_total[~done]))
-            )
-        if done.any():
-            values[done] = result(np.asarray(own[3])[done], opponent_total[done])
+        own = tuple(np.asarray(x, dtype=np.intp) for x in own)
+        table = self.players > 1
+        opponents = tuple(np.asarray(x, dtype=np.intp) for x in opponents) if table else ()
+        done = own[0] == 0
+        if table:
+            done &= (opponents[0] == 0).all(axis=1)
+        values = np.zeros(len(done))
+        if table and done.any():
+            values[done] = result(own[3][done], opponents[3][done])
+        playing = np.flatnonzero(~done)
+        if len(playing):
+            # The distinct afterstates: each seat's sheet (solo without its total, which is not read) one integer.
+            seats = [self._sheet_key(tuple(x[playing] for x in own))]
+            seats += [self._sheet_key(tuple(x[playing, j] for x in opponents)) for j in range(self.players - 1)]
+            first, inverse = _distinct(seats, self._sheet_keys)
+            at = playing[first]
+            mine = tuple(x[at] for x in own)
+            values[playing] = self.value.values(mine, tuple(x[at] for x in opponents) if table else None)[inverse]
         return values
+
+
+def _distinct(keys: list[np.ndarray], radix: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of integer columns ``keys`` (each in ``[0, radix)``): ``(first, inverse)``, the index of
+    each distinct row's first occurrence and each row's distinct row, as :func:`numpy.unique` gives them.
+    """
+    per_word = max(1, int(63 // max(radix - 1, 1).bit_length()))
+    words = []
+    for start in range(0, len(keys), per_word):
+        word = keys[start]
+        for key in keys[start + 1 : start + per_word]:
+            word = word * radix + key
+        words.append(word)
+    if len(words) == 1:
+        _, first, inverse = np.unique(words[0], return_index=True, return_inverse=True)
+        return first, inverse.reshape(-1)
+    order = np.lexsort(words[::-1])
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = np.any([w[order][1:] != w[order][:-1] for w in words], axis=0)
+    inverse = np.empty(len(order), dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
 
 
 def result(total: np.ndarray, opponent_total: np.ndarray) -> np.ndarray:
@@ -439,9 +556,8 @@ class SearchAgent(Agent):
         else:
             view = self.view.decode(observations)
             roll, rolls_left, open_mask, upper, armed, total = (np.asarray(x, dtype=np.intp) for x in view[:6])
-            context = np.concatenate(
-                [np.stack([open_mask, upper, armed, total], axis=1), view.opponent_open, view.opponent_total], axis=1
-            )
+            theirs = (view.opponent_open, view.opponent_upper, view.opponent_armed, view.opponent_total)
+            context = np.concatenate([np.stack([open_mask, upper, armed, total], axis=1), *theirs], axis=1)
         plan, index = self._plans(np.ascontiguousarray(context, dtype=np.intp))
         return decide(plan, index, roll, rolls_left, action_masks)
 
@@ -471,8 +587,8 @@ class SearchAgent(Agent):
         own = (rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3] if self.view is not None else np.zeros(len(rows)))
         if self.view is None:
             return self.planner.plan(own)
-        p = self.table_players
-        return self.planner.plan(own, (rows[:, 4 : 4 + p - 1], rows[:, 4 + p - 1 :]))
+        k = self.table_players - 1
+        return self.planner.plan(own, tuple(rows[:, 4 + i * k : 4 + (i + 1) * k] for i in range(4)))
 
 
 __all__ = ["FORMAT", "Plan", "SearchAgent", "TurnPlanner", "ValueNetwork", "ValueSpec", "features", "load_value"]

@@ -52,8 +52,8 @@ autodoc_default_options = {"members": True, "show-inheritance": True, "ignore-mo
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 # The libraries beyond the core dependencies (numpy, gymnasium) that a module imports at its top, from every extra
-# but docs: mocked where they are not installed, so the docs extra alone builds the site. This file's own imports of
-# the modules (the API pages, the re-exports) go through the same mock (``_import``).
+# but docs (pyspiel is the openspiel extra's): mocked where they are not installed, so the docs extra alone builds the
+# site. This file's own imports of the modules (the API pages, the re-exports) go through the same mock (``_import``).
 autodoc_mock_imports = [
     name
     for name in (
@@ -61,9 +61,11 @@ autodoc_mock_imports = [
         "gymnax",
         "jax",
         "matplotlib",
+        "mctx",
         "optax",
         "pettingzoo",
         "pgx",
+        "pyspiel",
         "ray",
         "rich",
         "rliable",

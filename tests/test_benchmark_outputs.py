@@ -19,6 +19,7 @@ OUTPUTS = [
     ("duel.py", "--json", []),
     ("duel_rate.py", "--json", []),
     ("jax_speed.py", "--json", []),
+    ("mctx_search.py", "--json", []),
     ("multiplayer_speed.py", "--json", []),
     ("recipe_seeds.py", "--json", ["RUN"]),
     ("recipe_seeds.py", "--plot", ["RUN"]),

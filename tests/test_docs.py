@@ -29,6 +29,13 @@ The rules, for ``README.md`` and every ``docs/**/*.md`` (not the build output ``
 Besides, the environment pages ``docs/envs/*.md`` must be exactly what ``docs/_scripts/gen_env_pages.py`` writes
 from the envs' docstrings (run that script after editing a docstring), and every row of the comparison tables of
 ``docs/results.md`` gives the median and the mean, each beside its % of the optimal median or mean, which is that ratio.
+
+The README is the front door: under :data:`README_MAX_LINES` lines; its benchmark table is what ``python evaluate.py``
+prints (a slow test runs it); each row of its table of results gives a figure, a command and the page that explains
+it, and the page shows every number of the figure; the commands of the project's programs in that table are checked as
+a shell block's are, and a ``benchmarks/`` script's options must be its own. No page takes a name Sphinx's HTML
+builder writes at the top of the site (``search``, ``genindex``, ...: ``docs/search.md`` once lost its page to the
+search page), and every page is reached from ``docs/index.md``'s toctrees.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from pathlib import Path
 
 import gymnasium
 import pytest
-from helpers import REPO
+from helpers import REPO, run_script
 
 DOCS = REPO / "docs"
 SKIP_MARK = re.compile(r"<!--\s*docs-test:\s*skip\b(.*?)-->")
@@ -238,10 +245,57 @@ def program_of(command: list[str]) -> tuple[str, list[str]] | None:
 
 
 def command_params() -> list:
-    shell = [block for block in ALL_BLOCKS if block.language in SHELL_LANGUAGES]
+    shell = [block for block in ALL_BLOCKS if block.language in SHELL_LANGUAGES] + readme_result_commands()
     return [
         pytest.param(script, argv, id=f"{block.id}:{script} {' '.join(argv)}"[:150])
         for block, script, argv in commands_of(shell)
+    ]
+
+
+def number(cell: str) -> float | None:
+    """The first number of a table cell (``**98.4%** (...)`` -> 98.4), or ``None`` for ``-`` / ``not given``."""
+    match = re.search(r"\d[\d,]*(\.\d+)?", cell.replace("**", ""))
+    return float(match.group(0).replace(",", "")) if match else None
+
+
+def cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+README = REPO / "README.md"
+README_MAX_LINES = 120
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """A row of the README's table of results: ``| result | figure | command | docs |``."""
+
+    line: int  # 1-based
+    result: str
+    figure: str
+    commands: tuple[str, ...]  # the cell's inline code spans
+    link: str  # the docs cell's link target, relative to the repository (docs/two-players.md#anchor)
+
+
+def readme_results() -> list[ResultRow]:
+    lines = README.read_text().splitlines()
+    start = lines.index("| result | figure | command | docs |")
+    rows = []
+    for number, line in enumerate(lines[start + 2 :], start + 3):
+        if not line.startswith("|"):
+            break
+        result, figure, command, docs = cells(line)
+        links = re.findall(r"\]\(([^)]+)\)", docs)
+        rows.append(ResultRow(number, result, figure, tuple(re.findall(r"`([^`]+)`", command)), *links[:1] or [""]))
+    return rows
+
+
+def readme_result_commands() -> list[Block]:
+    """The commands of the README's table of results, each as a one-line shell block (checked as those are)."""
+    return [
+        Block(README, row.line, "bash", f"{command}\n", None, False)
+        for row in readme_results()
+        for command in row.commands
     ]
 
 
@@ -271,16 +325,6 @@ def test_documented_command_line_parses(name: str, argv: list[str], tmp_path, mo
     except SystemExit as exit:
         if exit.code:
             pytest.fail(f"{name}: {' '.join(argv)!r} is refused by its parser: {capsys.readouterr().err.strip()}")
-
-
-def number(cell: str) -> float | None:
-    """The first number of a table cell (``**98.4%** (...)`` -> 98.4), or ``None`` for ``-`` / ``not given``."""
-    match = re.search(r"\d[\d,]*(\.\d+)?", cell.replace("**", ""))
-    return float(match.group(0).replace(",", "")) if match else None
-
-
-def cells(row: str) -> list[str]:
-    return [cell.strip() for cell in row.strip().strip("|").split("|")]
 
 
 def comparison_tables(path: Path) -> list[tuple[list[str], list[list[str]]]]:
@@ -417,3 +461,195 @@ def test_the_two_player_example_names_its_best_action_for_what_it_is(capsys, tmp
     (block,) = [b for b in blocks(DOCS / "two-players.md") if b.language == "python" and "q_values" in b.code]
     exec(compile(block.code, str(block.path), "exec"), {})
     assert capsys.readouterr().out.splitlines()[-1] == "best first action: 34 (score yacht), 0.944889"
+
+
+# The README, the front door: short, its results each with a figure, a command and a page.
+
+
+def test_the_readme_stays_short():
+    """The README is the front door (Gymnasium's, PettingZoo's and pgx's are its models): the detail is on the pages
+    of docs/, the prose of the results on docs/results.md."""
+    lines = README.read_text().splitlines()
+    assert len(lines) < README_MAX_LINES, f"README.md has {len(lines)} lines: move the detail to a page of docs/"
+
+
+def test_the_readme_has_its_table_of_results():
+    rows = readme_results()
+    assert len(rows) >= 10 and all(row.result for row in rows)
+
+
+def figures(cell: str) -> list[str]:
+    """The numbers of a figure as written (``98.8%`` -> ``98.8``, ``2,718,517``, ``0.493862``); a whole number alone,
+    such as minutes or seeds, says too little to be looked up and is left out."""
+    return re.findall(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+", cell)
+
+
+def shows(text: str, figure: str) -> bool:
+    """Whether ``text`` shows ``figure`` as a number of its own (98.8 is not in 98.85)."""
+    return re.search(rf"(?<![\d.,]){re.escape(figure)}(?![\d]|[.,]\d)", text) is not None
+
+
+def heading_anchors(path: Path) -> set[str]:
+    """The anchors MyST makes of a page's headings (``myst_heading_anchors = 4``; GitHub's slugs), code fences left
+    out (a ``#`` there is a comment)."""
+    anchors, fence = set(), None
+    for line in path.read_text().splitlines():
+        if opening := re.match(r"\s*(`{3,}|~{3,})", line):
+            fence = None if fence and opening.group(1).startswith(fence) else fence or opening.group(1)
+            continue
+        if not fence and (heading := re.match(r"#{1,4} (.+)", line)):
+            title = heading.group(1).replace("`", "").strip().lower().replace(" ", "-")
+            anchors.add(re.sub(r"[^\w\- ]", "", title))
+    return anchors
+
+
+def test_heading_anchors_are_myst_s(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# A title\n\n```python\n# a comment\n```\n\n## Ratings (`--ratings`)\n\n##### Too deep\n")
+    assert heading_anchors(page) == {"a-title", "ratings---ratings"}
+    slugs = pytest.importorskip("myst_parser.slugs")
+    assert {slugs.github_slugify(title) for title in ("A title", "Ratings (--ratings)")} == heading_anchors(page)
+
+
+@pytest.mark.parametrize("row", readme_results(), ids=lambda row: row.result)
+def test_each_readme_result_has_a_command_and_the_page_that_shows_it(row: ResultRow):
+    """A result of the README is a figure, the command that reproduces it and the page that explains it, which
+    shows every number of the figure (the prose moved there, and stays there)."""
+    assert row.figure and row.commands and row.link, row
+    path, _, anchor = row.link.partition("#")
+    page = REPO / path
+    assert path.startswith("docs/") and page.is_file(), f"{row.result}: no page {row.link}"
+    assert not anchor or anchor in heading_anchors(page), f"{row.result}: {path} has no heading #{anchor}"
+    text = page.read_text()
+    missing = [figure for figure in figures(row.figure) if not shows(text, figure)]
+    assert figures(row.figure) and not missing, f"{row.result}: {path} does not show {missing}"
+    for command in row.commands:
+        words = shlex.split(command)
+        if len(words) > 1 and words[1].startswith("benchmarks/"):
+            source = (REPO / words[1]).read_text()
+            unknown = [word for word in words[2:] if word.startswith("--") and f'"{word}"' not in source]
+            assert not unknown, f"{row.result}: {words[1]} takes no {unknown}"
+        else:  # its parser reads it: test_documented_command_line_parses
+            assert program_of(words), f"{row.result}: {command!r} is neither a project program nor a benchmark"
+
+
+def printed_table(out: str) -> tuple[float, list[str], dict[str, list[str]]]:
+    """``evaluate.py``'s output: the optimal expected score, the agents and each statistic's values by its label (an
+    interval's row is its statistic's label + `` 95% CI``), up to the mean points per category."""
+    lines = out.splitlines()
+    optimum = float(re.search(r"optimal expected score ([\d.]+)", lines[0]).group(1))
+    start = next(i for i, line in enumerate(lines) if line.startswith(" ") and line.strip())
+    agents, rows, label = lines[start].split(), {}, ""
+    for line in itertools.takewhile(lambda line: not line.endswith(":"), lines[start + 1 :]):
+        name, *values = re.split(r"\s{2,}", line.strip())
+        label = f"{label} {name}" if name == "95% CI" else name
+        rows[label] = values
+    return optimum, agents, rows
+
+
+@pytest.mark.slow
+def test_the_readme_benchmark_table_is_what_evaluate_prints(tmp_path):
+    """The README's benchmark table: what its quick start's ``python evaluate.py`` prints (10,000 games)."""
+    pytest.importorskip("sb3_contrib")
+    done = run_script("evaluate.py", "--no-progress", cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    optimum, agents, printed = printed_table(done.stdout)
+    lines = README.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| | random |"))
+    assert cells(lines[start])[1:] == agents
+    rows = [cells(line) for line in itertools.takewhile(lambda line: line.startswith("|"), lines[start + 2 :])]
+    for label, *shown in rows:
+        if label.startswith("% of optimal"):
+            assert number(label) == optimum
+            expected = printed["% of optimal"]
+        elif label.endswith(" [95% CI]"):
+            name = label.removesuffix(" [95% CI]")
+            pairs = zip(printed[name], printed[f"{name} 95% CI"], strict=True)
+            expected = [value if ci == "[0.00, 0.00]" else f"{value} {ci}" for value, ci in pairs]
+        else:
+            expected = printed[label]
+        assert shown == expected, label
+    assert [row[0] for row in rows] == [
+        "mean score [95% CI]",
+        f"% of optimal ({optimum:g})",
+        "mean regret / game [95% CI]",
+        "Yacht rate",
+    ]
+
+
+# The docs site: no page under a name Sphinx writes, every page in a toctree.
+
+#: The pages Sphinx's HTML builder writes at the top of the site beside the docs' own (sphinx/builders/html:
+#: ``gen_additional_pages``, ``write_genindex``, ``write_domain_indices``; the standard domain's labels ``genindex``,
+#: ``modindex`` and ``search``): a page of the docs by one of these names is lost to Sphinx's, without a warning.
+SPHINX_PAGES = {"search", "genindex", "genindex-all", "py-modindex", "opensearch"}
+#: The split index's pages (``html_split_index``): ``genindex-A``, ``genindex-B``, ...
+SPHINX_PAGE_PREFIXES = ("genindex-",)
+#: The folders it writes at the top of the site: a page under one of them would be mixed with the builder's files.
+SPHINX_FOLDERS = {"_static", "_sources", "_images", "_downloads"}
+
+
+def docnames() -> list[str]:
+    """Sphinx's names of the docs' pages (``search-agent``, ``envs/yacht``)."""
+    return [path.relative_to(DOCS).with_suffix("").as_posix() for path in markdown_files() if path != README]
+
+
+def takes_a_sphinx_name(name: str) -> bool:
+    return name in SPHINX_PAGES or name.startswith(SPHINX_PAGE_PREFIXES) or name.split("/")[0] in SPHINX_FOLDERS
+
+
+def test_no_docs_page_takes_a_name_sphinx_writes():
+    """``docs/search.md`` was overwritten by Sphinx's search page: the search agent had no page on the site."""
+    assert "index" in docnames() and "search-agent" in docnames()
+    taken = [name for name in docnames() if takes_a_sphinx_name(name)]
+    assert not taken, f"pages named as Sphinx's own (rename them): {taken}"
+    assert all(map(takes_a_sphinx_name, ["search", "genindex", "genindex-Y", "py-modindex", "_images/a"]))
+
+
+def test_the_names_sphinx_writes_are_all_listed():
+    """The lists above hold every name the installed Sphinx's HTML builder writes at the top of the site (where Sphinx
+    is installed: the docs extra): its pages, the standard domain's page labels and every built-in domain's indices."""
+    pytest.importorskip("sphinx")
+    from sphinx.application import builtin_extensions
+    from sphinx.builders.html import StandaloneHTMLBuilder
+    from sphinx.domains import Domain
+    from sphinx.domains.std import StandardDomain
+
+    source = inspect.getsource(StandaloneHTMLBuilder)
+    pages = set(re.findall(r"handle_page\(\s*'([\w-]+)'", source))
+    pages |= {docname for docname, *_ in StandardDomain.initial_data["labels"].values()}
+    for extension in builtin_extensions:
+        if extension.startswith("sphinx.domains."):
+            for domain in vars(importlib.import_module(extension)).values():
+                if isinstance(domain, type) and issubclass(domain, Domain) and domain is not Domain:
+                    pages |= {f"{domain.name}-{index.name}" for index in domain.indices}
+    folders = set(re.findall(r"outdir\W+'(_[a-z]+)'", source))
+    assert {"search", "genindex", "py-modindex"} <= pages and "_static" in folders  # the source was read
+    assert all(page in SPHINX_PAGES or page.startswith(SPHINX_PAGE_PREFIXES) for page in pages), pages
+    assert folders <= SPHINX_FOLDERS, folders
+
+
+def toctree(path: Path) -> list[str]:
+    """The pages ``path``'s toctrees list, as Sphinx names them (from the docs' root)."""
+    entries = []
+    for body in re.findall(r"^```\{toctree\}[^\n]*\n(.*?)^```", path.read_text(), flags=re.S | re.M):
+        for line in body.splitlines():
+            if line.strip() and not line.startswith(":"):
+                entries.append((path.parent / line.strip()).relative_to(DOCS).as_posix())
+    return entries
+
+
+def test_every_page_is_reached_from_the_index():
+    """Each page of docs/ is in a toctree reached from index.md (the search agent's page included), and each entry
+    of a toctree is a page (or one of the API pages the build writes, ``_api/``)."""
+    assert "search-agent" in toctree(DOCS / "index.md")
+    reached, todo = set(), ["index"]
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            page = DOCS / f"{name}.md"
+            todo += toctree(page) if page.is_file() else []
+    assert not set(docnames()) - reached, f"pages in no toctree: {sorted(set(docnames()) - reached)}"
+    stray = {name for name in reached - set(docnames()) if not name.startswith("_api/")}
+    assert not stray, f"toctree entries that are no page: {sorted(stray)}"

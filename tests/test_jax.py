@@ -130,6 +130,31 @@ def test_the_table_views_totals_and_margin_are_one_division_each():
     assert (rounded != margin).mean() > 0.01
 
 
+@pytest.mark.parametrize("preset", ["yahtzee", "yatzy", "clubhouse", "standard"])
+def test_the_table_view_shows_the_opponents_bonus_progress_as_numpy_does(preset):
+    # Random play seldom earns an upper bonus: tables of random states (every subtotal and armed flag) instead, each
+    # seat's view in JAX equal to numpy's bit for bit, opponents' bonus progress included.
+    rules, players, n = R.PRESETS[preset], 3, 64
+    rng = np.random.default_rng(7)
+    table = TableState(rules, players, n)
+    g, (upper_states, armed_states) = table.players, rules.bonus_shape
+    g.roll[:] = rng.integers(0, R.NUM_ROLLS, n * players)
+    g.rolls_left[:] = rng.integers(0, R.ROLLS_PER_TURN, n * players)
+    g.open_mask[:] = rng.integers(1, rules.all_open + 1, n * players)
+    g.upper[:] = rng.integers(0, upper_states, n * players)
+    g.armed[:] = rng.integers(0, armed_states, n * players)
+    g.total[:] = rng.integers(0, R.max_total(rules) + 1, n * players)
+    game = YachtGame(rules, players)
+    state = game.init_with_dice(jnp.ones((players, R.NUM_DICE), dtype=jnp.int32))
+    fields = ("roll", "rolls_left", "open_mask", "upper", "armed", "total")
+    states = state._replace(**{name: jnp.asarray(getattr(g, name).reshape(n, players)) for name in fields})
+    encoder = MultiplayerEncoder(rules, players)
+    axes = jax.tree.map(lambda _: None, state)._replace(**dict.fromkeys(fields, 0))  # a table axis on these
+    observe = jax.jit(jax.vmap(game.observe, in_axes=(axes, None)))
+    for seat in range(players):
+        np.testing.assert_array_equal(np.asarray(observe(states, seat)), encoder.observe(table, np.full(n, seat)))
+
+
 def test_the_equality_test_can_fail():
     # A game of other rules than numpy's plays differently: the comparison sees it.
     streams, expected = numpy_games(R.PRESETS["standard"], 1, 8, seed=3)
@@ -154,7 +179,8 @@ def test_the_core_is_pure_and_keyed():
     assert not np.array_equal(a.roll, c.roll) or not np.array_equal(
         jax.jit(game.step)(a, 0, jax.random.key(1))[0].roll, jax.jit(game.step)(c, 0, jax.random.key(1))[0].roll
     )
-    assert a.roll.dtype == jnp.int32 and a.sheet.shape == (3, 13) and game.observation_size == 69 + 2 * 14 + 2
+    # Per opponent: 13 open bits, upper (2), armed, total.
+    assert a.roll.dtype == jnp.int32 and a.sheet.shape == (3, 13) and game.observation_size == 69 + 2 * 17 + 2
 
 
 def test_an_illegal_action_leaves_the_core_unchanged():

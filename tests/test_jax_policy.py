@@ -348,3 +348,12 @@ def test_the_shipped_self_play_model_sits_at_a_two_player_table_by_its_name(tmp_
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(out.read_text())["head_to_head"]["jax:selfplay_standard vs greedy"]["games"] == 80
+
+
+def test_a_yahtzee_table_network_of_the_view_before_the_bonus_progress_is_refused_in_one_line(tmp_path):
+    # Yahtzee's two-player view was 85 values before it showed each opponent's upper and armed parts (88 now).
+    spec = NetworkSpec("yahtzee", 85, 45, (16,), players=2)
+    odds, _ = odds_tables(R.get_rules("yahtzee"), spec.bonus_odds)
+    path = save_params(tmp_path / "old.npz", init_params(jax.random.key(0), spec, odds.chase.shape[-1]), spec)
+    with pytest.raises(ValueError, match="fit the 'yahtzee' observation; 85 values is the 2-player table view"):
+        make_agent(f"jax:{path}", rules="yahtzee", players=2)

@@ -437,9 +437,10 @@ def assert_decodes(encoder, views: np.ndarray, table, seat: int) -> None:
     own = np.arange(table.num_tables) * p + seat
     others = np.arange(table.num_tables)[:, None] * p + (seat + np.arange(1, p)) % p
     expected = [games.roll[own], games.rolls_left[own], games.open_mask[own], games.upper[own], games.armed[own]]
-    expected += [games.total[own], games.open_mask[others], games.total[others]]
+    expected += [games.total[own], games.open_mask[others], games.total[others], games.upper[others]]
+    expected += [games.armed[others]]
     decoded = encoder.decode(views)
-    assert decoded._fields[-3:] == ("total", "opponent_open", "opponent_total")
+    assert decoded._fields[5:] == ("total", "opponent_open", "opponent_total", "opponent_upper", "opponent_armed")
     for got, want in zip(decoded, expected, strict=True):
         assert got.dtype == np.intp and np.array_equal(got, want)
     alone = encoder.decode(views[0])

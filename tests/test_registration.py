@@ -19,12 +19,12 @@ IDS = {
     "standard": ("Yacht-v0", "YachtVersus-v0", 44, 64, 79),
     "classic": ("YachtClassic-v0", "YachtClassicVersus-v0", 44, 64, 79),
     "knizia": ("YachtKnizia-v0", "YachtKniziaVersus-v0", 44, 64, 79),
-    "yahtzee": ("Yahtzee-v0", "YahtzeeVersus-v0", 45, 69, 85),
-    "yahtzee_forced_joker": ("YahtzeeForcedJoker-v0", "YahtzeeForcedJokerVersus-v0", 45, 69, 85),
-    "yahtzee_no_joker": ("YahtzeeNoJoker-v0", "YahtzeeNoJokerVersus-v0", 45, 69, 85),
-    "yahtzee_no_bonus": ("YahtzeeNoBonus-v0", "YahtzeeNoBonusVersus-v0", 45, 68, 84),
-    "yatzy": ("Yatzy-v0", "YatzyVersus-v0", 47, 72, 90),
-    "clubhouse": ("YachtClubhouse-v0", "YachtClubhouseVersus-v0", 44, 66, 81),
+    "yahtzee": ("Yahtzee-v0", "YahtzeeVersus-v0", 45, 69, 88),
+    "yahtzee_forced_joker": ("YahtzeeForcedJoker-v0", "YahtzeeForcedJokerVersus-v0", 45, 69, 88),
+    "yahtzee_no_joker": ("YahtzeeNoJoker-v0", "YahtzeeNoJokerVersus-v0", 45, 69, 88),
+    "yahtzee_no_bonus": ("YahtzeeNoBonus-v0", "YahtzeeNoBonusVersus-v0", 45, 68, 86),
+    "yatzy": ("Yatzy-v0", "YatzyVersus-v0", 47, 72, 92),
+    "clubhouse": ("YachtClubhouse-v0", "YachtClubhouseVersus-v0", 44, 66, 83),
 }
 
 

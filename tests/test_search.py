@@ -21,6 +21,7 @@ from yacht_agents.search import (
     ValueNetwork,
     ValueSpec,
     feature_size,
+    features,
     layer_shapes,
     load_value,
     result,
@@ -42,32 +43,150 @@ TINY_SEARCH = {
 }
 
 
-def network(rules="standard", players=1, arch=(8,), seed=0) -> ValueNetwork:
-    """A small random value network."""
-    spec = ValueSpec(rules, players, tuple(arch))
+def network(rules="standard", players=1, arch=(8,), seed=0, version=1, solo=None) -> ValueNetwork:
+    """A small random value network (``solo``: the solo network it carries, features 2)."""
+    solo_arch = solo.spec.net_arch if solo is not None else ()
+    spec = ValueSpec(rules, players, tuple(arch), version, tuple(solo_arch))
     rng = np.random.default_rng(seed)
     layers = [
         (rng.normal(0, 0.3, (a, b)).astype(np.float32), rng.normal(0, 0.1, b).astype(np.float32))
         for a, b in layer_shapes(spec)
     ]
-    return ValueNetwork(spec, layers)
+    return ValueNetwork(spec, layers, solo)
+
+
+def brute_picks(rules: R.Rules, players: int, value, own: tuple, opponents: tuple | None) -> np.ndarray:
+    """The picks' values ``(n, 252, C)`` the long way: every roll and category of every context scored by the scalar
+    rules, every afterstate valued on its own row."""
+    n, c = len(own[0]), rules.num_categories
+    out = np.full((n, R.NUM_ROLLS, c), -np.inf)
+    for i in range(n):
+        o, u, a, t = (int(x[i]) for x in own)
+        theirs = None if opponents is None else tuple(np.asarray(x)[i : i + 1] for x in opponents)
+        for r in range(R.NUM_ROLLS):
+            legal = R.legal_picks(rules, r, o)
+            for k in range(c):
+                if not legal >> k & 1:
+                    continue
+                points, _, up, arm = R.pick_outcome(rules, r, k, o, u, a)
+                after = (np.array([o & ~(1 << k)]), np.array([up]), np.array([arm]), np.array([t + points]))
+                if players == 1:
+                    v = points + (value.values(after)[0] if after[0][0] else 0.0)
+                elif after[0][0] == 0 and (theirs[0] == 0).all():
+                    v = result(after[3], theirs[3])[0]
+                else:
+                    v = value.values(after, theirs)[0]
+                out[i, r, k] = v
+    return out
+
+
+def random_contexts(rules: R.Rules, players: int, n: int, seed: int):
+    """``n`` contexts of a table: sheets with random open boxes (never all full for the mover), bonus progress and
+    totals."""
+    rng = np.random.default_rng(seed)
+    uppers, armeds = rules.bonus_shape
+    k = max(players - 1, 1)
+
+    def sheets(shape, allow_full):
+        open_mask = rng.integers(0 if allow_full else 1, rules.num_open_masks, shape)
+        return (open_mask, rng.integers(0, uppers, shape), rng.integers(0, armeds, shape), rng.integers(0, 200, shape))
+
+    own = sheets((n,), False)
+    opponents = sheets((n, k), True) if players > 1 else None
+    if players > 1:
+        opponents[0][0] = 0  # a context whose opponents are done: the mover's last pick ends the game
+        own[0][0] = 1 << int(rng.integers(rules.num_categories))
+    return own, opponents
+
+
+@pytest.mark.parametrize("preset", sorted(R.PRESETS))
+@pytest.mark.parametrize("players, version", [(1, 1), (2, 1), (2, 2), (3, 2)])
+def test_the_planner_values_every_pick_as_the_brute_force_does(preset, players, version):
+    rules = R.get_rules(preset)
+    solo = network(preset, 1, (6,), seed=4) if version == 2 else None
+    value = network(preset, players, (8,), seed=2, version=version, solo=solo)
+    own, opponents = random_contexts(rules, players, 3, seed=len(preset) + players)
+    plan = TurnPlanner(rules, players, value).plan(own, opponents)
+    # float32 networks: a row's value depends on its batch in the last bits (points: x 100)
+    np.testing.assert_allclose(plan.pick, brute_picks(rules, players, value, own, opponents), rtol=1e-6, atol=2e-5)
+
+
+def test_a_value_does_not_depend_on_the_blas_thread_count():
+    from threadpoolctl import threadpool_limits
+
+    net = network("yahtzee", 2, (256, 256), version=2, solo=network("yahtzee", 1, (64,), seed=4))
+    x = np.random.default_rng(0).random((20_000, layer_shapes(net.spec)[0][0]), dtype=np.float32)
+    with threadpool_limits(1, user_api="blas"):
+        one = net(x)
+    with threadpool_limits(2, user_api="blas"):
+        two = net(x)
+    np.testing.assert_array_equal(one, two)
+
+
+def test_a_table_network_reads_every_seats_bonus_progress_and_points_to_come():
+    rules = R.get_rules("yahtzee")
+    solo = network("yahtzee", 1, (6,), seed=4)
+    value = network("yahtzee", 3, (8,), version=2, solo=solo)
+    c = rules.num_categories
+    own = (np.array([0b11]), np.array([21]), np.array([1]), np.array([150]))
+    theirs = (np.array([[0b101, 0]]), np.array([[63, 10]]), np.array([[0, 1]]), np.array([[140, 300]]))
+    x = value.features(own, theirs)[0]
+    come = solo.to_come(np.array([0b11, 0b101, 0]), np.array([21, 63, 10]), np.array([1, 0, 1]))
+    assert come[2] == 0 and come[0] != 0  # a full sheet has nothing to come
+    mine = [1, 1] + [0] * (c - 2) + [2 / c, 21 / 63, 1, 1.5, come[0] / 100]
+    first = [1, 0, 1] + [0] * (c - 3) + [-0.1, 1, 0, (140 + come[1] - 150 - come[0]) / 100]
+    second = [0] * c + [1.5, 10 / 63, 1, (300 - 150 - come[0]) / 100]
+    np.testing.assert_allclose(x, np.array(mine + first + second, dtype=np.float32), rtol=1e-6)
+    assert len(x) == feature_size(rules, 3, 2, True) == layer_shapes(value.spec)[0][0]
+    # version 1 (the earlier networks): the opponents' open boxes and leads only
+    assert feature_size(rules, 3, 1) == c + 3 + 1 + 2 * (c + 1)
+
+
+def test_a_network_with_its_solo_network_round_trips(tmp_path):
+    solo = network("yahtzee", 1, (6,), seed=4)
+    net = network("yahtzee", 2, (8,), version=2, solo=solo)
+    path = save_value(tmp_path / "v.npz", net)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    assert meta["features"] == 2 and meta["solo_net_arch"] == [6]
+    loaded = load_value(path)
+    assert loaded.spec == net.spec and loaded.solo.spec == solo.spec
+    own, theirs = random_contexts(R.get_rules("yahtzee"), 2, 5, seed=1)
+    np.testing.assert_array_equal(loaded.values(own, theirs), net.values(own, theirs))
+    bad = {**meta, "solo_net_arch": [6]}
+    for change, message in (
+        ({"features": 3}, "features is not one of"),
+        ({"players": 1}, "solo_net_arch is not"),
+        ({"features": 1}, "solo_net_arch is not"),
+    ):
+        path.with_suffix(".json").write_text(json.dumps({**bad, **change}))
+        with pytest.raises(ValueError, match=message):
+            load_value(path)
+    np.savez(path, **{k: v for k, v in net.arrays().items() if not k.startswith("solo_")})
+    path.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="are not the spec's network's"):
+        load_value(path)
+
+
+class ExactValue:
+    """The solver's expected points to come as a value of afterstates (the yardstick in a test, never in training)."""
+
+    def __init__(self, rules: R.Rules) -> None:
+        from yacht_env.solver import solve
+
+        self.start = np.nan_to_num(solve(rules).start_values, nan=0.0)
+        self.rules = rules
+
+    def features(self, own, opponents=None):
+        return features(self.rules, 1, own)
+
+    def values(self, own, opponents=None):
+        open_mask, upper, armed, _ = own
+        return self.start[open_mask, upper, armed] if self.rules.has_bonuses else self.start[open_mask]
 
 
 def exact_value(rules: R.Rules):
-    """The solver's expected points to come as a value of afterstates (the yardstick in a test, never in training)."""
-    from yacht_env.solver import solve
-
-    start = np.nan_to_num(solve(rules).start_values, nan=0.0)
-    c, bits = rules.num_categories, 1 << np.arange(rules.num_categories)
-
-    def value(x):
-        mask = (x[:, :c] > 0.5).astype(np.int64) @ bits
-        if rules.has_bonuses:
-            upper = np.rint(x[:, c + 1] * rules.upper_bonus_threshold).astype(np.intp)
-            return start[mask, upper, np.rint(x[:, c + 2]).astype(np.intp)]
-        return start[mask]
-
-    return value, start
+    value = ExactValue(rules)
+    return value, value.start
 
 
 def test_the_turn_over_the_solvers_values_is_the_solvers_turn():
@@ -372,14 +491,40 @@ def test_a_table_run_trains_and_measures_against_its_start_and_the_solver(tmp_pa
     ]
     assert len(rows) == 3
     assert make_agent(f"search:{run}", players=2).table_players == 2
+    assert load_value(run / "model.npz").spec.features == 2
+
+
+def test_a_table_run_reads_its_own_solo_network(tmp_path):
+    from yacht_lab.training.search.trainer import train_search
+
+    solo = save_value(tmp_path / "solo.npz", network("standard", 1, (6,), seed=4))
+    data = {
+        **TINY_SEARCH,
+        "reward": "win",
+        "total_timesteps": 480,
+        "eval": {"every_timesteps": 480, "games": 2, "seed": 0},
+        "search": {**TINY_SEARCH["search"], "players": 2, "tables": 20, "solo": str(solo)},
+    }
+    run = train_search(validate(from_dict(data)), tmp_path / "runs", progress=False)
+    model = load_value(run / "model.npz")
+    assert model.spec.solo_net_arch == (6,)
+    np.testing.assert_array_equal(model.solo.layers[0][0], load_value(solo).layers[0][0])
+    table = save_value(tmp_path / "table.npz", network("standard", 2))
+    for name, message in ((str(table), "not a solo network"), ("nope", "no search model at 'nope'")):
+        bad = validate(from_dict({**data, "search": {**data["search"], "solo": name}}))
+        with pytest.raises(ValueError, match=message):
+            train_search(bad, tmp_path / "bad", progress=False)
+    with pytest.raises(ValueError, match="leave it out solo"):
+        validate(from_dict({**TINY_SEARCH, "search": {**TINY_SEARCH["search"], "solo": "standard"}}))
 
 
 def test_the_browser_seats_a_search_model_only_where_its_server_allowed_it():
     from yacht_lab.table.web.games import WebError, check_spec
 
-    check_spec("search:standard", ("search:standard",))
-    with pytest.raises(WebError, match="reads a file: the table seats it only if the server was started with it"):
-        check_spec("search:standard")
+    check_spec("search:runs/x", ("search:runs/x",))
+    check_spec("search:standard")  # a shipped model (tests/test_web_seats.py)
+    with pytest.raises(WebError, match="the table seats the shipped models .* and those the server was started with"):
+        check_spec("search:runs/x")
 
 
 def test_the_games_targets_are_td_lambda_of_their_own_turns():
@@ -399,3 +544,17 @@ def test_the_games_targets_are_td_lambda_of_their_own_turns():
     batch = play(exact, 8, np.random.default_rng(5), 0.0)
     masks = (batch.x[:, :12] > 0.5).astype(np.int64) @ (1 << np.arange(12))
     np.testing.assert_allclose(batch.y, exact_value(rules)[1][masks], atol=1e-9)
+
+
+@pytest.mark.slow
+def test_the_trainer_speed_benchmark_prints_every_table_config(tmp_path):
+    out = tmp_path / "speed.json"
+    done = run_script("benchmarks/search_trainer_speed.py", "--repeats", "1", "--json", str(out), timeout=900)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())["rows"]
+    configs = {row["config"] for row in rows}
+    assert {"search_selfplay", "search_selfplay_yahtzee", "search_selfplay3_standard"} <= configs
+    assert all(row["self_play_turns_per_second"] > row["iteration_turns_per_second"] > 0 for row in rows)
+    assert "self-play turns per CPU second" in done.stdout
+    bad = run_script("benchmarks/search_trainer_speed.py", "--configs", "nope")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no shipped config 'nope'" in bad.stderr

@@ -274,7 +274,8 @@ def test_options_list_the_presets_agents_and_bounds(client, monkeypatch):
 
 
 def test_options_offer_only_the_seats_this_install_can_play(client, monkeypatch, tmp_path):
-    """Without the train extra and the two-player solution, the page offers neither ``ppo:*`` nor ``duel``."""
+    """Without the train extra and the two-player solution, the page offers neither ``ppo:*`` nor ``duel`` (the
+    search models need nothing but numpy)."""
     from yacht_lab.table.web import seats
 
     monkeypatch.setenv("YACHT_RL_CACHE_DIR", str(tmp_path))
@@ -282,7 +283,8 @@ def test_options_offer_only_the_seats_this_install_can_play(client, monkeypatch,
     monkeypatch.setattr(
         seats.importlib.util, "find_spec", lambda name, *a: None if name == "sb3_contrib" else real(name)
     )
-    assert client.get("/api/options").json()["agents"] == ["human", "optimal", "greedy", "random", "win"]
+    search = [f"search:{name}" for name in sorted(seats.shipped_search_models())]
+    assert client.get("/api/options").json()["agents"] == ["human", "optimal", "greedy", "random", "win", *search]
     response = client.post("/api/games", json={"seats": ["human", "duel"]})
     assert response.status_code == 400 and str(tmp_path) not in response.text
 

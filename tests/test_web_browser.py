@@ -360,3 +360,26 @@ def test_the_servers_record_opens_and_its_plots_have_axes_and_readable_labels(pa
             assert a["x"] + a["width"] <= b["x"] + 0.5  # each label ends before the next begins
     names = [t.text_content() for t in page.query_selector_all("#plot-category text.label")]
     assert names[6] == "Full House" and names[-1] == "Yacht"  # whole names, not cut to "Full."
+
+
+def test_the_seat_menu_offers_a_model_for_the_rules_and_table_it_plays(page):
+    """A shipped search model is offered for its rules, one trained at a table of P at tables of P only; a seat whose
+    model no longer fits keeps its spec, typed."""
+
+    def menu(row: int) -> list[str]:
+        return page.query_selector_all(".seat")[row].eval_on_selector(
+            ".seat-spec", "s => [...s.options].map(o => o.value)"
+        )
+
+    page.select_option("#rules", "standard")
+    assert "search:standard" in menu(0) and "search:selfplay_standard" not in menu(0)  # a solo table
+    page.click("#add-seat")
+    assert {"search:standard", "search:selfplay_standard"} <= set(menu(1)) and "search:yahtzee" not in menu(1)
+    page.query_selector_all(".seat")[1].query_selector(".seat-spec").select_option("search:selfplay_standard")
+    page.click("#add-seat")
+    assert "search:selfplay_standard" not in menu(1)
+    assert page.query_selector_all(".seat")[1].eval_on_selector(".seat-custom", "c => c.value") == (
+        "search:selfplay_standard"
+    )
+    page.select_option("#rules", "yahtzee")
+    assert "search:yahtzee" in menu(0) and "search:standard" not in menu(0)

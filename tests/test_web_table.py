@@ -12,7 +12,7 @@ import weakref
 import pytest
 
 from yacht_env import rules as R
-from yacht_lab.table.web import games
+from yacht_lab.table.web import games, seats
 from yacht_lab.table.web.games import WebError, WebGame, check_spec, new_game
 
 STANDARD = R.get_rules("standard")
@@ -51,7 +51,7 @@ def test_every_kind_that_reads_a_file_needs_the_servers_agent(monkeypatch):
     for spec in ("random", "greedy", "optimal#2", "win", "win:3", "duel", "duel:optimal", "ppo:standard"):
         check_spec(spec)
     # A kind added later reads a file until the catalogue lists it as fileless.
-    monkeypatch.setattr(games, "parse_spec", lambda spec: ("onnx", spec.partition(":")[2]))
+    monkeypatch.setattr(seats, "parse_spec", lambda spec: ("onnx", spec.partition(":")[2]))
     with pytest.raises(WebError, match="^agent 'onnx:/etc/passwd' reads a file"):
         check_spec("onnx:/etc/passwd")
 
@@ -152,7 +152,8 @@ def test_a_seat_this_install_cannot_play_is_neither_offered_nor_taken(monkeypatc
     real = seats.importlib.util.find_spec
     monkeypatch.setattr(seats.importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name))
     offered = seats.offered_agents(("ppo:runs/x/model.zip",))
-    assert offered == ["human", "optimal", "greedy", "random", "win"]
+    search = [f"search:{name}" for name in sorted(seats.shipped_search_models())]  # numpy only
+    assert offered == ["human", "optimal", "greedy", "random", "win", *search]
     for spec, message in (
         ("ppo:standard", "agent 'ppo:standard': this server cannot seat ppo agents (it has no train extra installed)"),
         ("duel", "agent 'duel': this server has no two-player solution of 'standard' built (its operator builds"),

@@ -509,13 +509,22 @@ def _check_versus(check: _Checker, rng: np.random.Generator, games: int) -> None
 
 
 def _check_table_view(check: _Checker, view: MultiplayerEncoder, obs: np.ndarray, shadows: list, seat: int) -> None:
-    """The table part of a multiplayer observation: each opponent's open boxes and total, the own total."""
-    at, n = check.encoder.size, check.rules.num_categories
+    """The table part of a multiplayer observation: each opponent's open boxes, bonus progress and total, the own
+    total.
+    """
+    rules = check.rules
+    at, n, threshold = check.encoder.size, rules.num_categories, rules.upper_bonus_threshold
     for j in range(1, len(shadows)):
         other = shadows[(seat + j) % len(shadows)]
         check.equal(f"opponent {j}'s open boxes in the observation", obs[at : at + n], R.open_bits(n)[other.open_mask])
-        check.expect(np.isclose(obs[at + n], other.total / view.max_total), f"opponent {j}'s total in the observation")
-        at += n + 1
+        at += n
+        bonus = [min(other.upper, threshold) / threshold, other.upper >= threshold] if rules.upper_bonus else []
+        bonus += [other.armed != 0] if rules.yahtzee_bonus else []
+        shown = obs[at : at + len(bonus)]
+        check.expect(np.allclose(shown, bonus), f"opponent {j}'s bonus progress in the observation is {shown}")
+        at += len(bonus)
+        check.expect(np.isclose(obs[at], other.total / view.max_total), f"opponent {j}'s total in the observation")
+        at += 1
     check.expect(np.isclose(obs[at], shadows[seat].total / view.max_total), "the own total in the observation")
 
 

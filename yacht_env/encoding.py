@@ -351,7 +351,9 @@ def _float_lists(rules: R.Rules) -> tuple[list[float], list[float]]:
 
 class TableView(NamedTuple):
     """What a table observation holds (:meth:`MultiplayerEncoder.decode`): the player's own state, its total, and
-    each opponent's open mask and total, in seat order after it (the margin follows from the totals).
+    each opponent's open mask, total and bonus progress (``upper``, ``armed``: 0 for rules without them), in seat
+    order after it (the margin follows from the totals). The opponents' bonus fields come last, so the first six
+    fields stay where they were.
     """
 
     roll: Any
@@ -362,25 +364,33 @@ class TableView(NamedTuple):
     total: Any
     opponent_open: np.ndarray
     opponent_total: np.ndarray
+    opponent_upper: np.ndarray
+    opponent_armed: np.ndarray
 
 
 class MultiplayerEncoder:
     """Observations of a multiplayer table from one player's point of view (the PettingZoo and versus envs).
 
-    Layout (``float32``, every value in ``[0, 1]``; ``C`` categories, ``P`` players, ``S`` the solo size):
+    Layout (``float32``, every value in ``[0, 1]``; ``C`` categories, ``P`` players, ``S`` the solo size, ``B`` the
+    solo layout's bonus values, ``O = C + B + 1`` an opponent's):
 
     ===============================  =========  ==========================================================
     index                            size       meaning
     ===============================  =========  ==========================================================
     ``0 .. S-1``                     ``S``      the player's own game, exactly :class:`ObservationEncoder`'s
                                                 flat observation (64 values for Yacht)
-    per opponent ``j = 1 .. P-1``    ``C + 1``  the opponent ``j`` seats after the player (in seat order,
-    (from ``S + (j-1)(C+1)``)                   wrapping): its open categories (1 = open), then its total /
-                                                ``max_total``
-    ``S + (P-1)(C+1)``               1          the player's own total / ``max_total``
-    ``S + (P-1)(C+1) + 1``           1          the margin to the best opponent, ``(own - best) /
+    per opponent ``j = 1 .. P-1``    ``O``      the opponent ``j`` seats after the player (in seat order,
+    (from ``S + (j-1) O``)                      wrapping): its open categories (1 = open), its bonus progress
+                                                (the family's ``upper`` and ``armed`` parts, as in its own
+                                                solo observation), then its total / ``max_total``
+    ``S + (P-1) O``                  1          the player's own total / ``max_total``
+    ``S + (P-1) O + 1``              1          the margin to the best opponent, ``(own - best) /
                                                 (2 max_total) + 1/2`` (0.5: level; 1/2 with no opponent)
     ===============================  =========  ==========================================================
+
+    ``B`` is 0 for Yacht's presets (``O = C + 1 = 13``), 3 for Yahtzee's (``upper``: the subtotal / the threshold
+    and 1 once the bonus is earned; ``armed``), 2 for ``yatzy``, ``yahtzee_no_bonus`` and ``clubhouse`` (``upper``
+    only): an opponent's part is its :meth:`state` part without the fraction open, which its open bits tell.
 
     ``max_total`` is the preset's largest possible total (:func:`~yacht_env.rules.max_total`: 297 for
     ``standard``, 1575 for ``yahtzee``). Turns left are the open fractions (own: the ``open_fraction`` part;
@@ -406,7 +416,8 @@ class MultiplayerEncoder:
     ===============================  =========  ==========================================================
 
     Attributes:
-        size: The observation's length, ``S + (P - 1)(C + 1) + 2`` (79 for Yacht with 2 players).
+        size: The observation's length, ``S + (P - 1) O + 2`` (79 for Yacht with 2 players, 88 for Yahtzee).
+        opponent_size: ``O``, an opponent's part.
         state_size: The state's length, ``D + P (K + 1) + P`` (81 for Yacht with 2 players).
         state_space: ``Box(0, 1, (state_size,), float32)``.
     """
@@ -417,7 +428,10 @@ class MultiplayerEncoder:
         self.solo = ObservationEncoder(self.rules)
         n = self.rules.num_categories
         self.max_total = float(R.max_total(self.rules))
-        self.opponent_size = n + 1
+        # Each opponent's bonus progress: the solo layout's parts after the fraction open (none for Yacht's presets),
+        # gathered per (upper, armed) from the solo encoder's own tables, so both show the same float32 values.
+        self._bonus = self.solo.size - self.solo.layout["open_fraction"].stop
+        self.opponent_size = n + self._bonus + 1
         self.size = self.solo.size + (num_players - 1) * self.opponent_size + 2
         self.space = spaces.Box(0.0, 1.0, shape=(self.size,), dtype=np.float32)
         self._dice_size = self.solo.layout["open"].start  # the state's dice part: the solo layout up to its open bits
@@ -433,10 +447,14 @@ class MultiplayerEncoder:
         self._total_fraction, self._margin = tables.total_fraction, tables.margin
         self._fraction_list, self._margin_list = _float_lists(self.rules)
         self._by_open_lists: list[list[float]] | None = None  # pick_part's rows, made on its first call
+        upper, armed = np.meshgrid(*map(np.arange, self.rules.bonus_shape), indexing="ij")
+        self._bonus_rows = self.solo.flat(0, 0, 0, upper, armed)[..., self.solo.size - self._bonus :]  # (U, A, B)
+        self._bonus_lists = self._bonus_rows.astype(float).tolist() if self._bonus else None
 
     def table_part(self, table: TableState, seat: int) -> np.ndarray:
-        """One table: the observation of the player at ``seat`` after its own game (the opponents' open categories
-        and totals, its own total, the margin), ``(size - solo size,)`` float32: it changes only when someone picks.
+        """One table: the observation of the player at ``seat`` after its own game (the opponents' open categories,
+        bonus progress and totals, its own total, the margin), ``(size - solo size,)`` float32: it changes only when
+        someone picks.
         """
         return np.array(self._table_values([], table, seat), dtype=np.float32)
 
@@ -458,12 +476,14 @@ class MultiplayerEncoder:
         """``values``, extended in place by :meth:`table_part`'s as Python floats (made float32 at once by the caller,
         as assigning each would round it): one array from one list.
         """
-        games, fraction, open_bits = table.players, self._fraction_list, self._open_lists
+        games, fraction, open_bits, bonus = table.players, self._fraction_list, self._open_lists, self._bonus_lists
         own = games[seat]
         best = None
         for opponent in self._order[seat]:
             game = games[opponent]
             values += open_bits[game.open_mask]
+            if bonus is not None:
+                values += bonus[game.upper][game.armed]
             values.append(fraction[game.total])
             best = game.total if best is None else max(best, game.total)
         best = own.total if best is None else best
@@ -497,7 +517,8 @@ class MultiplayerEncoder:
 
         Returns:
             A :class:`TableView`: the own game's fields and ``total`` are ints for one observation and ``np.intp``
-            arrays ``(...)`` for a batch; ``opponent_open`` and ``opponent_total`` are ``np.intp`` ``(..., P - 1)``.
+            arrays ``(...)`` for a batch; the opponents' fields are ``np.intp`` ``(..., P - 1)`` (``opponent_upper``
+            and ``opponent_armed`` zeros for rules without an upper / a Yahtzee bonus).
 
         Raises:
             ValueError: ``obs`` does not end in an axis of this encoder's size.
@@ -509,9 +530,15 @@ class MultiplayerEncoder:
         own = self.solo.decode(obs[..., :solo])
         opponents = obs[..., solo:at].reshape(*obs.shape[:-1], self.num_players - 1, self.opponent_size)
         opponent_open = (opponents[..., :n] > 0.5) @ np.left_shift(1, np.arange(n), dtype=np.intp)
-        opponent_total = np.rint(opponents[..., n] * self.max_total).astype(np.intp)
+        opponent_total = np.rint(opponents[..., -1] * self.max_total).astype(np.intp)
+        upper = armed = np.zeros(opponent_total.shape, dtype=np.intp)
+        if self.rules.upper_bonus:  # the subtotal / threshold, read as the solo decode reads its own
+            threshold = self.rules.upper_bonus_threshold
+            upper = np.rint(opponents[..., n].astype(np.float64) * threshold).astype(np.intp)
+        if self.rules.yahtzee_bonus:
+            armed = (opponents[..., -2] > 0.5).astype(np.intp)
         total = np.rint(obs[..., at] * self.max_total).astype(np.intp)
-        return TableView(*own, total if obs.ndim > 1 else int(total), opponent_open, opponent_total)
+        return TableView(*own, total if obs.ndim > 1 else int(total), opponent_open, opponent_total, upper, armed)
 
     def observe(
         self, table: TableState, seat, table_part: np.ndarray | None = None, *, pick_part: np.ndarray | None = None
@@ -548,16 +575,16 @@ class MultiplayerEncoder:
             games.armed[own_rows],
         )
         totals = games.total.reshape(-1, p)
-        open_masks = games.open_mask.reshape(-1, p)
+
+        def of_opponents(values):
+            return np.take_along_axis(values.reshape(-1, p), order, axis=-1)
+
         own_total = np.take_along_axis(totals, np.asarray(seat)[..., None], axis=-1)[..., 0]
         opponent_totals = np.take_along_axis(totals, order, axis=-1)
-        opponents = np.concatenate(
-            [
-                self._open_bits[np.take_along_axis(open_masks, order, axis=-1)],
-                self._total_fraction[opponent_totals][..., None],
-            ],
-            axis=-1,
-        )
+        parts = [self._open_bits[of_opponents(games.open_mask)]]
+        if self._bonus:
+            parts.append(self._bonus_rows[of_opponents(games.upper), of_opponents(games.armed)])
+        opponents = np.concatenate([*parts, self._total_fraction[opponent_totals][..., None]], axis=-1)
         best = opponent_totals.max(axis=-1) if p > 1 else own_total
         margin = self._margin[own_total - best + len(self._total_fraction) - 1]
         return np.concatenate(

@@ -93,6 +93,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
     largest possible total (the sum of each category's best score: 297 for ``standard``); a margin of 0.5 is
     level.
 
+    The family's presets (an upper or a Yahtzee bonus) show each opponent's bonus progress too, as its own solo
+    observation shows it: after its open categories and before its total, the ``upper`` part (the subtotal / the
+    threshold, capped at 1, and 1 once the bonus is earned) and the ``armed`` flag (1 while its five-of-a-kind box
+    holds its points), where the rules have them. A preset of ``C`` categories and ``S`` solo values has
+    ``S + O (P - 1) + 2`` values, ``O = C + B + 1`` with ``B`` the bonus values (``yahtzee``: ``O = 17``, 88 values
+    for 2 players; ``yatzy``: ``O = 18``, 92; ``clubhouse``: ``O = 15``, 83); Yacht's presets have none (``O =
+    13``, the table above).
+
     ## Action mask
     ``observation["action_mask"]``: the legal actions of the agent on turn (int8 (44,), ``Yacht-v0``'s
     mask); all zeros for agents not on turn.
@@ -186,7 +194,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
       illegal action warns once per env, ``"illegal_actions"`` counts each agent's, and the info holds
       ``Yacht-v0``'s numpy types (numbers were Python ints and the flag a Python bool). Then: ``state()`` and
       ``state_space``; a reset option other than ``dice_stream`` raises ``ValueError`` (it was dropped with a
-      warning), and PettingZoo's own ``{"options": 1}`` is ignored without one.
+      warning), and PettingZoo's own ``{"options": 1}`` is ignored without one. Then: the family's presets
+      (``yahtzee``, ``yatzy``, ``clubhouse``, ...: those with an upper or a Yahtzee bonus, new since 0.2.0 and not
+      yet released) show each opponent's bonus progress (``upper`` and ``armed``, between its open categories and
+      its total), so their observations are longer (``yahtzee`` at 2 players: 88 values, was 85). Yacht's
+      presets are unchanged, byte for byte, so the version stays v0.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "name": "yacht_v0", "is_parallelizable": False}

@@ -346,7 +346,9 @@ class YachtVersusEnv(gym.Env):
     seat in the multiplayer layout (its own game exactly as ``Yacht-v0`` shows it, then each opponent's
     open categories and total, then its own total and its margin to the best opponent;
     ``S = 64 + 13 (P - 1) + 2``, 79 for 2 players), documented index by index in
-    :class:`yacht_env.encoding.MultiplayerEncoder` and on the PettingZoo env's page.
+    :class:`yacht_env.encoding.MultiplayerEncoder` and on the PettingZoo env's page. The family's presets show
+    each opponent's bonus progress too (its ``upper`` and ``armed`` parts, as its own solo observation has them,
+    between its open categories and its total): ``YahtzeeVersus-v0`` has 88 values for 2 players.
     ``observation_type="masked"``: ``{"observation": ..., "action_mask": ...}``.
 
     ## Action mask
@@ -410,7 +412,11 @@ class YachtVersusEnv(gym.Env):
     * v0: initial release (yacht-rl 0.1.0). Opponent specs are resolved through the ``yacht_rl.agents``
       entry points since 0.2.0, with the same agents: no behaviour change, so the version stays v0. The
       pool (``pool``, ``players``, ``pool_weights``) is an addition: a fixed lineup plays exactly as before. So
-      is one versus id per preset (``YahtzeeVersus-v0``, ...): this env with that preset's rules.
+      is one versus id per preset (``YahtzeeVersus-v0``, ...): this env with that preset's rules. Then: the
+      family's presets (those with an upper or a Yahtzee bonus, new since 0.2.0 and not yet released) show each
+      opponent's bonus progress (``upper`` and ``armed``, between its open categories and its total), so their
+      observations are longer (``YahtzeeVersus-v0`` at 2 players: 88 values, was 85). Yacht's presets are
+      unchanged, byte for byte, so the version stays v0.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}

@@ -11,7 +11,9 @@ exactly (``tests/test_jax.py`` checks every transition, observation, mask, rewar
 The faces: :class:`YachtPgx` (a ``pgx.Env``) and :class:`YachtGymnax` (a gymnax ``Environment``, one player, for
 PureJaxRL-style code; :class:`FiveValueStep` gives it the five-value step of gymnax before 1.0, which PureJaxRL and
 rejax call); :func:`check_jax_env` is their conformance check (pgx's ``api_test`` accepts only pgx's own
-games). They are imported on first use, so ``import yacht_env.jax`` needs only jax.
+games). :func:`mctx_model` gives the model for planners as mctx's root and recurrent functions, so
+``mctx.stochastic_muzero_policy`` searches the true game with a value function of your own
+(:mod:`yacht_env.jax.planning`). They are imported on first use, so ``import yacht_env.jax`` needs only jax.
 
 ``import yacht_env`` never imports this package (nor jax).
 """
@@ -27,11 +29,13 @@ __all__ = [
     "Afterstate",
     "FiveValueStep",
     "GameState",
+    "MctxModel",
     "YachtGame",
     "YachtGymnax",
     "YachtPgx",
     "check_jax_env",
     "draw_dice",
+    "mctx_model",
     "win_rewards",
 ]
 
@@ -40,11 +44,13 @@ _LAZY = {
     "YachtGymnax": "yacht_env.jax.gymnax_env",
     "FiveValueStep": "yacht_env.jax.gymnax_env",
     "check_jax_env": "yacht_env.jax.conformance",
+    "mctx_model": "yacht_env.jax.planning",
+    "MctxModel": "yacht_env.jax.planning",
 }
 
 
 def __getattr__(name: str) -> Any:
-    """The faces, imported on first use (each needs its library: pgx, gymnax)."""
+    """The faces and the mctx model, imported on first use (each needs its library: pgx, gymnax, mctx)."""
     if name in _LAZY:
         import importlib
 

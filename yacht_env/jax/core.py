@@ -104,7 +104,8 @@ class YachtGame:
         self.num_categories = self.rules.num_categories
         self.num_actions = self.rules.num_actions
         self.solo_size = observation_size(self.rules)
-        opponents = (self.num_players - 1) * (self.num_categories + 1)
+        bonus = self.solo_size - R.flat_layout(self.rules)["open_fraction"].stop  # the family's upper and armed parts
+        opponents = (self.num_players - 1) * (self.num_categories + bonus + 1)
         self.observation_size = self.solo_size if self.num_players == 1 else self.solo_size + opponents + 2
         self.max_total = float(R.max_total(self.rules))
         self.tables: Tables = device_tables(self.rules)
@@ -297,8 +298,9 @@ class YachtGame:
         """The observation of ``player`` (default: the player on turn), float32 ``(observation_size,)``.
 
         One player: ``Yacht-v0``'s flat observation. Two or more: :class:`yacht_env.encoding.MultiplayerEncoder`'s
-        view (its own game's flat observation, each opponent in seat order after it with its open boxes and total
-        / ``max_total``, its own total, the margin to the best opponent).
+        view (its own game's flat observation, each opponent in seat order after it with its open boxes, its bonus
+        progress where the rules have one and its total / ``max_total``, its own total, the margin to the best
+        opponent).
         """
         seat = state.current_player if player is None else jnp.asarray(player, dtype=jnp.int32)
         solo = self.observe_solo(
@@ -315,7 +317,12 @@ class YachtGame:
         totals = jnp.clip(state.total, 0, top)
         own, others = totals[seat], totals[order]
         opponents = jnp.concatenate(
-            [t.by_open[state.open_mask[order], : self.num_categories], t.total_fraction[others][:, None]], 1
+            [
+                t.by_open[state.open_mask[order], : self.num_categories],
+                *self._bonus_parts(state.upper[order], state.armed[order]),
+                t.total_fraction[others][:, None],
+            ],
+            1,
         )
         margin = t.margin[own - others.max() + top]
         return jnp.concatenate([solo, opponents.reshape(-1), jnp.stack([t.total_fraction[own], margin])])
@@ -326,11 +333,18 @@ class YachtGame:
         by_open = t.by_open[open_mask]
         score_now = t.score_now[roll, self._joker_context(roll, open_mask)] * by_open[: self.num_categories]
         parts = [t.by_roll[roll * R.ROLLS_PER_TURN + rolls_left], score_now, by_open]
+        return jnp.concatenate([*parts, *self._bonus_parts(jnp.asarray(upper), jnp.asarray(armed))], -1)
+
+    def _bonus_parts(self, upper: jax.Array, armed: jax.Array) -> list[jax.Array]:
+        """The family's ``upper`` and ``armed`` parts of players' states (none for Yacht's presets): each ``(...,
+        size)`` for ``upper`` and ``armed`` of shape ``(...)``, as in a solo observation.
+        """
+        parts = []
         if self.rules.upper_bonus:
-            parts.append(t.upper_obs[upper])
+            parts.append(self.tables.upper_obs[upper])
         if self.rules.yahtzee_bonus:
-            parts.append((armed != 0).astype(jnp.float32)[None])
-        return jnp.concatenate(parts)
+            parts.append((armed != 0).astype(jnp.float32)[..., None])
+        return parts
 
     def is_terminal(self, state: GameState) -> jax.Array:
         """Whether the table's game is over."""

@@ -5,15 +5,18 @@ Usage:
     yacht-web                                   # http://127.0.0.1:8000
     yacht-web --port 8080 --replay games.jsonl  # and a record every visitor can open
     yacht-web --agent ppo:runs/x/model.zip      # a model of your own may sit at the table
+    yacht-web --trusted-proxy 127.0.0.1         # behind a reverse proxy on this machine: its X-Forwarded-For
 
 (``python -m yacht_lab web`` is the same program.) It needs the web extra: ``pip install 'yacht-rl[web]'``. The server
 binds 127.0.0.1 unless ``--host`` says otherwise, answers only requests that name that host (or ``localhost``), and
 serves its own page, which needs nothing from the internet. A seat takes ``human``, the agents without a file
 (``random``, ``greedy``, ``optimal``, ``win``, ``win:P``, ``duel``, ``duel:optimal`` where the two-player solution is
-built) and, with the train extra, the shipped models (``ppo:standard``, ...): the page offers only what this install
-can play. A visitor cannot name a file on the server: a model file sits at the table only when the server is started
-with ``--agent ppo:PATH``. Bad arguments (a record that cannot be read, or not a regular file, a port in use) print
-one ``yacht-web: error: ...`` line and exit with status 2; Ctrl-C stops the server.
+built), the shipped search models (``search:standard``, ...) and, with the train extra, the shipped PPO models
+(``ppo:standard``, ...): the page offers only what this install can play. A visitor cannot name a file on the server:
+a model file sits at the table only when the server is started with ``--agent ppo:PATH`` (or ``search:PATH``,
+``jax:PATH``), each loaded before the server answers anyone, and a network of at most ``--max-agent-params``
+parameters. Bad arguments (a record or ``--agent`` model that cannot be read, or not a regular file, a network over
+the budget, a port in use) print one ``yacht-web: error: ...`` line and exit with status 2; Ctrl-C stops the server.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ DEFAULT_MAX_UPLOAD_MB = 128
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
     """The parsed command line (one error line and exit status 2 on bad input)."""
     from yacht_lab.scripts.cli import OneLineParser, description, number
+    from yacht_lab.table.web.seats import MAX_AGENT_PARAMETERS
 
     parser = OneLineParser(prog=program_name(COMMAND, prog), description=description(__doc__))
     parser.add_argument("--host", default=DEFAULT_HOST, help="the address to bind (default: %(default)s)")
@@ -51,7 +55,23 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         action="append",
         default=[],
         metavar="SPEC",
-        help="an agent spec a seat may take besides the built-in ones and the shipped models (ppo:PATH)",
+        help="an agent spec a seat may take besides the built-in ones and the shipped models (ppo:PATH, search:PATH, "
+        "jax:PATH), loaded at start",
+    )
+    parser.add_argument(
+        "--max-agent-params",
+        type=number(int, 1, high=10**12),
+        default=MAX_AGENT_PARAMETERS,
+        metavar="N",
+        help="the most parameters an --agent network may have: its cost per decision (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDRESS",
+        help="a reverse proxy's address or network whose X-Forwarded-For names the visitor (may be given more than "
+        "once; default: none, every client is its connection's peer)",
     )
     parser.add_argument(
         "--max-upload-mb",
@@ -67,6 +87,12 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
             parse_spec(spec)
         except ValueError as error:
             parser.error(f"argument --agent: {error}")
+    from yacht_lab.table.web.visitors import TrustedProxies
+
+    try:
+        args.trusted_proxy = TrustedProxies(args.trusted_proxy)
+    except ValueError as error:
+        parser.error(f"argument --trusted-proxy: {error}")
     return args
 
 
@@ -93,6 +119,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
     import socket
 
     from yacht_lab.table.web.app import LOOPBACK_HOSTS, create_app
+    from yacht_lab.table.web.seats import load_server_agent
     from yacht_lab.table.web.server import serve
 
     hosts = LOOPBACK_HOSTS if args.host in LOOPBACK_HOSTS else (*LOOPBACK_HOSTS, args.host)
@@ -100,11 +127,13 @@ def _main(argv: list[str] | None, prog: str) -> int:
         hosts = ("*",)
     try:
         for spec in args.agent:  # a model that cannot be read is refused now, not at a visitor's first game
-            if spec.startswith("ppo:"):
-                from yacht_agents import make_agent
-
-                make_agent(spec)
-        app = create_app(args.replay, tuple(args.agent), args.max_upload_mb * 2**20, hosts)
+            try:
+                load_server_agent(spec, args.max_agent_params)
+            except ValueError as error:
+                raise ValueError(f"argument --agent {spec}: {error}") from None
+        app = create_app(
+            args.replay, tuple(args.agent), args.max_upload_mb * 2**20, hosts, trusted_proxies=args.trusted_proxy
+        )
         listener = socket.create_server((args.host, args.port))  # the port is checked here: one line if it is taken
     except (ValueError, OSError) as error:
         print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
@@ -114,7 +143,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
         return 2
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"{prog}: serving the table on http://{shown}:{listener.getsockname()[1]}/ (Ctrl-C stops it)", flush=True)
-    serve(app, listener)
+    serve(app, listener, trusted_proxies=args.trusted_proxy)
     return 0
 
 

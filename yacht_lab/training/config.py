@@ -394,6 +394,10 @@ def _check_search(config: TrainConfig) -> None:
     _check_number("search.batch_size", section.batch_size, int, 1, high=MAX_SEARCH_BATCH)
     _check_number("search.learning_rate", section.learning_rate, float, 0, low_inclusive=False, high=1)
     _check_number("search.learning_rate_final", section.learning_rate_final, float, 0, high=section.learning_rate)
+    if section.solo is not None and not (isinstance(section.solo, str) and 0 < len(section.solo) <= 1000):
+        raise ValueError(f"search.solo must name a solo search model (a shipped name, a .npz or a run folder), got {section.solo!r}")
+    if section.solo is not None and section.players == 1:
+        raise ValueError("search.solo is a table's input: leave it out solo (search.players: 1)")
 
 
 def _check_jax_memory(config: TrainConfig) -> None:

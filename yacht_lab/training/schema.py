@@ -24,7 +24,7 @@ MAX_TORCH_THREADS = 256
 MAX_N_ENVS = 100_000
 #: Steps per rollout, ``ppo.n_steps x n_envs``: the rollout buffer keeps about 460 bytes a step (the 64
 #: observation floats, the 44 action-mask floats, 7 more floats), so 4.6 GB at the limit; a versus run's table
-#: view is 64 + 13 (P - 1) + 2 floats (79 at 2 players, 183 at 10: about 940 bytes a step).
+#: view is 64 + 13 (P - 1) + 2 floats (79 at 2 players, 183 at 10: about 940 bytes a step; Yatzy's 236 at 10).
 MAX_ROLLOUT_STEPS = 10_000_000
 #: Opponents of a versus run (the versus env's table: the learner and at most 9 others).
 MAX_OPPONENTS = 9
@@ -65,7 +65,7 @@ MAX_LAYER_WIDTH = 8192
 #: :data:`yacht_lab.measure.evaluation.MAX_GAMES`.)
 MAX_TABLE_EVAL_GAMES = 1_000_000
 #: The distillation's sizes (:class:`DistillConfig`). Its tables per iteration, as the vector env's (about 1 KB a
-#: seat); positions labelled per iteration, and positions remembered (each keeps the table's view, at most 183
+#: seat); positions labelled per iteration, and positions remembered (each keeps the table's view, at most 236
 #: floats, and its mask: under 1 KB, and the update copies the memory once); passes over the memory; iterations.
 MAX_DISTILL_TABLES = MAX_N_ENVS
 MAX_DISTILL_POSITIONS = 1_000_000
@@ -256,6 +256,10 @@ class SearchConfig:
     """Adam's step size at the start."""
     learning_rate_final: float = 1.0e-4
     """Adam's step size at the budget's end (linear in between; 0..``learning_rate``)."""
+    solo: str | None = None
+    """At a table: a solo search model of the same rules (what ``search:NAME`` names: a shipped name such as
+    ``standard``, a ``.npz`` or a run folder), learned from its own solo games, whose estimate of every sheet's points
+    still to come enters ``V``'s input (the saved model carries a copy; it is not trained further). ``null``: none."""
 
 
 @dataclass

@@ -2,9 +2,11 @@
 
 Every request is checked before anything is done with it; a request that cannot be served is answered with a 4xx
 status and ``{"error": "<one line>"}``, which the page shows. A JSON body must arrive within ``body_seconds`` of its
-request's head (then a 408, and the connection is closed), so a client that trickles its bodies cannot hold the
-server's connections; a client that goes away mid-body is let go without a word in the log. The API (all under
-``/api``):
+request's head, an upload at ``min_upload_rate`` after its first ``upload_grace_seconds`` (then a 408, and the
+connection is closed: :mod:`yacht_lab.table.web.bodies`), so a client that trickles its bodies cannot hold the
+server's connections; a body answered before it is read to its end has the rest read and dropped up to a small bound
+first (then the connection is closed); a client that goes away mid-body is let go without a word in the log. The API
+(all under ``/api``):
 
 * ``GET /api/options``: the presets, the agent specs a seat takes (those this install can play), the coach's modes,
   the seats' bound.
@@ -14,15 +16,16 @@ server's connections; a client that goes away mid-body is let go without a word 
   or ``{"action": index}``) at decision ``step``, then the agents' moves; answers the new state.
 * ``GET /api/games/{id}/coach``: the coach's numbers for the decision on turn.
 * ``GET /api/replays``: the replays this visitor sees; ``POST /api/replays`` (the body is a record's bytes,
-  ``Content-Type: application/x-ndjson``, at most ``max_upload_bytes``, received within ``upload_seconds``, at most
-  ``max_uploads`` read at once: past that a 503): an upload (201); ``GET
+  ``Content-Type: application/x-ndjson``, at most ``max_upload_bytes``, received at its pace, at most ``max_uploads``
+  read at once and ``max_uploads_per_client`` of one client: past that a 503 at once): an upload (201); ``GET
   /api/replays/{id}``: its summary; ``GET /api/replays/{id}/games?agent=&order=game|regret|score&offset=&limit=``:
   a page of its games; ``GET /api/replays/{id}/games/{index}``: one game decision by decision.
 
 A visitor is an id the server issued (:mod:`yacht_lab.table.web.visitors`) in a cookie (``SameSite=Strict``,
 ``HttpOnly``), set by the page and by the first request that creates something (a game, an upload); an id the
 server did not issue is ignored. Games and uploads are found only with their visitor's id, so two visitors never
-share state; the stores are fair per client (the peer address: :func:`~yacht_lab.table.web.visitors.client_of`);
+share state; the stores are fair per client (the peer address, or the one a trusted proxy forwards:
+:class:`~yacht_lab.table.web.visitors.TrustedProxies`, :func:`~yacht_lab.table.web.visitors.client_of`);
 another site's page cannot act for a visitor (its requests carry no cookie, and a JSON or record body needs a CORS
 preflight that is never granted). Requests must name one of ``allowed_hosts`` (DNS rebinding), and
 the page may only load its own files (``Content-Security-Policy``). A request the server has no memory for
@@ -31,10 +34,10 @@ the page may only load its own files (``Content-Security-Policy``). A request th
 
 from __future__ import annotations
 
-import asyncio
-import io
 import json
 import logging
+from collections import Counter
+from dataclasses import dataclass
 from importlib import resources
 
 from starlette.applications import Starlette
@@ -49,14 +52,22 @@ from starlette.staticfiles import StaticFiles
 from yacht_env import rules as R
 from yacht_env.render import game_title
 from yacht_lab.table.record import Record, parse_json, read_record, read_record_file, record_lines
+from yacht_lab.table.web.bodies import Body, Pace, finish
 from yacht_lab.table.web.games import COACH_MODES, MAX_SEATS, GameStore, WebError, new_game
-from yacht_lab.table.web.replays import MAX_UPLOAD_BYTES, MAX_UPLOADS_IN_FLIGHT, UPLOAD_SECONDS, ReplayStore
-from yacht_lab.table.web.seats import offered_agents
-from yacht_lab.table.web.visitors import VisitorIds, client_of
+from yacht_lab.table.web.replays import (
+    MAX_UPLOAD_BYTES,
+    MAX_UPLOADS_IN_FLIGHT,
+    MAX_UPLOADS_PER_CLIENT_IN_FLIGHT,
+    MIN_UPLOAD_RATE,
+    UPLOAD_GRACE_SECONDS,
+    ReplayStore,
+)
+from yacht_lab.table.web.seats import model_tables, offered_agents
+from yacht_lab.table.web.visitors import TrustedProxies, VisitorIds, client_of
 
 COOKIE = "yacht_visitor"
 MAX_JSON_BYTES = 16 * 1024
-#: How long a JSON body may take to arrive after its request's head (an upload has ``upload_seconds``).
+#: How long a JSON body may take to arrive after its request's head (an upload has its :class:`Uploads` pace).
 BODY_SECONDS = 10.0
 #: The largest record the server is started with (``--replay PATH``).
 MAX_REPLAY_FILE_BYTES = 2**31
@@ -93,27 +104,8 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-async def _body(request: Request, limit: int, types: tuple[str, ...]) -> io.BytesIO:
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind not in types:
-        raise WebError(f"Content-Type must be {' or '.join(types)}, got {kind or 'none'!r}", 415)
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        raise WebError(f"the body is over the limit of {limit:,} bytes", 413)
-    body = io.BytesIO()  # grown in place: no list of chunks joined into a second copy
-    async for chunk in request.stream():
-        if body.tell() + len(chunk) > limit:
-            raise WebError(f"the body is over the limit of {limit:,} bytes", 413)
-        body.write(chunk)
-    body.seek(0)
-    return body
-
-
 async def _json(request: Request, seconds: float = BODY_SECONDS):
-    try:
-        body = await asyncio.wait_for(_body(request, MAX_JSON_BYTES, ("application/json",)), seconds)
-    except asyncio.TimeoutError:  # TimeoutError from Python 3.11
-        raise WebError(f"the request's body took over {seconds:g} s to arrive: it was stopped", 408) from None
+    body = await Body(request, Pace(seconds)).read(MAX_JSON_BYTES, ("application/json",))
     data = body.getvalue()
     try:
         return parse_json(data)
@@ -121,6 +113,25 @@ async def _json(request: Request, seconds: float = BODY_SECONDS):
         raise WebError("the body is not JSON") from None
     except ValueError as error:  # JSON that cannot be served back: an integer too long, a lone surrogate
         raise WebError(f"the body holds {error}") from None
+
+
+@dataclass(frozen=True)
+class Uploads:
+    """The bounds of uploads (records posted to ``/api/replays``).
+
+    Args:
+        max_bytes: The largest record.
+        in_flight: How many are read at once (another is a 503).
+        per_client: How many one client may send at once (another is a 503): one address cannot take every slot.
+        grace_seconds: How long an upload may take before its pace is checked.
+        min_rate: The least mean rate (bytes a second) of an upload after ``grace_seconds`` (then a 408).
+    """
+
+    max_bytes: int = MAX_UPLOAD_BYTES
+    in_flight: int = MAX_UPLOADS_IN_FLIGHT
+    per_client: int = MAX_UPLOADS_PER_CLIENT_IN_FLIGHT
+    grace_seconds: float = UPLOAD_GRACE_SECONDS
+    min_rate: float = MIN_UPLOAD_RATE
 
 
 class Api:
@@ -133,15 +144,21 @@ class Api:
         games: GameStore,
         replays: ReplayStore,
         allowed_agents: tuple[str, ...],
-        max_upload_bytes: int,
-        max_uploads: int = MAX_UPLOADS_IN_FLIGHT,
-        upload_seconds: float = UPLOAD_SECONDS,
+        uploads: Uploads,
         body_seconds: float = BODY_SECONDS,
+        trusted_proxies: TrustedProxies | None = None,
     ):
         self.store, self.replays = games, replays
-        self.allowed_agents, self.max_upload_bytes = allowed_agents, max_upload_bytes
-        self.max_uploads, self.upload_seconds, self.body_seconds = max_uploads, upload_seconds, body_seconds
-        self.uploads = 0  # in flight (the handlers run on the event loop: no lock needed)
+        self.allowed_agents, self.limits, self.body_seconds = allowed_agents, uploads, body_seconds
+        self.trusted_proxies = trusted_proxies or TrustedProxies()
+        # in flight, in all and by client (the handlers run on the event loop: no lock needed)
+        self.uploads = 0
+        self.uploads_of: Counter[str] = Counter()
+
+    def client(self, request: Request) -> str:
+        """The client of ``request``: its peer's address, or the visitor's a trusted proxy forwards (an IPv6 /64)."""
+        peer = request.client.host if request.client else None
+        return client_of(self.trusted_proxies.address(peer, request.headers.getlist("x-forwarded-for")))
 
     async def options(self, request: Request, visitor: str) -> dict:
         """``GET /api/options``."""
@@ -149,6 +166,7 @@ class Api:
         return {
             "presets": presets,
             "agents": await run_in_threadpool(offered_agents, self.allowed_agents),
+            "tables": await run_in_threadpool(model_tables),
             "coach_modes": list(COACH_MODES),
             "max_seats": MAX_SEATS,
         }
@@ -157,7 +175,7 @@ class Api:
         """``POST /api/games``."""
         body = await _json(request, self.body_seconds)
         game = await run_in_threadpool(new_game, body, self.allowed_agents)
-        self.store.add(visitor, game, client_of(request.client and request.client.host))
+        self.store.add(visitor, game, self.client(request))
         return game.state()
 
     def _game(self, request: Request, visitor: str):
@@ -199,50 +217,42 @@ class Api:
 
     async def list_replays(self, request: Request, visitor: str) -> dict:
         """``GET /api/replays``."""
-        return {"replays": self.replays.listed(visitor), "max_upload_bytes": self.max_upload_bytes}
+        return {"replays": self.replays.listed(visitor), "max_upload_bytes": self.limits.max_bytes}
 
     async def upload(self, request: Request, visitor: str) -> dict:
-        """``POST /api/replays``: the body is the record (at most ``max_uploads`` at once, each received within
-        ``upload_seconds``).
+        """``POST /api/replays``: the body is the record (at most ``in_flight`` at once, ``per_client`` of one client,
+        each arriving at its pace: :class:`Uploads`). One past a bound is a 503 at once (:func:`endpoint` reads and
+        drops a little of its body, then closes its connection).
         """
-        if self.uploads >= self.max_uploads:
-            await self._drop_body(request)
-            limit = self.max_uploads
+        limits, client = self.limits, self.client(request)
+        if self.uploads_of[client] >= limits.per_client:
             raise WebError(
-                f"the server is reading as many uploads as it takes at once ({limit}): try again in a moment", 503
+                f"your address is sending as many uploads as one client may at once ({limits.per_client}): "
+                "try again when it is done",
+                503,
+            )
+        if self.uploads >= limits.in_flight:
+            raise WebError(
+                f"the server is reading as many uploads as it takes at once ({limits.in_flight}): "
+                "try again in a moment",
+                503,
             )
         self.uploads += 1
+        self.uploads_of[client] += 1
         try:
             record = await self._read_upload(request)
         finally:
             self.uploads -= 1
+            self.uploads_of[client] -= 1
+            if not self.uploads_of[client]:
+                del self.uploads_of[client]
         name = request.headers.get("x-file-name", "upload.jsonl")
-        client = client_of(request.client and request.client.host)
         replay = self.replays.add_upload(visitor, record, "".join(c for c in name if c.isprintable()), client)
         return await run_in_threadpool(replay.summary)
 
-    async def _drop_body(self, request: Request) -> None:
-        """Reads the body (at most ``max_upload_bytes``, for at most ``upload_seconds``) and keeps none of it, so that
-        the answer reaches a client still sending: a connection closed with data unread is reset, answer and all.
-        """
-
-        async def drop() -> None:
-            size = 0
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > self.max_upload_bytes:
-                    return
-
-        try:
-            await asyncio.wait_for(drop(), self.upload_seconds)
-        except asyncio.TimeoutError:
-            pass
-
     async def _read_upload(self, request: Request) -> Record:
-        try:
-            data = await asyncio.wait_for(_body(request, self.max_upload_bytes, RECORD_TYPES), self.upload_seconds)
-        except asyncio.TimeoutError:  # TimeoutError from Python 3.11
-            raise WebError(f"the upload took over {self.upload_seconds:g} s to arrive: it was stopped", 408) from None
+        pace = Pace(self.limits.grace_seconds, self.limits.min_rate)
+        data = await Body(request, pace, "the upload").read(self.limits.max_bytes, RECORD_TYPES)
         try:
             return await run_in_threadpool(lambda: read_record(record_lines(data)))
         except ValueError as error:
@@ -288,9 +298,7 @@ def endpoint(handler, ids: VisitorIds, status: int = 200, creates: bool = False)
         try:
             response = JSONResponse(await handler(request, visitor), status_code=status)
         except WebError as error:
-            # A body stopped half-way: the rest is not read, so the connection cannot serve another request.
-            headers = {"connection": "close"} if error.status == 408 else None
-            response = JSONResponse({"error": str(error)}, status_code=error.status, headers=headers)
+            response = JSONResponse({"error": str(error)}, status_code=error.status)
         except ClientDisconnect:  # the client went away mid-body: no one to answer, nothing to log
             return Response(status_code=400)
         except MemoryError:  # a bound too generous for the machine: this request fails, the server goes on
@@ -301,6 +309,11 @@ def endpoint(handler, ids: VisitorIds, status: int = 200, creates: bool = False)
             response = JSONResponse({"error": "internal error (see the server's log)"}, status_code=500)
         if fresh and response.status_code < 400:
             _set_visitor(response, visitor)
+        try:  # a body not read to its end: a little more is read so that a client still sending sees the answer
+            if not await finish(request):
+                response.headers["connection"] = "close"  # the rest is never read: the connection is done
+        except ClientDisconnect:
+            return Response(status_code=400)
         return response
 
     return answer
@@ -313,8 +326,11 @@ def create_app(
     allowed_hosts=LOOPBACK_HOSTS,
     games: GameStore | None = None,
     max_uploads: int = MAX_UPLOADS_IN_FLIGHT,
-    upload_seconds: float = UPLOAD_SECONDS,
     body_seconds: float = BODY_SECONDS,
+    max_uploads_per_client: int = MAX_UPLOADS_PER_CLIENT_IN_FLIGHT,
+    upload_grace_seconds: float = UPLOAD_GRACE_SECONDS,
+    min_upload_rate: float = MIN_UPLOAD_RATE,
+    trusted_proxies: TrustedProxies | None = None,
 ) -> Starlette:
     """The web app.
 
@@ -326,8 +342,12 @@ def create_app(
         allowed_hosts: The ``Host`` names requests may name (``["*"]``: any).
         games: The game store (default: a new :class:`~yacht_lab.table.web.games.GameStore`).
         max_uploads: How many uploads are read at once (another is a 503).
-        upload_seconds: How long an upload's body may take to arrive (then a 408).
         body_seconds: How long a JSON body may take to arrive (then a 408).
+        max_uploads_per_client: How many uploads one client may send at once (another is a 503).
+        upload_grace_seconds: How long an upload may take before its rate is checked.
+        min_upload_rate: The least mean rate of an upload after ``upload_grace_seconds``, in bytes a second (then a
+            408, its connection closed).
+        trusted_proxies: The reverse proxies whose ``X-Forwarded-For`` names a visitor's address (default: none).
 
     Raises:
         ValueError: a replay that cannot be read.
@@ -336,7 +356,8 @@ def create_app(
     for path in replays:
         replay_store.add_shared(read_record_file(path, MAX_REPLAY_FILE_BYTES), str(path))
     store = games if games is not None else GameStore()
-    api = Api(store, replay_store, tuple(allowed_agents), max_upload_bytes, max_uploads, upload_seconds, body_seconds)
+    uploads = Uploads(max_upload_bytes, max_uploads, max_uploads_per_client, upload_grace_seconds, min_upload_rate)
+    api = Api(store, replay_store, tuple(allowed_agents), uploads, body_seconds, trusted_proxies)
     ids = VisitorIds()
     page = resources.files("yacht_lab.table.web").joinpath("static/index.html").read_text(encoding="utf-8")
 

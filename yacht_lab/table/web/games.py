@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from yacht_agents import FILELESS_KINDS, make_agent, parse_spec, unlabelled
+from yacht_agents import make_agent, parse_spec, unlabelled
 from yacht_env import rules as R
 from yacht_env.game import TableState
 from yacht_env.render import game_title
 from yacht_lab.table.coach import Coach
 from yacht_lab.table.commands import Command, CommandError, describe, dice_text, resolve
 from yacht_lab.table.game import HUMAN, MAX_SEATS, GameAtTable, default_names, seat_seed
-from yacht_lab.table.web.seats import name_problem, seat_unavailable, visible
+from yacht_lab.table.web.seats import name_problem, seat_unavailable, shipped_search_models, spec_refusal, visible
 from yacht_lab.table.web.shared import SharedObjects
 from yacht_lab.table.web.visitors import fairest_victim
 
@@ -73,7 +73,14 @@ def _coach(rules: R.Rules, players: int) -> Coach:
 
 
 def _agent(spec: str, rules: R.Rules, players: int):
-    return make_agent(spec, rules, 0, players=players)
+    kind, argument = parse_spec(spec)
+    shipped = shipped_search_models().get(argument) if kind == "search" else None
+    if shipped is None:
+        return make_agent(spec, rules, 0, players=players)
+    # A shipped model's file, whatever lies at its name in the server's working folder.
+    agent = make_agent(f"search:{shipped.path}", rules, 0, players=players)
+    agent.name = spec
+    return agent
 
 
 #: The coaches and the deterministic agents the games share.
@@ -383,8 +390,8 @@ def new_game(body, allowed_agents: tuple[str, ...] = ()) -> WebGame:
     ``seed`` (0..2**63-1; default a fresh one), ``coach`` (:data:`COACH_MODES`) and ``names``.
 
     Agents are the specs without a file (``random``, ``greedy``, ``optimal``, ``win``, ``win:P``, ``duel``,
-    ``duel:optimal``, the shipped models ``ppo:NAME``) and those in ``allowed_agents`` (the server's ``--agent``):
-    a visitor cannot make the server read a file of its choosing.
+    ``duel:optimal``), the shipped models (``ppo:NAME``, ``search:NAME``) and those in ``allowed_agents`` (the
+    server's ``--agent``): a visitor cannot make the server read a file of its choosing.
 
     Raises:
         WebError: any field that is missing, of the wrong type or refused (400).
@@ -440,37 +447,15 @@ def _names(names, seats: int) -> list[str] | None:
 
 
 def check_spec(spec: str, allowed_agents: tuple[str, ...] = ()) -> None:
-    """Refuses an agent spec a visitor may not seat (see :func:`new_game`): every kind that reads a file (all but
-    :data:`yacht_agents.FILELESS_KINDS`, so a kind added later is refused until it is listed there) sits only as
-    the server allowed it (``allowed_agents``, with any ``#LABEL``), or as a shipped model (``ppo:NAME``).
+    """Refuses an agent spec a visitor may not seat (see :func:`new_game` and
+    :func:`~yacht_lab.table.web.seats.spec_refusal`).
 
     Raises:
-        WebError: an unknown spec, or one that reads a file the server did not allow.
+        WebError: an unknown spec, a label that is not one, or one that reads a file the server did not allow.
     """
-    from yacht_agents import AGENT_SPECS
-
-    if len(spec) > 300:
-        raise WebError("an agent spec is at most 300 characters")
-    try:
-        kind, argument = parse_spec(spec)
-    except ValueError as error:
-        raise WebError(f"unknown agent {_shown(spec)}; expected human or one of {', '.join(AGENT_SPECS)}") from error
-    if kind in FILELESS_KINDS or spec in allowed_agents or unlabelled(spec) in allowed_agents:
-        return
-    if kind == "ppo":
-        from yacht_agents.ppo import shipped_models
-
-        shipped = sorted(shipped_models())
-        if argument in shipped:
-            return
-        raise WebError(
-            f"agent {_shown(spec)}: the table seats the shipped models ({', '.join(f'ppo:{s}' for s in shipped)}) "
-            "and those the server was started with (yacht-web --agent SPEC)"
-        )
-    raise WebError(
-        f"agent {_shown(spec)} reads a file: the table seats it only if the server was started with it "
-        f"(yacht-web --agent {kind}:PATH)"
-    )
+    reason = spec_refusal(spec, allowed_agents)
+    if reason is not None:
+        raise WebError(reason)
 
 
 def _shown(value) -> str:

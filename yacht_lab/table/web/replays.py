@@ -25,10 +25,14 @@ from yacht_lab.table.web.games import WebError
 from yacht_lab.table.web.visitors import fairest_victim
 
 MAX_UPLOAD_BYTES = 128 * 2**20
-#: Uploads read at once (each holds its body, up to ``MAX_UPLOAD_BYTES``, and its arrays while it is read), and how
-#: long one may take to arrive.
+#: Uploads read at once (each holds its body, up to ``MAX_UPLOAD_BYTES``, and its arrays while it is read), and by one
+#: client (a peer address: one address cannot hold every slot).
 MAX_UPLOADS_IN_FLIGHT = 2
-UPLOAD_SECONDS = 120.0
+MAX_UPLOADS_PER_CLIENT_IN_FLIGHT = 1
+#: An upload's pace: after its first ``UPLOAD_GRACE_SECONDS``, at least ``MIN_UPLOAD_RATE`` bytes a second on average
+#: (512 kbit/s: the largest upload, 128 MiB, may take 34 minutes; one trickled a byte at a time is stopped in 10 s).
+UPLOAD_GRACE_SECONDS = 10.0
+MIN_UPLOAD_RATE = 64 * 2**10
 MAX_REPLAYS_PER_VISITOR = 2
 MAX_REPLAYS_PER_CLIENT = 4
 MAX_REPLAYS = 8

@@ -8,11 +8,13 @@ however many come without a cookie.
 Ids cost a client nothing (each request without a cookie gets a new one), so the stores are fair per *client*, the
 peer address of the connection (:func:`client_of`; an IPv6 address's /64 network, which one host can fill): one
 client holds at most a share of the games and uploads however many ids it presents, and a full store takes from the
-client that holds the most (:func:`fairest_victim`), never from one that holds fewer. The address is the socket's:
-the server reads no ``X-Forwarded-For`` (any client could claim any address), so behind a reverse proxy, or on the
-loopback address it binds by default, every visitor is one client, and fairness between them is per visitor id
-only. A full :class:`~yacht_lab.table.web.games.GameStore` never drops one visitor's game to make room for another's
-of the same client, so a flood of new visitors (each a new id) cannot evict the games of those already playing.
+client that holds the most (:func:`fairest_victim`), never from one that holds fewer. The address is the socket's
+peer: a ``X-Forwarded-For`` is read only from a trusted proxy (:class:`TrustedProxies`, ``yacht-web
+--trusted-proxy``), since any other client could claim any address there; so behind a reverse proxy not named
+trusted, or on the loopback address the server binds by default, every visitor is one client, and fairness between
+them is per visitor id only. A full :class:`~yacht_lab.table.web.games.GameStore` never drops one visitor's game to
+make room for another's of the same client, so a flood of new visitors (each a new id) cannot evict the games of
+those already playing.
 """
 
 from __future__ import annotations
@@ -88,3 +90,59 @@ def fairest_victim(clients: dict[str, str], client: str) -> str | None:
     if most <= held[client] + 1:
         return None
     return next(item for item, owner in clients.items() if held[owner] == most)
+
+
+def _ip(address: str | None):
+    """``address`` as an :mod:`ipaddress` address (an IPv4-mapped IPv6 one as IPv4, a zone dropped), or ``None``."""
+    try:
+        ip = ipaddress.ip_address(str(address).split("%", 1)[0])
+    except ValueError:
+        return None
+    return ip.ipv4_mapped if ip.version == 6 and ip.ipv4_mapped is not None else ip
+
+
+class TrustedProxies:
+    """The reverse proxies whose word the server takes on a visitor's address (``yacht-web --trusted-proxy``).
+
+    A request whose peer is one of them is the visitor's at the right-most address of its ``X-Forwarded-For`` that is
+    not a trusted proxy's: the address the outermost trusted proxy saw (each proxy appends its peer's address, and
+    whatever lies left of it is the client's word). Any other request is its peer's: a client that is not a trusted
+    proxy could claim any address in the header.
+
+    Args:
+        networks: Addresses or networks (``127.0.0.1``, ``10.0.0.0/8``, ``::1``).
+
+    Raises:
+        ValueError: one that is not an IP address or network.
+    """
+
+    def __init__(self, networks=()) -> None:
+        parsed = []
+        for text in networks:
+            try:
+                parsed.append(ipaddress.ip_network(str(text).strip(), strict=False))
+            except ValueError:
+                raise ValueError(f"{str(text)[:80]!r} is not an IP address or network") from None
+        self.networks = tuple(parsed)
+
+    def __bool__(self) -> bool:
+        return bool(self.networks)
+
+    def trusts(self, address: str | None) -> bool:
+        """Whether ``address`` is a trusted proxy's."""
+        ip = _ip(address) if self.networks else None
+        return ip is not None and any(ip.version == net.version and ip in net for net in self.networks)
+
+    def address(self, peer: str | None, forwarded: list[str]) -> str | None:
+        """The visitor's address of a request from ``peer`` with the ``X-Forwarded-For`` headers ``forwarded``: the
+        peer itself unless it is a trusted proxy; then the header's right-most address that is not a trusted proxy's
+        (or its left-most, if all are; the peer, if it has none).
+        """
+        if not self.trusts(peer):
+            return peer
+        entries = [entry.strip() for value in forwarded for entry in value.split(",")]
+        entries = [entry for entry in entries if entry]
+        for entry in reversed(entries):
+            if not self.trusts(entry):
+                return entry
+        return entries[0] if entries else peer

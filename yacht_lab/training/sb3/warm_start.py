@@ -72,7 +72,9 @@ def describe_init(config: TrainConfig, observation_size: int, num_actions: int):
     Raises:
         ValueError: one line naming the file and the first thing that does not fit.
     """
+    from yacht_agents.base import outdated_table_view
     from yacht_agents.ppo import read_model, resolve_model
+    from yacht_env import rules as R
     from yacht_env.encoding import ObservationEncoder
 
     try:
@@ -100,6 +102,7 @@ def describe_init(config: TrainConfig, observation_size: int, num_actions: int):
             f"init: {path!r} saw observations of {saved.observation_size} values: neither this run's "
             f"({observation_size}) nor one game's of the {config.rules!r} rules ({solo}); a model trained at a "
             "table starts runs at a table of the same size"
+            + outdated_table_view(R.get_rules(config.rules), saved.observation_size)
         )
     return saved
 

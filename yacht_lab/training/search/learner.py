@@ -24,10 +24,13 @@ class Learner:
         seed: Seeds the fresh weights and the minibatch order.
         learning_rate: Adam's step size at the start.
         device: Torch's device (``cpu``, ``cuda``, ...).
+        solo: The solo network ``spec`` carries (``spec.solo_net_arch``; fixed: it is not trained here), or ``None``.
     """
 
-    def __init__(self, spec: ValueSpec, seed: int, learning_rate: float, device: str = "cpu") -> None:
-        self.spec, self.device = spec, torch.device(device)
+    def __init__(
+        self, spec: ValueSpec, seed: int, learning_rate: float, device: str = "cpu", solo: ValueNetwork | None = None
+    ) -> None:
+        self.spec, self.device, self.solo = spec, torch.device(device), solo
         torch.manual_seed(seed)
         layers: list[nn.Module] = []
         shapes = layer_shapes(spec)
@@ -42,10 +45,12 @@ class Learner:
     def network(self) -> ValueNetwork:
         """The current weights as the numpy network the agent plays with."""
         linear = [m for m in self.model if isinstance(m, nn.Linear)]
-        return ValueNetwork(
+        network = ValueNetwork(
             self.spec,
             [(m.weight.detach().cpu().numpy().T.copy(), m.bias.detach().cpu().numpy().copy()) for m in linear],
+            self.solo,
         )
+        return network
 
     def fit(self, x: np.ndarray, y: np.ndarray, epochs: int, batch_size: int, learning_rate: float) -> float:
         """``epochs`` passes of minibatch steps over ``(x, y)``; returns the mean loss of the last pass."""

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from yacht_agents.search import TurnPlanner, decide, feature_size, features, result
+from yacht_agents.search import TurnPlanner, decide, result
 from yacht_env import rules as R
 from yacht_env.turn_rows import KEEP_PROPER, NUM_PROPER_KEPT
 
@@ -60,14 +60,15 @@ def play(planner: TurnPlanner, tables: int, rng: np.random.Generator, td_lambda:
     c = rules.num_categories
     open_mask = np.full((tables, p), rules.all_open, dtype=np.intp)
     upper, armed, total = (np.zeros((tables, p), dtype=np.intp) for _ in range(3))
-    x = np.zeros((c, p, tables, feature_size(rules, p)), dtype=np.float32)
+    network = planner.value
+    x = None  # (C, P, tables, F): made once the first rows give F
     start = np.zeros((c, p, tables))
     reward = np.zeros((c, p, tables))
     for turn in range(c):
         for seat in range(p):
             others = [(seat + j) % p for j in range(1, p)]
             own = (open_mask[:, seat], upper[:, seat], armed[:, seat], total[:, seat])
-            theirs = (open_mask[:, others], total[:, others]) if p > 1 else None
+            theirs = tuple(a[:, others] for a in (open_mask, upper, armed, total)) if p > 1 else None
             plan = planner.plan(own, theirs)
             start[turn, seat] = plan.start
             roll = draw(rng, np.zeros(tables, dtype=np.intp))
@@ -80,8 +81,11 @@ def play(planner: TurnPlanner, tables: int, rng: np.random.Generator, td_lambda:
             total[:, seat] += points
             reward[turn, seat] = points
             after = (open_mask[:, seat], upper[:, seat], armed[:, seat], total[:, seat])
-            theirs = (open_mask[:, others], total[:, others]) if p > 1 else None
-            x[turn, seat] = features(rules, p, after, theirs)
+            theirs = tuple(a[:, others] for a in (open_mask, upper, armed, total)) if p > 1 else None
+            rows = network.features(after, theirs)
+            if x is None:
+                x = np.zeros((c, p, tables, rows.shape[1]), dtype=np.float32)
+            x[turn, seat] = rows
     # TD(lambda) targets, backwards: per seat, from its last afterstate.
     target = np.zeros((c, p, tables))
     solo = p == 1

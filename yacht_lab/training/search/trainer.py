@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from yacht_agents.search import SearchAgent, TurnPlanner, ValueSpec, save_value
+from yacht_agents.search import SearchAgent, TurnPlanner, ValueSpec, load_value, save_value
 from yacht_env import rules as R
 from yacht_env.util import atomic_output
 from yacht_lab.training.config import TrainConfig, validated
@@ -72,8 +72,10 @@ class SearchState:
     def __init__(self, config: TrainConfig) -> None:
         section = config.search
         self.config = config
-        self.spec = ValueSpec(config.rules, section.players, tuple(section.net_arch))
-        self.learner = Learner(self.spec, config.seed, section.learning_rate, config.device)
+        solo = _solo_network(config)
+        arch = tuple(solo.spec.net_arch) if solo is not None else ()
+        self.spec = ValueSpec(config.rules, section.players, tuple(section.net_arch), 2, arch)
+        self.learner = Learner(self.spec, config.seed, section.learning_rate, config.device, solo)
         self.rng = np.random.default_rng(config.seed)
         self.turns_per_iteration = turns_per_iteration(config)
         self.iteration = 0
@@ -115,6 +117,24 @@ class SearchState:
             detail = " ".join(str(error).split())[:200] or type(error).__name__
             raise ValueError(f"cannot resume from {str(path)!r}: {detail}") from None
         self.iteration, self.loss, self.rng = iteration, loss, rng
+
+
+def _solo_network(config: TrainConfig):
+    """The solo network a table's ``V`` reads (``search.solo``), or ``None``.
+
+    Raises:
+        ValueError: no such model, or not a solo network of the run's rules.
+    """
+    name = config.search.solo
+    if name is None:
+        return None
+    network = load_value(name)
+    if network.spec.players != 1 or network.spec.rules != config.rules:
+        raise ValueError(
+            f"search.solo {name!r} is a {network.spec.rules!r} network for {network.spec.players} players, not a solo "
+            f"network of the {config.rules!r} rules"
+        )
+    return network
 
 
 def turns_per_iteration(config: TrainConfig) -> int:

@@ -93,16 +93,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // ---------------------------------------------------------------------------------------------------------------
 function seatRow(spec) {
   const select = el("select", { class: "seat-spec" });
-  for (const agent of options.agents) select.append(el("option", { value: agent }, agent));
-  select.append(el("option", { value: "" }, "other agent spec…"));
   const custom = el("input", { class: "seat-custom", placeholder: "e.g. win:3 or ppo:standard", hidden: true });
-  if (options.agents.includes(spec)) {
-    select.value = spec;
-  } else {
-    select.value = "";
-    custom.hidden = false;
-    custom.value = spec;
-  }
   select.addEventListener("change", () => {
     custom.hidden = select.value !== "";
   });
@@ -112,18 +103,43 @@ function seatRow(spec) {
     if ($("seat-list").children.length > 1) row.remove();
     updateSeatButtons();
   });
+  fillMenu(row, spec);
   return row;
+}
+
+// A model that plays its own rules, or its own table size (options.tables, by spec), is offered only there; a seat
+// whose model no longer fits keeps its spec as typed (the server says why it cannot sit).
+function fits(agent) {
+  const table = options.tables[agent];
+  if (!table) return true;
+  const seats = $("seat-list").children.length;
+  return table.rules === $("rules").value && (table.players === null || table.players === seats);
+}
+
+function fillMenu(row, spec) {
+  const select = row.querySelector(".seat-spec");
+  const custom = row.querySelector(".seat-custom");
+  select.replaceChildren();
+  for (const agent of options.agents.filter(fits)) select.append(el("option", { value: agent }, agent));
+  select.append(el("option", { value: "" }, "other agent spec…"));
+  const listed = spec !== "" && options.agents.includes(spec) && fits(spec);
+  select.value = listed ? spec : "";
+  custom.hidden = listed;
+  if (!listed) custom.value = spec;
+}
+
+function seatSpec(row) {
+  const spec = row.querySelector(".seat-spec").value;
+  return spec === "" ? row.querySelector(".seat-custom").value.trim() : spec;
 }
 
 function updateSeatButtons() {
   $("add-seat").disabled = $("seat-list").children.length >= options.max_seats;
+  for (const row of $("seat-list").children) fillMenu(row, seatSpec(row));
 }
 
 function readSetup() {
-  const seats = [...$("seat-list").children].map((row) => {
-    const spec = row.querySelector(".seat-spec").value;
-    return spec === "" ? row.querySelector(".seat-custom").value.trim() : spec;
-  });
+  const seats = [...$("seat-list").children].map(seatSpec);
   const setup = { rules: $("rules").value, seats, coach: $("coach-mode").value };
   const seed = $("seed").value.trim();
   if (seed !== "") setup.seed = /^[0-9]+$/.test(seed) ? Number(seed) : seed; // the server checks it
@@ -664,6 +680,7 @@ async function init() {
   for (const preset of options.presets) $("rules").append(el("option", { value: preset.name }, `${preset.name} (${preset.title})`));
   $("seat-list").append(seatRow("human"));
   updateSeatButtons();
+  $("rules").addEventListener("change", updateSeatButtons);
   showRecord();
   $("add-seat").addEventListener("click", () => {
     if ($("seat-list").children.length < options.max_seats) $("seat-list").append(seatRow("optimal"));

@@ -378,8 +378,23 @@ class JaxAgent(Agent):
         self._logits = jax.jit(lambda p, obs, mask: apply(p, spec, odds, where, obs, mask)[0])
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        logits = np.asarray(self._logits(self.params, observations, action_masks))
+        try:
+            logits = np.asarray(self._logits(self.params, observations, action_masks))
+        except RuntimeError as error:
+            if not out_of_memory(error):
+                raise
+            raise ValueError(
+                f"{self.name}: the device ran out of memory acting on {len(observations):,} positions at once: play "
+                "fewer games at a time (evaluate.py --batch-size)"
+            ) from None
         # A network that overflowed (every legal logit -inf, or NaN) still plays a legal action: +-inf become the
         # largest finite values and NaN the lowest, and only legal actions are ranked.
         finite = np.nan_to_num(logits, nan=np.finfo(logits.dtype).min)
         return np.where(action_masks, finite, -np.inf).argmax(axis=1)
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is XLA running out of memory (``RESOURCE_EXHAUSTED``: ``jax.errors.JaxRuntimeError``, the
+    ``XlaRuntimeError`` of older jaxlib, both ``RuntimeError``), which a smaller batch or run may avoid.
+    """
+    return isinstance(error, RuntimeError) and "RESOURCE_EXHAUSTED" in str(error)

@@ -124,6 +124,26 @@ def test_bad_actions_and_outcomes_are_one_clear_value_error():
         chance.step_outcome(after, np.zeros(2, dtype=int))
 
 
+@pytest.mark.parametrize("kind", ["0-d array", "numpy int"])
+def test_one_action_and_outcome_are_what_the_envs_step_takes(kind):
+    """One rule for an action given alone (``yacht_env.rules.as_int``): ``Yacht-v0``'s ``step`` plays ``np.array(3)``
+    and ``np.int64(3)``, and so do ``afterstate`` and ``step_outcome``; a float or a bool array is still refused."""
+    number = np.array if kind == "0-d array" else np.int64
+    env = YachtEnv()
+    env.reset(seed=0)
+    env.step(number(int(np.flatnonzero(env.action_masks())[1])))
+    game = in_one_game("standard", 0)
+    after = chance.afterstate(game, number(0b00011))
+    assert after.kept == chance.afterstate(game, 0b00011).kept
+    outcome = R.roll_index([1, 1, 2, 3, 4])
+    assert chance.step_outcome(after, number(outcome)).roll == chance.step_outcome(after, outcome).roll == outcome
+    for bad in (np.array(3.0), np.array(True), np.array([3])):
+        with pytest.raises(ValueError, match="out of range"):
+            chance.afterstate(game, bad)
+        with pytest.raises(ValueError, match="sorted-roll index"):
+            chance.step_outcome(after, bad)
+
+
 def same_games(a: GameState, b: GameState) -> None:
     for name in GAME_FIELDS:
         assert np.array_equal(np.asarray(getattr(a, name)), np.asarray(getattr(b, name))), name

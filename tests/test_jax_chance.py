@@ -135,3 +135,35 @@ def test_the_split_composes_to_the_cores_step_and_nothing_falls_for_an_illegal_a
     illegal, _ = afterstate(state, 31)  # keep everything: never legal
     assert int(illegal.kept) == -1 and not outcome_probabilities(illegal).any()
     assert all(np.array_equal(a, b) for a, b in zip(step_outcome(illegal, 7), state, strict=True))
+
+
+def test_the_split_checks_what_it_is_given_eagerly_and_its_dtypes_and_shapes_under_jit():
+    """Called eagerly, a bad action or outcome is one ValueError (an unreachable roll in the numpy split's words);
+    under ``jit`` and ``vmap`` dtypes and shapes are still checked (they are static), values are not (documented)."""
+    game = YachtGame("standard", 2)
+    state = game.init_with_dice(jnp.array([[6, 6, 6, 1, 2], [1, 2, 3, 4, 5]]))
+    for action in (1.5, True, np.array([1, 2]), None, 44, -1, 2**40):
+        with pytest.raises(ValueError, match=r"^action must be one int in 0\.\.43"):
+            game.afterstate(state, action)
+    for action in (3, np.int64(3), np.array(3), jnp.int32(3)):
+        assert int(game.afterstate(state, action)[0].kept) == int(game.afterstate(state, 3)[0].kept)
+    batch = jax.vmap(game.init)(jax.random.split(jax.random.key(0), 3))
+    with pytest.raises(ValueError, match=r"^afterstate takes one table, got a batch of shape \(3,\): jax.vmap it$"):
+        game.afterstate(batch, jnp.zeros(3, jnp.int32))
+    assert jax.vmap(game.afterstate)(batch, jnp.zeros(3, jnp.int32))[0].kept.shape == (3,)
+    after, _ = game.afterstate(state, 0b11100)  # keeps the three sixes (of the sorted 1, 2, 6, 6, 6)
+    for outcome in (252, -1, 1.5, jnp.zeros(3, jnp.int32)):
+        with pytest.raises(ValueError, match=r"^outcome must be one int in 0\.\.251"):
+            game.step_outcome(after, outcome)
+    unreachable = R.roll_index([1, 1, 1, 1, 1])
+    with pytest.raises(ValueError, match=r"^roll \(1, 1, 1, 1, 1\) cannot follow keeping \(6, 6, 6\)$"):
+        game.step_outcome(after, unreachable)
+    nothing, _ = game.afterstate(state, 31)  # illegal: nothing falls, and the outcome is ignored
+    assert np.array_equal(game.step_outcome(nothing, 252).roll, state.roll)
+    # Under jit: a float or an array is still refused (dtype and shape are static); a value out of range is not.
+    with pytest.raises(ValueError, match=r"^action must be one int in 0\.\.43 \(jax.vmap for a batch\), got float32"):
+        jax.jit(game.afterstate)(state, 1.5)
+    with pytest.raises(ValueError, match=r"^outcome must be one int in 0\.\.251 \(jax.vmap for a batch\), got int32"):
+        jax.jit(game.step_outcome)(after, jnp.zeros(2, jnp.int32))
+    assert int(jax.jit(game.afterstate)(state, 44)[0].kept) == -1  # out of range under jit: an illegal action
+    jax.jit(game.step_outcome)(after, unreachable)  # unchecked under jit: a table no game reaches

@@ -164,16 +164,18 @@ def test_the_console_commands_are_the_scripts_mains():
 
 
 # The lowest version of a dependency that the code needs, and why (docs/install.md): each was a floor the code did not
-# stand on. Checked in throwaway venvs at these versions (the jax extra: jax 0.6.2, optax 0.2.0, pgx 2.4.0, gymnax 1.0.0
-# pass the faces' checks and train a tiny run; the core: numpy 1.26.4, gymnasium 1.1.0, pettingzoo 1.24.3, rich 13.0.0).
+# stand on. .ci/run installs each extra at its floors (.ci/floors.py) and runs a smoke test there: the jax extra at jax
+# 0.7.0, optax 0.2.0, pgx 2.4.0, gymnax 1.0.1, mctx 0.0.6; train + multiplayer at numpy 1.26.0, gymnasium 1.1.0,
+# stable-baselines3 and sb3-contrib 2.6.0, pettingzoo 1.24.3, matplotlib 3.7.0, tensorboard 2.14.0 (checked by hand
+# too: rich 13.0.0).
 FLOORS = {
     "gymnasium": ("1.1", "gymnasium.vector.AutoresetMode (yacht_env.versus) is new in 1.1"),
-    "jax": ("0.6", "gymnax 1.0 (the floor below) requires jax 0.6 or newer; 0.6.2 is the lowest checked"),
-    "gymnax": ("1.0", "YachtGymnax.step unpacks gymnax 1.0's six-value step; 0.0.9's has five"),
+    "jax": ("0.7", "mctx 0.0.6 (its floor) requires jax 0.7 or newer: jax 0.6 could not be installed with it"),
+    "gymnax": ("1.0.1", "YachtGymnax.step unpacks gymnax 1.0's six-value step; 1.0.0 requires jax < 0.7"),
     "mctx": ("0.0.6", "the lowest checked with docs/jax.md's Stochastic MuZero search (0.0.6 and 0.0.71 run it)"),
     "stable-baselines3": ("2.6", "the first that accepts gymnasium 1.1 (2.4 and 2.5 require gymnasium < 1.1)"),
     "sb3-contrib": ("2.6", "its stable-baselines3's"),
-    "pettingzoo": ("1.24.3", "1.24.0 to 1.24.2 fail 41 of test_multiplayer.py (agent_selection, MultiEpisodeEnv)"),
+    "pettingzoo": ("1.24.3", "below, env() takes PettingZoo's own wrappers and 10 of test_multiplayer.py fail"),
 }
 
 

@@ -172,10 +172,15 @@ def test_a_stopped_run_with_no_checkpoint_says_so_in_one_line(tmp_path, capsys):
 
 
 def test_a_signal_before_the_start_aborts_and_removes_the_folder(tmp_path):
-    with pytest.raises(Abort) as raised, RunContext(config(), tmp_path / "runs"):
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(5)  # the handler raises before this ends
+    with pytest.raises(Abort) as raised, RunContext(config(), tmp_path / "runs") as run:
+        os.kill(os.getpid(), signal.SIGTERM)  # only noted: raised at the next safe point
+        time.sleep(0.1)
+        run.start([])
     assert raised.value.signum == signal.SIGTERM
+    assert not (tmp_path / "runs").exists()
+    with pytest.raises(Abort) as raised, RunContext(config(), tmp_path / "runs"):
+        os.kill(os.getpid(), signal.SIGINT)  # no safe point in the block: raised on leaving it
+    assert raised.value.signum == signal.SIGINT
     assert not (tmp_path / "runs").exists()
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 

@@ -95,7 +95,8 @@ def afterstate(state: State, action) -> Afterstate:
 
     Args:
         state: Solo games or tables of the numpy core, one or a batch; not changed.
-        action: One game: an int legal in it; a batch: an int array with one action per game (or table), each legal
+        action: One game: an int legal in it (or a 0-d int array, as the envs' ``step`` takes it:
+            :func:`yacht_env.rules.as_int`); a batch: an int array with one action per game (or table), each legal
             there; a finished game's action is ignored and nothing falls there.
 
     Raises:
@@ -106,14 +107,14 @@ def afterstate(state: State, action) -> Afterstate:
         over = (state.players[-1] if isinstance(state, TableState) else state).open_mask == 0
         if over:
             raise ValueError("the game is over: no action has an afterstate")
-        if not R.is_int(action) or not 0 <= action < state.rules.num_actions or not game.mask[action]:
-            reason = "out of range" if not R.is_int(action) or not 0 <= action < state.rules.num_actions else None
+        number = R.as_int(action)  # the envs' rule: an integer, or a 0-d integer array
+        if number is None or not 0 <= number < state.rules.num_actions:
+            raise ValueError(f"action {action!r} is out of range: an int in 0..{state.rules.num_actions - 1}")
+        if not game.mask[number]:
             raise ValueError(
-                f"action {action!r} is {reason}"
-                if reason
-                else R.describe_illegal(int(action), game.roll, game.rolls_left, state.rules.categories, game.open_mask)
+                R.describe_illegal(number, game.roll, game.rolls_left, state.rules.categories, game.open_mask)
             )
-        action = int(action)
+        action = number
         keep = action < R.PICK_OFFSET
         kept = int(R.KEEP[game.roll, action]) if keep else 0
         seat = state.current if isinstance(state, TableState) else 0
@@ -191,8 +192,8 @@ def step_outcome(after: Afterstate, outcome) -> State:
 
     Args:
         after: An :func:`afterstate`.
-        outcome: The sorted roll that falls (a row of :data:`yacht_env.rules.ROLLS`): an int, or an int array with
-            one per game of a batch. Ignored where nothing falls (pass ``None`` there for one game).
+        outcome: The sorted roll that falls (a row of :data:`yacht_env.rules.ROLLS`): an int (or a 0-d int array), or
+            an int array with one per game of a batch. Ignored where nothing falls (pass ``None`` there for one game).
 
     Raises:
         ValueError: an outcome that is not a sorted roll, or one the kept dice cannot reach.
@@ -201,11 +202,12 @@ def step_outcome(after: Afterstate, outcome) -> State:
     if np.ndim(after.kept) == 0:
         if after.kept == NO_CHANCE:
             return state
-        if not R.is_int(outcome) or not 0 <= outcome < R.NUM_ROLLS:
+        number = R.as_int(outcome)  # as an action: an integer, or a 0-d integer array
+        if number is None or not 0 <= number < R.NUM_ROLLS:
             raise ValueError(f"outcome must be a sorted-roll index in 0..{R.NUM_ROLLS - 1}, got {outcome!r}")
-        if not OUTCOME_COUNTS[after.kept, outcome]:
-            raise ValueError(f"roll {R.ROLL_TUPLES[outcome]} cannot follow keeping {R.KEPT[after.kept]}")
-        (state.players[after.seat] if isinstance(state, TableState) else state).set_roll(int(outcome))
+        if not OUTCOME_COUNTS[after.kept, number]:
+            raise ValueError(f"roll {R.ROLL_TUPLES[number]} cannot follow keeping {R.KEPT[after.kept]}")
+        (state.players[after.seat] if isinstance(state, TableState) else state).set_roll(number)
         return state
     outcomes = np.asarray(outcome)
     kept = np.asarray(after.kept)

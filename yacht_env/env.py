@@ -14,7 +14,7 @@ from yacht_env import chance
 from yacht_env import rules as R
 from yacht_env.encoding import ObservationEncoder
 from yacht_env.game import GameState, bonus_info, draw_stream, parse_dice_stream
-from yacht_env.rules import is_int
+from yacht_env.rules import as_int, is_int
 
 ILLEGAL_ACTION_POLICIES = ("ignore", "raise")
 OBSERVATION_TYPES = ("flat", "dict", "masked")
@@ -362,11 +362,10 @@ class YachtEnv(gym.Env):
         if self._done:
             raise ValueError("the episode is over; call reset() before step()")
         if type(action) is not int:  # the common case skips these checks
-            if isinstance(action, np.ndarray) and action.shape == ():
-                action = action[()]  # a 0-d array, as some wrappers pass it
-            if not is_int(action):
+            number = as_int(action)  # an integer, or a 0-d integer array as some wrappers pass it
+            if number is None:
                 raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
-            action = int(action)
+            action = number
         if not 0 <= action < self._num_actions:
             raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
         game = self._game

@@ -29,7 +29,7 @@ from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.env import configure
 from yacht_env.game import TableState, draw_stream, parse_dice_stream, win_rewards
 from yacht_env.multiplayer_wrappers import wrap
-from yacht_env.rules import is_int
+from yacht_env.rules import as_int, is_int
 
 MAX_PLAYERS = 10
 _DICE = list(R.ROLLS)  # the read-only rows of the rules' table of rolls, made once (the infos' "dice")
@@ -304,11 +304,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's name for the unwrapped env
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        if type(action) is not int and isinstance(action, np.ndarray) and action.shape == ():
-            action = action[()]
-        if not (type(action) is int or is_int(action)) or not 0 <= action < self._num_actions:
+        number = as_int(action)
+        if number is None or not 0 <= number < self._num_actions:
             raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
-        action = int(action)
+        action = number
         if table.on_turn.mask[action]:
             self._play(action)
             return

@@ -6,13 +6,15 @@ PettingZoo's wrappers read the env's attributes through ``__getattr__``, one fai
 The subclasses here read the raw env directly in those places: the same checks, errors and values
 (``tests/test_multiplayer.py`` compares them with PettingZoo's own, call for call). They copy what PettingZoo's
 wrappers keep in private fields (``_has_reset``, ``_has_updated``, the ``agent_iter`` iterator's count), so
-:func:`wrap` uses them only where :func:`fast_wrappers_fit` finds PettingZoo's wrappers doing what they copy, and
-PettingZoo's own wrappers otherwise: a feature check of the installed PettingZoo, never its version string.
+:func:`wrap` uses them only where :func:`fast_wrappers_fit` finds PettingZoo's wrappers doing what they copy and the
+subclasses themselves answering as PettingZoo's do, and PettingZoo's own wrappers otherwise: a feature check of the
+installed PettingZoo, never its version string.
 """
 
 from __future__ import annotations
 
 import functools
+import types
 
 from gymnasium import spaces
 from pettingzoo import AECEnv
@@ -36,41 +38,73 @@ def wrap(aec: AECEnv) -> AECEnv:
 
 @functools.cache
 def fast_wrappers_fit() -> bool:
-    """Whether the installed PettingZoo's wrappers do what the fast subclasses copy, checked once by driving them over
-    a game of one agent and one step: the private flags set and cleared where they are read here, ``agent_iter``'s
-    classes and count, the wrapped env in ``env``, the out-of-space assertion's message.
+    """Whether the fast subclasses work on the installed PettingZoo, checked once by driving PettingZoo's own
+    wrappers and the subclasses over a game of one agent and one step, the same calls on each: PettingZoo's must
+    keep the private flags where the subclasses read them (set and cleared by ``reset``, ``step`` and ``agent_iter``'s
+    iterator, whose classes and count they reuse), and the subclasses must answer every call as PettingZoo's do (a
+    PettingZoo whose ``reset`` assigns the attributes the subclasses forward, as 1.24.0 to 1.24.2 do, fails here).
     """
     try:
-        probe = _Probe()
-        stock = wrappers.OrderEnforcingWrapper(wrappers.AssertOutOfBoundsWrapper(probe))
-
-        def flags() -> tuple:
-            return vars(stock).get("_has_reset"), vars(stock).get("_has_updated")
-
-        fits = flags() == (False, False) and stock.env.env is probe
-        stock.reset()
-        fits &= flags() == (True, True)
-        turns = stock.agent_iter(7)
-        fits &= type(turns) is AECOrderEnforcingIterable and turns.env is stock and turns.max_iter == 7
-        turn = iter(turns)
-        fits &= type(turn) is AECOrderEnforcingIterator and turn.env is stock and turn.iters_til_term == 7
-        fits &= next(turn) == "agent" and flags() == (True, False) and turn.iters_til_term == 6
-        stock.step(0)
-        fits &= flags() == (True, True) and callable(EnvLogger.error_agent_iter_before_reset)
-        try:
-            stock.step(2)  # out of the space
-            fits = False
-        except AssertionError as error:
-            fits &= str(error) == "action is not in action space"
-        return bool(fits)
+        stock = _drive(lambda probe: wrappers.OrderEnforcingWrapper(wrappers.AssertOutOfBoundsWrapper(probe)))
+        fast = _drive(lambda probe: _OrderEnforcing(_AssertOutOfBounds(probe)))
     except Exception:  # whatever PettingZoo changed, its own wrappers still work
         return False
+    return stock == fast == _EXPECTED and callable(EnvLogger.error_agent_iter_before_reset)
+
+
+#: What :func:`_drive` records over PettingZoo's wrappers as the fast subclasses copy them.
+_EXPECTED = (
+    (False, False, True),
+    (True, True, ["agent"], "agent", {"agent": 0.0}, {"agent": False}, {"agent": False}, (0, 0.0, False, False, {})),
+    (True, 7, 7, "agent", (True, False), 6),
+    ((True, True), {"agent": True}),
+    "action is not in action space",
+)
+
+
+def _drive(wrap_probe) -> tuple:
+    """The same calls on ``wrap_probe(probe)`` (a stack of an order-enforcing wrapper over an out-of-bounds one over a
+    :class:`_Probe`): what each returned, and the private flags after it.
+    """
+    probe = _Probe()
+    env = wrap_probe(probe)
+
+    def flags() -> tuple:
+        return vars(env).get("_has_reset"), vars(env).get("_has_updated")
+
+    record = [(*flags(), env.env.env is probe)]
+    env.reset()
+    record.append(
+        (*flags(), env.agents, env.agent_selection, env.rewards, env.terminations, env.truncations, env.last())
+    )
+    turns = env.agent_iter(7)
+    turn = iter(turns)
+    fits = isinstance(turns, AECOrderEnforcingIterable) and isinstance(turn, AECOrderEnforcingIterator)
+    record.append(
+        (
+            fits and turns.env is env and turn.env is env,
+            turns.max_iter,
+            turn.iters_til_term,
+            next(turn),
+            flags(),
+            turn.iters_til_term,
+        )
+    )
+    env.step(0)
+    record.append((flags(), env.terminations))
+    try:
+        env.step(2)  # out of the space
+        record.append(None)
+    except AssertionError as error:
+        record.append(str(error))
+    return tuple(record)
 
 
 class _Probe(AECEnv):
     """A game of one agent and one step (actions 0 and 1), which :func:`fast_wrappers_fit` wraps."""
 
     metadata = {"name": "probe_v0", "render_modes": []}
+    rules = types.SimpleNamespace(num_actions=2)  # what the fast subclasses read of the raw table
 
     def __init__(self) -> None:
         super().__init__()

@@ -37,7 +37,7 @@ from yacht_env.game import TableState, draw_stream, parse_dice_stream, win_rewar
 from yacht_env.opponents import act_at_tables, resolve_agent, resolve_opponents
 from yacht_env.opponents import agent_resolver as agent_resolver  # re-exported: yacht_env.versus.agent_resolver
 from yacht_env.pool import AgentPool
-from yacht_env.rules import is_int
+from yacht_env.rules import as_int, is_int
 from yacht_env.vector import BatchedEnv
 
 REWARD_MODES = ("score", "win")
@@ -447,10 +447,10 @@ class YachtVersusEnv(gym.Env):
         """Plays the learner's action and the opponents' turns after it (Gymnasium's ``step``)."""
         if self._done:
             raise ValueError("the episode is over; call reset() before step()")
-        if isinstance(action, np.ndarray) and action.shape == ():
-            action = action[()]
-        if not is_int(action) or not 0 <= action < self.rules.num_actions:
+        number = as_int(action)
+        if number is None or not 0 <= number < self.rules.num_actions:
             raise ValueError(f"action must be an int in 0..{self.rules.num_actions - 1}, got {action!r}")
+        action = number
         obs, rewards, terminated, truncated, info = self._tables.step(np.array([action], dtype=np.intp))
         self._done = bool(terminated[0] or truncated[0])
         if self.render_mode == "human":

@@ -227,10 +227,20 @@ class YachtGame:
         pick (and for an illegal action, which changes nothing) nothing falls. The picker's next first roll, which the
         core deals at once, is a placeholder of ones here: to the model it falls at the previous seat's pick.
 
+        What is checked: always (under ``jit`` and ``vmap`` too, where shapes and dtypes are known) that ``state`` is
+        one table and ``action`` one integer; called eagerly with a concrete action, that it is in
+        ``0..num_actions - 1``. Under ``jit`` or ``vmap`` its value is not checked: one out of range is an illegal
+        action there (nothing changes, nothing falls). A legal-looking but illegal action is never an error.
+
         Returns:
             ``(afterstate, points)``: the :class:`Afterstate` and what the action scored for the player on turn.
+
+        Raises:
+            ValueError: a batch of tables (``jax.vmap`` it), an action that is not one integer (a float, a bool, an
+                array), or, eagerly, one out of range.
         """
-        action = jnp.asarray(action, dtype=jnp.int32)
+        _one_table(state.current_player, "afterstate")
+        action = _one_int(action, "action", self.num_actions, check_value=True)
         seat = state.current_player
         roll = state.roll[seat]
         legal = self.legal_action_mask(state)[jnp.clip(action, 0, self.num_actions - 1)]
@@ -248,11 +258,26 @@ class YachtGame:
     def step_outcome(self, after: Afterstate, outcome: jax.Array) -> GameState:
         """The chance half: ``after`` with the sorted roll ``outcome`` fallen (ignored where nothing falls).
 
-        An outcome the kept dice cannot reach (probability 0) gives a table no game reaches: the caller draws from
-        :meth:`outcome_probabilities` (nothing is checked under ``jit``).
+        What is checked: always (under ``jit`` and ``vmap`` too) that ``after`` is one table's and ``outcome`` one
+        integer; called eagerly with concrete values, where dice fall, that ``outcome`` is a sorted-roll index
+        (``0..251``) that the kept dice can reach (the messages of :func:`yacht_env.chance.step_outcome`). Under
+        ``jit`` or ``vmap`` its value is not checked: an unreachable outcome (probability 0) gives a table no game
+        reaches, and one out of range a roll index that later lookups clamp. The caller draws from
+        :meth:`outcome_probabilities`.
+
+        Raises:
+            ValueError: a batch of afterstates (``jax.vmap`` it), an outcome that is not one integer, or, eagerly, one
+                out of range or unreachable where dice fall.
         """
+        _one_table(after.kept, "step_outcome")
+        falls_here = not isinstance(after.kept, jax.core.Tracer) and int(after.kept) >= 0
+        outcome = _one_int(outcome, "outcome", R.NUM_ROLLS, check_value=falls_here)
+        if falls_here and not isinstance(outcome, jax.core.Tracer):
+            kept, roll = int(after.kept), int(outcome)
+            if not self.tables.outcome_probability[kept, roll] > 0:
+                raise ValueError(f"roll {R.ROLL_TUPLES[roll]} cannot follow keeping {R.KEPT[kept]}")
         falls = (jnp.arange(self.num_players) == after.seat) & (after.kept >= 0)
-        return after.state._replace(roll=jnp.where(falls, jnp.asarray(outcome, dtype=jnp.int32), after.state.roll))
+        return after.state._replace(roll=jnp.where(falls, outcome, after.state.roll))
 
     # ---------------------------------------------------------------------------------------------
     # What a player sees and may do
@@ -347,6 +372,33 @@ class YachtGame:
         box = t.upper_box[t.five_face[roll]]
         upper_open = jnp.where(box >= 0, jnp.right_shift(open_mask, jnp.maximum(box, 0)) & 1, 1)
         return 2 * (jnp.right_shift(open_mask, five_box) & 1) + upper_open
+
+
+def _one_table(field: jax.Array, method: str) -> None:
+    """Refuses a batch where ``method`` takes one table (``field`` is one of its scalars; its shape is static)."""
+    if jnp.ndim(field) != 0:
+        raise ValueError(f"{method} takes one table, got a batch of shape {jnp.shape(field)}: jax.vmap it")
+
+
+def _one_int(value, name: str, count: int, check_value: bool) -> jax.Array:
+    """``value`` as an int32 scalar. Its dtype and shape are checked always (they are static under ``jit`` and
+    ``vmap``); its value, in ``0..count - 1``, where ``check_value`` and it is concrete (an eager call).
+
+    Raises:
+        ValueError: not one integer (a float, a bool, an array, ``None``), or a concrete value out of range.
+    """
+    expected = f"{name} must be one int in 0..{count - 1}"
+    try:
+        array = jnp.asarray(value)
+    except (TypeError, OverflowError, ValueError):
+        raise ValueError(f"{expected}, got {value!r}") from None
+    if array.shape != () or not jnp.issubdtype(array.dtype, jnp.integer):
+        concrete = array.shape == () and not isinstance(value, jax.core.Tracer)
+        got = repr(value) if concrete else f"{array.dtype} of shape {array.shape}"
+        raise ValueError(f"{expected} (jax.vmap for a batch), got {got}")
+    if check_value and not isinstance(array, jax.core.Tracer) and not 0 <= int(array) < count:
+        raise ValueError(f"{expected}, got {int(array)}")
+    return array.astype(jnp.int32)
 
 
 def draw_dice(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:

@@ -63,6 +63,7 @@ from .constants import (
     PICK_OFFSET,
     ROLLS_PER_TURN,
     Category,
+    as_int,
     is_int,
 )
 from .dice import (
@@ -160,6 +161,7 @@ __all__ = [
     "draw_prefix_codes",
     "flat_layout",
     "get_rules",
+    "as_int",
     "is_int",
     "legal_action_mask",
     "legal_mask_parts",

@@ -63,3 +63,14 @@ def is_int(value: object) -> bool:
     The one such check of the project (every layer imports it from :mod:`yacht_env.rules`, which loads on its own).
     """
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def as_int(value: object) -> int | None:
+    """``value`` as an int where it is one: an integer (:func:`is_int`) or a 0-d integer array (``np.array(3)``, as
+    some wrappers pass an action); ``None`` for anything else (a bool, a float, an array of another shape).
+
+    The one rule for an action or an outcome given alone: every env's ``step`` and :mod:`yacht_env.chance` read it so.
+    """
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    return int(value) if is_int(value) else None

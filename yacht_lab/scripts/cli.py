@@ -20,6 +20,19 @@ def description(doc: str) -> str:
     return _ROLE.sub(r"\1", doc.split("\n\n")[0]).replace("``", "")
 
 
+def error_line(prog: str, error: BaseException, advice: str) -> str:
+    """The one line a program prints for an error it ends on with status 2: a ``ValueError`` or ``OSError``'s message
+    on one line, or XLA's ``RESOURCE_EXHAUSTED`` (a JAX computation out of device memory: a ``RuntimeError`` whose
+    message runs to many lines) with ``advice``. Any other error is raised again.
+    """
+    if isinstance(error, (ValueError, OSError)):
+        return f"{prog}: error: " + " ".join(str(error).split())
+    if isinstance(error, RuntimeError) and "RESOURCE_EXHAUSTED" in str(error):
+        first = " ".join(str(error).split("\n")[0].split())
+        return f"{prog}: error: the device ran out of memory ({first}): {advice}"
+    raise error
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line on stderr (no usage block), exit status 2."""
 

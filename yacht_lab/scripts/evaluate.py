@@ -240,6 +240,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
     from yacht_lab.measure import head_to_head, head_to_head_report
     from yacht_lab.measure.evaluation import evaluate, format_report, render_json, render_plot
     from yacht_lab.measure.ratings import fit_ratings
+    from yacht_lab.scripts.cli import error_line
 
     if args.address is not None and importlib.util.find_spec("ray") is None:
         print(
@@ -282,9 +283,8 @@ def _main(argv: list[str] | None, prog: str) -> int:
             rendered.append((args.json, render_json(evaluation, *extra)))
         for path, data in rendered:
             atomic_write(path, data)
-    except (ValueError, OSError) as error:
-        message = " ".join(str(error).split())  # one line, whatever the error says
-        print(f"{prog}: error: {message}", file=sys.stderr)
+    except (ValueError, OSError, RuntimeError) as error:  # one line, whatever the error says (or raised again)
+        print(error_line(prog, error, "play fewer games at a time (--batch-size)"), file=sys.stderr)
         return 2
     try:
         print(format_report(evaluation, *extra))

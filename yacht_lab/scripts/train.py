@@ -93,46 +93,36 @@ def seat(text: str) -> str | int:
     return value
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C's ``KeyboardInterrupt`` (``yacht_lab.training.run_context.Abort`` once a run has
-    begun).
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _terminate(signum: int, frame) -> None:
-    raise Terminated(signum)
-
-
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Runs ``yacht-train``; returns its exit status."""
+    from yacht_lab.training.signals import StopFlag  # the standard library only
+
     prog = program_name(COMMAND, prog)
-    # SIGTERM like SIGINT from the start: an exception, so that nothing is left half-done (a claimed run
-    # folder is removed again); during a run its yacht_lab.training.run_context.RunContext's handling takes over.
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    # SIGINT and SIGTERM from the start, taken note of and acted on at safe points (an exception raised by a handler
+    # inside an import or JAX's garbage-collection callback would be lost): one line and 128 + the signal, nothing
+    # left half-done (a claimed run folder is removed again); during a run its RunContext's handling takes over.
     try:
-        return _main(argv, prog)
+        with StopFlag(line=f"{prog}: interrupted ({{name}}): quit at once, without saving") as signals:
+            return _main(argv, prog, signals)
     except KeyboardInterrupt as interrupt:
         signum = getattr(interrupt, "signum", signal.SIGINT)
         print(f"{prog}: interrupted ({signal.Signals(signum).name}): quit at once, without saving", file=sys.stderr)
         return 128 + signum
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
-def _main(argv: list[str] | None, prog: str) -> int:
+def _main(argv: list[str] | None, prog: str, signals) -> int:
     args = parse_args(argv, prog)
+    signals.check()
     try:
         from yacht_lab import train
+        from yacht_lab.scripts.cli import error_line
         from yacht_lab.training.config import load_config
         from yacht_lab.training.run_context import resume_config
     except ImportError as error:  # pyyaml comes with the train and the jax extras
         extras = "pip install 'yacht-rl[train]', or 'yacht-rl[jax]' for a config with a jax section"
         print(f"{prog}: error: training needs the train or the jax extra ({extras}): {error}", file=sys.stderr)
         return 2
+    signals.check()
 
     overrides = {
         "rules": args.rules,
@@ -155,6 +145,7 @@ def _main(argv: list[str] | None, prog: str) -> int:
             config = load_config(args.config, overrides)
         else:
             config = default_config(overrides)
+        signals.check()
         # The config chooses its trainer (yacht_lab.training.trainers): SB3 PPO, the distillation, or PPO on JAX.
         stopped: list[int] = []
         run_dir = train(
@@ -165,9 +156,11 @@ def _main(argv: list[str] | None, prog: str) -> int:
             rerun=rerun_command(prog),
             on_stop=stopped.append,
         )
-    except (ValueError, OSError) as error:
-        message = " ".join(str(error).split())  # one line, whatever the error says
-        print(f"{prog}: error: {message}", file=sys.stderr)
+    except (ValueError, OSError, RuntimeError) as error:  # one line, whatever the error says (or raised again)
+        print(
+            error_line(prog, error, "make the run smaller (jax.seeds, n_envs, ppo.batch_size, eval.games)"),
+            file=sys.stderr,
+        )
         return 2
     print(f"run folder: {run_dir}")
     # Stopped by a signal (saved, but not finished): not 0, so that `train.py && evaluate.py` stops here too.

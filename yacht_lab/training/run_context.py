@@ -14,12 +14,16 @@ A trainer (:mod:`yacht_lab.training.sb3.ppo`'s SB3 PPO, :mod:`yacht_lab.training
 - checkpoints are ``checkpoints/<unit>_<N><suffix>`` (``step_4096.zip``, ``step_4096.npz``, ``iteration_3.zip``),
   saved every ``checkpoint_every`` units (:meth:`~RunContext.checkpoint_if_due`) and at the run's end or stop
   (:meth:`~RunContext.end`); the newest ``keep_checkpoints`` of the config are kept, older ones removed;
-- Ctrl-C (SIGINT) or SIGTERM: before :meth:`~RunContext.start`, :class:`Abort` at once; after it, a first signal
-  only asks the trainer to stop (:attr:`~RunContext.should_stop`, polled between updates), the trainer then calls
-  :meth:`~RunContext.end`, which saves a checkpoint, and the context prints one line on its way out: where the
-  checkpoint is and the command that continues it, or, for a trainer that cannot checkpoint, that the run saved
-  none (and calls ``on_stop``: the command line exits 130 or 143); a second signal raises :class:`Abort` at once, or,
-  if the main thread is inside a native call that does not return, ends the process (:class:`StopFlag`);
+- Ctrl-C (SIGINT) or SIGTERM (:mod:`yacht_lab.training.signals`: the handlers only take note, and the context acts
+  at its safe points: entering, :meth:`~RunContext.restore`, :meth:`~RunContext.start`, every poll of
+  :attr:`~RunContext.should_stop`, :meth:`~RunContext.add_rows`, :meth:`~RunContext.checkpoint_if_due`, leaving, and
+  :meth:`~RunContext.check_signals`): before :meth:`~RunContext.start`, :class:`Abort` at the next safe point; after
+  it, a first signal only asks the trainer to stop (:attr:`~RunContext.should_stop`, polled between updates), the
+  trainer then calls :meth:`~RunContext.end`, which saves a checkpoint, and the context prints one line on its way
+  out: where the checkpoint is and the command that continues it, or, for a trainer that cannot checkpoint, that the
+  run saved none (and calls ``on_stop``: the command line exits 130 or 143); a second signal raises :class:`Abort` at
+  the next safe point. One that must end the run and meets no safe point within two seconds (a compilation, a
+  compiled update, a native call that does not return) ends the process in one line (:class:`StopFlag`);
 - resume: :func:`resume_config` reads a checkpoint's run config (``--resume`` takes a checkpoint or a run folder, whose
   newest checkpoint it continues: :func:`resume_checkpoint`); a config other than the run's but for its budget is
   refused (:func:`check_resumed_config`), and :meth:`~RunContext.restore` hands the checkpoint
@@ -45,10 +49,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import signal
-import socket
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -69,6 +70,7 @@ from yacht_lab.training.runs import (
     write_curve,
 )
 from yacht_lab.training.schema import budget_steps
+from yacht_lab.training.signals import Abort, StopFlag
 
 __all__ = [
     "Abort",
@@ -123,116 +125,6 @@ class TrainerState(Protocol):
             ValueError: not such a checkpoint (corrupt, another trainer's, another network), in one line.
         """
         ...
-
-
-# --------------------------------------------------------------------------------------------------
-# Signals
-# --------------------------------------------------------------------------------------------------
-class Abort(KeyboardInterrupt):
-    """SIGINT or SIGTERM that stops at once, without saving: one before training starts, or a second one."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-class StopFlag:
-    """SIGINT/SIGTERM handling of a run, installed for the whole of a :class:`RunContext`.
-
-    Before :meth:`arm` (the model is being built: nothing worth saving yet) a signal raises :class:`Abort`.
-    Once armed, the first signal only sets :attr:`requested` (and :attr:`signum`), which the trainer polls between
-    updates, so that an update is never cut and the run saves a checkpoint; a second one raises :class:`Abort` at once
-    (the atomic writes leave no half-written file behind).
-
-    Python runs a signal's handler only between two bytecodes of the main thread: a main thread inside one long
-    native call (a compiled JAX update, a compilation) would not see it until the call returns. So a watchdog thread
-    sees every signal too (through :func:`signal.set_wakeup_fd`); when one that must end the run at once (a second
-    one, or one before :meth:`arm`) has not ended it within :data:`GRACE` seconds and the main thread has not even run
-    its handler yet, the watchdog calls ``on_abort``, prints one line and ends the process (status 128 + the signal's
-    number: 130, 143).
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-    #: Seconds the main thread has to act on a signal that ends the run before the watchdog ends the process.
-    GRACE = 2.0
-
-    def __init__(self, on_abort=None) -> None:
-        self.requested = False
-        self.armed = False
-        #: The signal that asked the run to stop (``None``: none did).
-        self.signum: int | None = None
-        self._on_abort = on_abort
-        self._previous: dict[int, Any] = {}
-        self._wakeup: tuple[Any, Any, int] | None = None
-        self._left = threading.Event()
-        self._handled = 0
-
-    def __enter__(self) -> StopFlag:
-        # Signal handlers belong to the main thread; elsewhere (a Ray Tune trial runs train() in a thread of its
-        # worker) the owner of the thread stops the run, and nothing is installed.
-        if threading.current_thread() is threading.main_thread():
-            for sig in self.SIGNALS:
-                self._previous[sig] = signal.signal(sig, self._handle)
-            self._watch()
-        return self
-
-    def arm(self) -> None:
-        """From now on a first signal only asks to stop (training has started)."""
-        self.armed = True
-
-    def _handle(self, signum: int, frame) -> None:
-        self._handled += 1  # the main thread saw it (the watchdog leaves it to the main thread)
-        if not self.armed or self.requested:
-            raise Abort(signum)
-        self.requested, self.signum = True, signum
-
-    def _watch(self) -> None:
-        """Starts the watchdog (class docstring) on a socket that receives each signal's number."""
-        reader, writer = socket.socketpair()
-        writer.setblocking(False)
-        try:
-            previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-        except (ValueError, OSError):  # no wakeup descriptor here: the handlers alone
-            reader.close()
-            writer.close()
-            return
-        self._wakeup = (reader, writer, previous)
-        threading.Thread(target=self._watchdog, args=(reader,), name="yacht-lab-stop-watchdog", daemon=True).start()
-
-    def _watchdog(self, reader) -> None:
-        seen = 0
-        while True:
-            try:
-                data = reader.recv(64)
-            except OSError:
-                return
-            if not data or self._left.is_set():
-                return
-            for signum in data:
-                if signum not in self.SIGNALS:
-                    continue
-                seen += 1
-                if (seen >= 2 or not self.armed) and not self._left.wait(self.GRACE) and self._handled < seen:
-                    self._end_process(signum)  # the main thread has not even run the signal's handler: stuck
-
-    def _end_process(self, signum: int) -> None:
-        if self._on_abort is not None:
-            with contextlib.suppress(Exception):
-                self._on_abort()
-        name = signal.Signals(signum).name
-        print(f"interrupted ({name}) inside a long call: quit at once, without saving", file=sys.stderr, flush=True)
-        os._exit(128 + signum)
-
-    def __exit__(self, *exc) -> None:
-        self._left.set()
-        if self._wakeup is not None:
-            reader, writer, previous = self._wakeup
-            with contextlib.suppress(ValueError, OSError):
-                signal.set_wakeup_fd(previous)
-            writer.close()
-            reader.close()
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -373,6 +265,7 @@ class RunContext:
     def __enter__(self) -> RunContext:
         self._held.enter_context(self.stop)
         try:
+            self.stop.check()  # a signal noted before (train.py's own handlers, while it imported the trainer)
             if self.checkpoint is None:
                 self.dir, self._claimed = claim_run_folder(self.output_dir, self.config, self.name)
             else:
@@ -384,11 +277,31 @@ class RunContext:
         return self
 
     def __exit__(self, kind, error, trace) -> None:
-        self._leave(failed=kind is not None)
+        aborting = kind is None and self._aborting()
+        self._leave(failed=kind is not None or aborting)
+        if aborting:  # a signal that asked to quit at once, never met at a safe point inside the block: met here
+            raise Abort(aborting)
         if kind is None and self.stop.requested:
             print(self.stopped_line(), file=sys.stderr, flush=True)
             if self.on_stop is not None:
                 self.on_stop(self.stop.signum)
+
+    def _aborting(self) -> int | None:
+        """The signal of an abort not raised yet (:meth:`check_signals` would raise it), or ``None``."""
+        try:
+            self.stop.check()
+        except Abort as abort:
+            return abort.signum
+        return None
+
+    def check_signals(self) -> None:
+        """A safe point (module docstring): raises the abort a signal asked for, if any; a trainer calls it between
+        the long steps of its start (building, compiling).
+
+        Raises:
+            Abort: a signal before :meth:`start`, or a second one.
+        """
+        self.stop.check()
 
     def _abandon(self) -> None:
         """What the stop watchdog does before it ends the process: a new run that never started leaves no trace."""
@@ -415,6 +328,7 @@ class RunContext:
             ValueError: the trainer cannot resume, the checkpoint is not its kind (suffix) or not a checkpoint (the
                 state's ``load_checkpoint``), no budget left, a damaged curve.
         """
+        self.stop.check()
         if self.checkpoint is None:
             return []
         suffix = state.checkpoint_suffix
@@ -442,6 +356,7 @@ class RunContext:
         Raises:
             ValueError: the folder cannot be written (checked by a real write before any file changes).
         """
+        self.stop.check()  # the last moment a signal aborts a run: nothing is written yet
         self.rows = list(rows or [])
         start_run_folder(self.dir, self.config, self.command, self.rows, self.fields)
         self._wall_offset = 60 * self.rows[-1]["wall_minutes"] if self.rows and "wall_minutes" in self.fields else 0.0
@@ -455,7 +370,8 @@ class RunContext:
 
     @property
     def stop_requested(self) -> bool:
-        """A signal asked the run to stop."""
+        """A signal asked the run to stop (a safe point: a second one raises :class:`Abort`)."""
+        self.stop.check()
         return self.stop.requested
 
     @property
@@ -471,6 +387,7 @@ class RunContext:
 
     def add_rows(self, *rows: dict[str, float]) -> None:
         """Appends rows to the learning curve and rewrites ``learning_curve.csv`` atomically."""
+        self.stop.check()
         self.rows.extend(rows)
         write_curve(self.dir / CURVE_FILE, self.rows, self.fields)
 
@@ -526,19 +443,26 @@ class RunContext:
         """Saves a checkpoint if ``checkpoint_every`` units have passed since the last one (or the run's start);
         returns it, or ``None``.
         """
+        self.stop.check()
         if state.progress() - self.last_saved >= self.checkpoint_every:
             return self.save_checkpoint(state)
         return None
 
     def end(self, state: TrainerState) -> Path | None:
-        """The run's last checkpoint, at its end or its stop (unless one was saved at this progress); returns it."""
+        """The run's last checkpoint, at its end or its stop (unless one was saved at this progress); returns it.
+
+        Raises:
+            Abort: a second signal came while it saved (a safe point: the checkpoint is whole).
+        """
         progress = state.progress()
         if state.checkpoint_suffix is None:
             self._ended_without_checkpoint = progress
             return None
         if self.last_checkpoint is not None and self.last_saved == progress:
             return self.last_checkpoint
-        return self.save_checkpoint(state)
+        saved = self.save_checkpoint(state)
+        self.stop.check()  # a second signal while it saved: quit now, before the model files
+        return saved
 
     def stopped_line(self) -> str:
         """The one line printed after a stop on a signal: where the run was saved and how to continue it."""

@@ -45,6 +45,10 @@ MAX_REWARD_SCALE = 100.0
 MAX_KEEP_CHECKPOINTS = 1000
 #: The most memory a JAX run may be estimated to take (:func:`jax_memory_bytes`), whatever its device has.
 MAX_JAX_BYTES = 256 * 2**30
+#: Games a JAX run's evaluation plays at once per seed (:mod:`yacht_lab.training.jax.rollouts`): more ``eval.games``
+#: are played in chunks of this many (at a table, of ``JAX_EVAL_CHUNK_GAMES // players ** 2`` deals), with the same
+#: results as all at once, in memory that does not grow with ``eval.games`` (about 2.5 KB a game in play).
+JAX_EVAL_CHUNK_GAMES = 16_384
 #: Opponent specs that need no file (``ppo:PATH`` is the fourth kind).
 OPPONENT_SPECS = ("random", "greedy", "optimal")
 #: The kinds of :func:`yacht_agents.parse_spec` a training run seats as opponents.
@@ -488,12 +492,18 @@ def budget_steps(config: TrainConfig) -> int:
     return -(-config.total_timesteps // size) * size
 
 
+def eval_chunk(players: int) -> int:
+    """What a JAX run's evaluation plays at once: games (solo), or deals of ``players ** 2`` games (a table)."""
+    return max(JAX_EVAL_CHUNK_GAMES // players**2, 1) if players > 1 else JAX_EVAL_CHUNK_GAMES
+
+
 def jax_memory_bytes(config: TrainConfig) -> int:
     """About the most memory a JAX run of ``config`` (a validated one, with a ``jax`` section) takes at once, in bytes:
     per seed, its parameters in the eight copies an update holds (start, Adam's two moments, gradients, ...), its
     rollout (kept twice: as played and shuffled), a minibatch's activations and their gradients, and an evaluation
-    (every game, or every game of every deal at a table, stepped together). Generous by design (every preset's largest
-    observation and action counts): a run it passes fits, one it refuses would not have.
+    (a chunk of :data:`JAX_EVAL_CHUNK_GAMES` games stepped together, and every game's key and result). Generous by
+    design (every preset's largest observation and action counts): a run it passes fits, one it refuses would not
+    have.
     """
     players = config.jax.players
     observation = 96 + 16 * (players - 1)  # Yacht's 64 floats, Yahtzee's more, and each other seat's 13 (+ 2)
@@ -507,5 +517,7 @@ def jax_memory_bytes(config: TrainConfig) -> int:
     rollout = 2 * update_steps(config) * per_position
     minibatch = config.ppo.batch_size * (3 * hidden + per_position)
     games = config.eval.games * (players * players if players > 1 else 1)
-    evaluation = games * (2 * hidden + per_position + 64) * (2 if players > 1 else 1)  # the learner and its start
+    chunk = min(games, eval_chunk(players) * (players * players if players > 1 else 1))
+    # A chunk's games in play (a table: the learner's and its start's activations), then every game's key and results.
+    evaluation = chunk * (2 * hidden + per_position + 64) * (2 if players > 1 else 1) + 8 * games
     return 4 * config.jax.seeds * (8 * parameters + rollout + minibatch + evaluation)

@@ -39,11 +39,11 @@ from yacht_env.util import atomic_output
 from yacht_lab.training.config import TrainConfig, validated
 from yacht_lab.training.jax.init import start_params
 from yacht_lab.training.jax.learner import make_update, minibatches, network_spec, num_updates, optimizer
+from yacht_lab.training.jax.memory import check_memory, out_of_memory
 from yacht_lab.training.jax.report import AGGREGATE_FIELDS, AGGREGATE_FILE, SELECTION_FILE, Aggregator, write_selection
 from yacht_lab.training.jax.rollouts import solo_play, table_play
 from yacht_lab.training.run_context import RunContext, say
 from yacht_lab.training.runs import write_curve
-from yacht_lab.training.schema import jax_memory_bytes
 from yacht_lab.training.trainers import require_trainer
 
 SOLO_FIELDS = ("timesteps", "wall_minutes", "seed", "mean_score", "percent_of_optimal", "steps_per_second")
@@ -258,18 +258,34 @@ def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **opt
     update that passes it (a checkpoint and the parameters are saved); a second signal ends it at once. A run trains
     ``total_timesteps`` rounded up to whole updates; it ends in one ``ValueError`` line, saving nothing of the update,
     if an update leaves a seed's parameters or loss not finite. Before anything is written, its memory is estimated
-    against its device's (:func:`check_memory`). The curve's ``wall_minutes`` is the time since the run started
-    (compilation and evaluations included); its ``steps_per_second`` counts every seed's env steps (the update's
-    whole batch) per second of the last update. A resumed run goes on from its checkpoint's update with the same
-    keys: the same parameters as a run that never stopped.
+    against what its device (on the CPU: this process) may use (:func:`~yacht_lab.training.jax.memory.check_memory`);
+    should the device run out of memory all the same, that is one ``ValueError`` line too. The curve's
+    ``wall_minutes`` is the time since the run started (compilation and evaluations included); its
+    ``steps_per_second`` counts every seed's env steps (the update's whole batch) per second of the last update. A
+    resumed run goes on from its checkpoint's update with the same keys: the same parameters as a run that never
+    stopped.
 
     Raises:
         ValueError: a bad config (or another trainer's), an ``init`` that does not fit, an output folder that cannot
-            be written, a checkpoint that is not this run's.
+            be written, a checkpoint that is not this run's, a run too large for its device.
     """
     validated(config)
     require_trainer(config, "jax_ppo")
     check_memory(config)
+    try:
+        return _train(config, output_dir, **options)
+    except RuntimeError as error:  # XLA's RESOURCE_EXHAUSTED: what the estimate missed, as one line
+        if not out_of_memory(error):
+            raise
+        first = " ".join(str(error).split("\n")[0].split())
+        raise ValueError(
+            f"the device ran out of memory ({first}): make jax.seeds, n_envs x ppo.n_steps, ppo.batch_size or "
+            "eval.games smaller"
+        ) from None
+
+
+def _train(config: TrainConfig, output_dir: str | os.PathLike, **options) -> Path:
+    """:func:`train_jax` once its config is checked."""
     table = config.jax.players > 1
     fields, measure = (TABLE_FIELDS, "win_rate") if table else (SOLO_FIELDS, "percent_of_optimal")
     optimal = None if table else _optimal(config.rules)  # the solo curve's yardstick only
@@ -282,7 +298,9 @@ def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **opt
     aggregator = Aggregator(measure, config.eval.seed)
     with RunContext(config, output_dir, fields=fields, **options) as run:
         init, update, evaluate, spec = make_trainer(config)
-        state = JaxState(init(keys, None if run.checkpoint is not None else start_params(config, spec)), batch, config)
+        start = None if run.checkpoint is not None else start_params(config, spec)
+        run.check_signals()  # safe points between the start's long steps (a signal is only noted in its handler)
+        state = JaxState(init(keys, start), batch, config)
         run.start(run.restore(state))
         (run.dir / "params").mkdir(exist_ok=True)
         first, speed = state.update, 0.0
@@ -331,33 +349,6 @@ def train_jax(config: TrainConfig, output_dir: str | os.PathLike = "runs", **opt
         line = write_selection(run.dir / SELECTION_FILE, selection)
         say(line)
     return run.dir
-
-
-def check_memory(config: TrainConfig) -> None:
-    """Refuses, before anything is allocated or written, a run whose estimated memory
-    (:func:`yacht_lab.training.schema.jax_memory_bytes`) is more than its device has: a GPU's memory limit, or this
-    machine's memory on the CPU.
-
-    Raises:
-        ValueError: one line with both figures.
-    """
-    need = jax_memory_bytes(config)
-    device = jax.devices()[0]
-    stats = device.memory_stats() if device.platform != "cpu" else None
-    have = (stats or {}).get("bytes_limit") or _machine_memory()
-    if have and need > have:
-        raise ValueError(
-            f"this JAX run would take about {need / 2**30:,.1f} GiB (jax.seeds x the network, rollout and eval.games); "
-            f"its device ({device.platform}) has {have / 2**30:,.1f} GiB: make it smaller"
-        )
-
-
-def _machine_memory() -> int | None:
-    """This machine's memory in bytes, where the system says."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def _rows(

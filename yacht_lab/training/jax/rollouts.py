@@ -13,7 +13,8 @@ parameters the seed began with: the ``init`` model, or its fresh weights) at the
 from ``eval.seed``, each deal played ``P * P`` times with the dice and seats rotated as
 :func:`yacht_lab.measure.head_to_head.seating` rotates them (common dice: each seat's dice are its stream of the deal):
 the learner's win rate (ties shared; ``1 / P`` is parity) with its 95% interval over deals, its mean total and its
-mean margin over the others' mean. No solver value enters either.
+mean margin over the others' mean. No solver value enters either. Both play their games (deals) in chunks
+(:func:`in_chunks`), so that an evaluation's memory does not grow with ``eval.games``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from yacht_lab.measure.report import Z_95
 from yacht_lab.measure.tables import seating
 from yacht_lab.training.config import TrainConfig
 from yacht_lab.training.jax.learner import Runner, Transition
+from yacht_lab.training.schema import eval_chunk
 
 
 class Play(NamedTuple):
@@ -107,7 +109,7 @@ def solo_play(config: TrainConfig, network, spec: NetworkSpec, odds_size: int, a
 
     def evaluate(params, start, root):
         keys = jax.random.split(root, config.eval.games)
-        return {"mean_score": jax.vmap(play, in_axes=(None, 0))(params, keys).mean()}
+        return {"mean_score": in_chunks(lambda key: play(params, key), keys, eval_chunk(1)).mean()}
 
     def observe(env_state):
         return jax.vmap(env.get_obs)(env_state), jax.vmap(env.action_mask)(env_state)
@@ -153,6 +155,14 @@ def table_play(config: TrainConfig, network, spec: NetworkSpec, odds_size: int, 
     return Play(init, rollout, _table_evaluator(config, game, network), lambda state: (observe(state), legal(state)))
 
 
+def in_chunks(play: Callable, keys: jax.Array, chunk: int):
+    """``jax.vmap(play)(keys)``, ``chunk`` keys at a time (a ``scan`` over whole chunks, then the rest): the same
+    values, in memory bounded by the chunk rather than by ``len(keys)``
+    (:data:`yacht_lab.training.schema.JAX_EVAL_CHUNK_GAMES`).
+    """
+    return jax.lax.map(play, keys, batch_size=min(chunk, len(keys)))
+
+
 def _rows(done: jax.Array, like: jax.Array) -> jax.Array:
     """``done`` ``(n,)`` shaped to select whole rows of ``like`` ``(n, ...)``."""
     return done.reshape(done.shape + (1,) * (like.ndim - 1))
@@ -188,7 +198,7 @@ def _table_evaluator(config: TrainConfig, game: YachtGame, network):
 
     def evaluate(params, start, root) -> dict[str, Any]:
         deal_keys = jax.random.split(root, config.eval.games)
-        share, score, margin = jax.vmap(deal, in_axes=(None, None, 0))(params, start, deal_keys)
+        share, score, margin = in_chunks(lambda key: deal(params, start, key), deal_keys, eval_chunk(p))
         spread = share.std(ddof=1) if config.eval.games > 1 else jnp.float32(0)
         return {
             "win_rate": share.mean(),

@@ -131,7 +131,8 @@ def train(
     locks it; if anything fails before training starts, the claimed folder is removed again, and a resumed run changes
     nothing in its folder: a bad config or a corrupt checkpoint leaves no trace. Ctrl-C (SIGINT) or SIGTERM saves
     ``checkpoints/step_<N>.zip`` and ``model.zip`` between two PPO updates and returns; a second one, or one before
-    training starts, raises :class:`Abort` (a ``KeyboardInterrupt``) at once. ``resume=<that checkpoint>`` (or its
+    training starts, raises :class:`Abort` (a ``KeyboardInterrupt``) at the next safe point of the run
+    (:mod:`yacht_lab.training.signals`), or ends the process within two seconds. ``resume=<that checkpoint>`` (or its
     run folder) continues in the same folder with the same learning-rate schedule.
 
     ``name`` makes the new run's folder exactly ``output_dir/name`` (a sweep's trial) instead of a fresh
@@ -162,6 +163,7 @@ def train(
         rows = run.restore(state)
         if run.checkpoint is None:
             state.model = start_model(config, env, state.tensorboard_dir)
+        run.check_signals()  # a safe point after the build (a signal is only noted in its handler)
         task.attach(run.dir, state.model, resumed=run.checkpoint is not None)  # a league: restored and seated
         task.prepare()
         run.start(rows)  # everything is in place: only now does the run folder get written

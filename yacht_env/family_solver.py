@@ -45,6 +45,14 @@ class Picks:
 
     States are ``(open_mask, bonus)`` with ``bonus = upper * armed_states + armed``; ``ahead[0] = -inf`` and
     ``ahead[1 + open_mask * width + bonus]`` is ``S`` of each state already solved.
+
+    Attributes:
+        class_rows: ``(252, C)``: the class (row of ``points``) of each roll that is not five of a kind in each
+            category, -1 for the five-of-a-kind rolls (tabulated apart, by face).
+        points: ``(classes, width)``: what a class earns at each bonus state; ``leads[row_lead[row]]`` the bonus state
+            it leads to, ``lead_bit[row_lead[row]]`` its category's bit.
+        five_points, five_leads: ``(6 * 4 * width, C)``: the same for the five-of-a-kind rolls, at row ``(face - 1) *
+            4 + variant`` of each bonus state (variant: bit 0 the five-of-a-kind box open, bit 1 the face's box open).
     """
 
     def __init__(self, rules: R.Rules):
@@ -56,6 +64,7 @@ class Picks:
         plain = np.flatnonzero(R.FIVE_OF_A_KIND_FACE == 0)
         points, leads, lead_bit, row_lead, floors = [], [], [], [], []
         entries: list[list[int]] = [[] for _ in range(R.NUM_ROLLS)]
+        self.class_rows = np.full((R.NUM_ROLLS, rules.num_categories), -1, dtype=np.intp)
         for k in range(rules.num_categories):
             scores, first, cls = np.unique(tables.score[plain, k], return_index=True, return_inverse=True)
             outcome = R.pick_outcome(rules, plain[first][:, None], k, rules.all_open, upper, armed)
@@ -63,6 +72,7 @@ class Picks:
             lead = up * armed_states + arm  # (classes, width): the bonus state each class leads to
             distinct, which = np.unique(lead, axis=0, return_inverse=True)
             row = len(row_lead)
+            self.class_rows[plain, k] = row + cls.ravel()
             points.append(got.astype(np.float64))
             row_lead += list(len(leads) + which.ravel())
             leads += list(distinct)

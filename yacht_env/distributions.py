@@ -20,6 +20,11 @@ by s)``: a few hundred vector operations per popcount level, about a second for 
 The distributions are cached on disk beside the solver's tables (same folder, key, checksum and atomic
 writes), verified on every load, and memoised in-process.
 
+Under the family's rules (bonuses: Yahtzee, Yatzy, Clubhouse) a turn start is ``(open_mask, upper, armed)`` and a
+pick's points include the bonuses it earns: :func:`score_distributions` returns the same recurrence's results for
+every reachable turn start there, computed and stored by :mod:`yacht_env.family_distributions` (float32 cumulative
+distributions over trimmed supports, memory-mapped from the cache: 1.4 GB for Yahtzee).
+
 Nothing above needs the policy to be the solver's: :func:`policy_distributions` runs the same recurrence for any
 policy of the solo game given as a table of actions (``(3, num_open_masks, 252)``: one action per re-rolls left,
 open mask and roll), e.g. a trained agent's (:func:`yacht_agents.win.policy_table`). That is an exact evaluation of
@@ -37,13 +42,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from yacht_env import family_distributions as FD
 from yacht_env import rules as R
 from yacht_env import solver as S
-from yacht_env.util import load_arrays, memoised_cache, save_arrays
+from yacht_env.util import check_writable, load_arrays, memoised_cache, save_arrays
 
 DISTRIBUTION_FORMAT_VERSION = 1  # bump when the arrays or their meaning change; old cache files are ignored
 
@@ -57,26 +64,30 @@ def max_total(rules: str | R.Rules = "standard") -> int:
     return int(R.score_table(rules).max(axis=0).sum())
 
 
+#: The most the family's distributions may take, their rows untrimmed at float32 over every turn start (Yahtzee's
+#: 6.6 GB is below it; only its 536,448 reachable states are computed, and their rows trimmed: 1.0 GB).
+MAX_FAMILY_BYTES = 16e9
+
+
 def unsupported(rules: str | R.Rules) -> str | None:
     """Why the distributions cannot be computed for ``rules`` (a phrase to follow "the exact score distributions"),
-    or ``None`` if they can: rules without bonuses, Yacht's presets among them.
+    or ``None`` if they can: every preset, and custom rules of any size without bonuses.
 
     A turn start is an open mask for Yacht (4,096 of them); the family's bonuses add the upper subtotal and the
-    Yahtzee box's status to it, about a million states for Yahtzee, each with a distribution of ``max_total + 1``
-    values: many gigabytes, and as many times the work.
+    Yahtzee box's status to it (:mod:`yacht_env.family_distributions`), each state with a distribution of
+    ``max_total + 1`` values. Custom rules whose turn starts would take more than :data:`MAX_FAMILY_BYTES` so are
+    refused.
     """
     rules = R.get_rules(rules)
     if not rules.has_bonuses:
         return None
     uppers, armed = rules.bonus_shape
-    factors = [f"{rules.num_open_masks:,} open masks"]
-    factors += [f"{uppers} upper subtotals"] if uppers > 1 else []
-    factors += [f"{armed} states of the Yahtzee box"] if armed > 1 else []
     states, width = rules.num_open_masks * uppers * armed, R.max_total(rules) + 1
+    if states * width * 4 <= MAX_FAMILY_BYTES:
+        return None
     return (
-        f"cover rules without bonuses (Yacht's presets: {R.NUM_OPEN_MASKS:,} turn-start states); {rules.name} has "
-        f"{states:,} turn-start states with its bonuses ({' x '.join(factors)}), whose distributions of {width:,} "
-        f"values each would take {states * width * 8 / 1e9:.1f} GB and a new recurrence"
+        f"cover rules with bonuses up to {MAX_FAMILY_BYTES / 1e9:.0f} GB of rows; {rules.name} has {states:,} "
+        f"turn-start states, whose distributions of {width:,} values each would take {states * width * 4 / 1e9:.1f} GB"
     )
 
 
@@ -293,21 +304,27 @@ class ScoreDistributions:
 # --------------------------------------------------------------------------------------------------
 # The disk cache and the in-process memo
 # --------------------------------------------------------------------------------------------------
-_MEMO: dict[R.Rules, ScoreDistributions] = {}
+_MEMO: dict[R.Rules, ScoreDistributions | FD.FamilyDistributions] = {}
 
 
 def cache_key(rules: str | R.Rules = "standard") -> str:
     """The hex digest identifying the distributions: the rules, the solver's and this module's versions."""
+    rules = R.get_rules(rules)
     payload = {
-        "rules": R.get_rules(rules).as_dict(),
+        "rules": rules.as_dict(),
         "solver_format_version": S.SOLVER_FORMAT_VERSION,
         "distribution_format_version": DISTRIBUTION_FORMAT_VERSION,
     }
+    if rules.has_bonuses:  # the family's files (Yacht's presets keep their keys and files)
+        payload["family_solver_format_version"] = S.FAMILY_FORMAT_VERSION
+        payload["family_distribution_format_version"] = FD.FAMILY_DISTRIBUTION_FORMAT_VERSION
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 def cache_path(rules: str | R.Rules = "standard", cache_dir: str | os.PathLike | None = None) -> Path:
-    """``<cache_dir>/<name>-dist-<key prefix>.npz``, beside the solver's file (same folder and default)."""
+    """``<cache_dir>/<name>-dist-<key prefix>.npz``, beside the solver's file (same folder and default). The family's
+    is the index of two data files beside it, ``.cdf`` and ``.policy`` (:mod:`yacht_env.family_distributions`).
+    """
     solver_file = S.cache_path(rules, cache_dir)
     name = solver_file.name.rsplit("-", 1)[0]
     return solver_file.with_name(f"{name}-dist-{cache_key(rules)[:16]}.npz")
@@ -340,24 +357,30 @@ def clear_memo() -> None:
 
 def score_distributions(
     rules: str | R.Rules = "standard", *, cache: bool = True, cache_dir: str | os.PathLike | None = None
-) -> ScoreDistributions:
+) -> ScoreDistributions | FD.FamilyDistributions:
     """The score distributions of the solver's policy under ``rules`` (see the module docstring).
 
     Args:
         rules: A preset name or :class:`~yacht_env.rules.Rules`.
         cache: Use the in-process memo and the disk cache (verified on load, rebuilt when it fails a
-            check); ``False`` always computes and stores nothing.
+            check); ``False`` always computes and stores nothing (the family's then lie in memory).
         cache_dir: The cache folder; defaults to the solver's (``$YACHT_RL_CACHE_DIR``, else
             ``~/.cache/yacht-rl``).
 
+    Returns:
+        :class:`ScoreDistributions` for rules without bonuses; :class:`~yacht_env.family_distributions.
+        FamilyDistributions` for the family's (Yahtzee's presets, Yatzy, Clubhouse).
+
     Raises:
-        ValueError: unknown rules, or rules with bonuses (the family's: :func:`unsupported` says why).
+        ValueError: unknown rules, or custom rules with bonuses too large (:func:`unsupported` says why).
     """
     rules = R.get_rules(rules)
     reason = unsupported(rules)
     if reason is not None:
         raise ValueError(f"the exact score distributions {reason}")
     solution = S.solve(rules, cache=cache, cache_dir=cache_dir)
+    if rules.has_bonuses:
+        return _family(solution, cache, cache_dir)
 
     def compute() -> ScoreDistributions:
         policy = _policy(solution)
@@ -367,6 +390,31 @@ def score_distributions(
         return compute()
     load = lambda path: _load(path, solution)  # noqa: E731
     return memoised_cache(_MEMO, "distribution cache", rules, cache_path(rules, cache_dir), load, compute, _save)
+
+
+def _family(solution: S.Solution, cache: bool, cache_dir) -> FD.FamilyDistributions:
+    """The family's distributions: the memo, else the verified cache files, else built into them (or into memory
+    where the cache folder cannot be written, with a warning; or ``cache`` is False).
+    """
+    rules = solution.rules
+    if not cache:
+        return FD.build_in_memory(solution)
+    if rules in _MEMO:
+        return _MEMO[rules]
+    path, key = cache_path(rules, cache_dir), cache_key(rules)
+    result = FD.load(path, key, solution)
+    if result is None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            check_writable(path)
+            FD.build_to_disk(path, key, solution)
+            result = FD.load(path, key, solution, source="computed")
+        except (OSError, ValueError) as error:
+            warnings.warn(f"could not write the distribution cache {path}: {error}", RuntimeWarning, stacklevel=3)
+        if result is None:
+            result = FD.build_in_memory(solution)
+    _MEMO[rules] = result
+    return result
 
 
 def _checked_policy(rules: R.Rules, policy: np.ndarray) -> np.ndarray:
@@ -406,8 +454,10 @@ def policy_distributions(rules: str | R.Rules, policy: np.ndarray) -> ScoreDistr
         ValueError: rules with bonuses, a policy of another shape, or an illegal action in it.
     """
     rules = R.get_rules(rules)
-    reason = unsupported(rules)
-    if reason is not None:
-        raise ValueError(f"the exact score distributions {reason}")
+    if rules.has_bonuses:
+        raise ValueError(
+            f"the exact score distributions cover rules without bonuses for a policy table; {rules.name} has bonuses, "
+            "where only the solver's policy is evaluated (score_distributions)"
+        )
     policy = _checked_policy(rules, policy)
     return ScoreDistributions(rules, _distribution_array(rules, policy), policy, source="policy")

@@ -51,7 +51,7 @@ import numpy as np
 
 from yacht_agents.base import Agent, check_agents
 from yacht_env import rules as R
-from yacht_env.distributions import score_distributions, unsupported
+from yacht_env.distributions import score_distributions
 from yacht_env.rules import is_int
 from yacht_lab.measure.calibration import Calibration, predict_round_starts
 from yacht_lab.measure.evaluation import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MAX_GAMES
@@ -356,8 +356,8 @@ def head_to_head(
         on_games_done: Called with a number of games each time some finish.
         calibration: Record the win agent's model's predicted win probabilities at every round start against
             the outcomes (:class:`~yacht_lab.measure.calibration.Calibration`; loads the rules' score distributions).
-            Rules with bonuses (the family's) have no such distributions (:func:`yacht_env.distributions.unsupported`):
-            there the report has no calibration.
+            Under rules with bonuses (the family's) a round start's state includes the bonus states, which the
+            recorded round starts do not keep: there the report has no calibration.
         keep_deals: Keep each deal's sums per agent and margins per pair (``deal_sums``), for :func:`merge_lineups`.
 
     Raises:
@@ -396,7 +396,8 @@ def head_to_head(
             "margins": np.zeros((games, len(pairs)), dtype=np.int64),
         }
     rounds = rules.num_categories
-    calibration = calibration and unsupported(rules) is None  # the family's bonuses: no score distributions
+    # The family's round starts carry bonus states the recorded tables do not keep: no calibration there (yet).
+    calibration = calibration and not rules.has_bonuses
     if calibration:
         distributions = score_distributions(rules)
         result.calibration = Calibration(names, rounds, p, share_unit)

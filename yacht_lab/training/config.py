@@ -15,7 +15,6 @@ from typing import Any
 
 from yacht_agents import make_agent, parse_spec
 from yacht_env import rules as R
-from yacht_env.distributions import unsupported
 from yacht_env.rules import is_int
 from yacht_env.util import is_bare_name
 from yacht_lab.measure.evaluation import MAX_GAMES
@@ -236,8 +235,11 @@ def _check_distill(config: TrainConfig) -> None:
     if config.reward != "win":
         raise ValueError(f"distill learns the moves that win: reward must be 'win', got {config.reward!r}")
     rules = R.get_rules(config.rules)
-    if unsupported(rules) is not None:
-        raise ValueError(f"distill needs the start's exact score distributions: {unsupported(rules)}")
+    if rules.has_bonuses:  # the start's own policy, evaluated exactly: policy_distributions
+        raise ValueError(
+            "distill needs the start's exact score distributions: they cover rules without bonuses for a policy "
+            f"table, and {rules.name} has bonuses"
+        )
     players = section.players
     if not (is_int(players) and 2 <= players <= MAX_OPPONENTS + 1):
         raise ValueError(f"distill.players must be an int in 2..{MAX_OPPONENTS + 1}, got {players!r}")

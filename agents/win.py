@@ -20,9 +20,8 @@ and totals, which stay fixed for a whole turn. So the values are computed once p
 batch (games in the same position share them) and kept for the next call (the same games' next decision
 of the turn): about one evaluation per turn, ~2,000 two-player games per second against ``optimal``.
 
-It plays Yacht's presets (any rules without bonuses): the distributions of the family's turn starts, which add the
-upper subtotal and the Yahtzee box to the open mask, would take gigabytes, and the agent refuses those rules in one
-line (:func:`yacht_env.distributions.unsupported`).
+The family's rules (Yahtzee, Yatzy, Clubhouse) add the bonus states to every turn start, the agent's and each
+opponent's: :mod:`yacht_agents.win_family` computes the same values there, from :mod:`yacht_env.family_distributions`.
 
 The only approximation is the assumption about the future: the agent will in fact keep playing to win
 (against opponents that play the solver's policy that can only raise its chances, by the policy
@@ -112,7 +111,7 @@ def final_win_probability(cdf: np.ndarray, opponent_open: np.ndarray, opponent_t
     """
     width = cdf.shape[1] - 1
     columns = cdf.shape[1]
-    n, opponents = opponent_open.shape
+    opponents = opponent_open.shape[1]
     flat = cdf.reshape(-1)
     less, equal = [], []
     for j in range(opponents):
@@ -123,15 +122,23 @@ def final_win_probability(cdf: np.ndarray, opponent_open: np.ndarray, opponent_t
         at_most = flat[start + np.clip(shift + 1, 0, columns - 1)]
         less.append(below)
         equal.append(at_most - below)
-    if opponents == 1:  # the common case, without the polynomial
+    return first_place(less, equal)
+
+
+def first_place(less: list[np.ndarray], equal: list[np.ndarray]) -> np.ndarray:
+    """The probability of finishing first (ties split) on a final total, from each opponent's chances ``a_j`` of
+    finishing below it and ``b_j`` of finishing on it (equal-shape arrays, one per opponent): the integral over ``u``
+    in ``[0, 1]`` of ``prod_j (a_j + b_j u)`` (``a + b / 2`` for one opponent).
+    """
+    if len(less) == 1:  # the common case, without the polynomial
         return less[0] + 0.5 * equal[0]
-    coefficients = np.ones((n, width, 1))  # of prod_j (a_j + b_j u), lowest degree first
+    coefficients = np.ones((*less[0].shape, 1))  # of prod_j (a_j + b_j u), lowest degree first
     for a, b in zip(less, equal, strict=True):
-        grown = np.zeros((n, width, coefficients.shape[2] + 1))
+        grown = np.zeros((*a.shape, coefficients.shape[-1] + 1))
         grown[..., :-1] += coefficients * a[..., None]
         grown[..., 1:] += coefficients * b[..., None]
         coefficients = grown
-    return coefficients @ (1.0 / np.arange(1, coefficients.shape[2] + 1))
+    return coefficients @ (1.0 / np.arange(1, coefficients.shape[-1] + 1))
 
 
 def policy_tables(distributions: ScoreDistributions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -364,6 +371,11 @@ class WinAgent(Agent):
         if reason is not None:
             raise ValueError(f"the win agent's exact score distributions {reason}; play 'optimal' there instead")
         super().__init__(name, rules)
+        if base is not None and self.rules.has_bonuses:
+            raise ValueError(
+                f"the win agent plays over another policy than the solver's under rules without bonuses only (its "
+                f"policy evaluated exactly: policy_distributions); {self.rules.name} has bonuses"
+            )
         self.table_players = int(players)
         self.view = MultiplayerEncoder(self.rules, self.table_players)
         if base is None:
@@ -372,10 +384,20 @@ class WinAgent(Agent):
             self.distributions = policy_distributions(self.rules, policy_table(base, self.rules))
         dist = self.distributions
         c = self.rules.num_categories
-        self._bits = 1 << np.arange(c)
-        self._open_bits = R.open_bits(c)
         self._score = R.score_table(self.rules).astype(np.intp)
         self._top = int(self._score.max())
+        self._cache: tuple[dict[bytes, int], np.ndarray, np.ndarray] = ({}, np.empty(0), np.empty(0))
+        if self.rules.has_bonuses:  # the family's turn starts carry their bonus states: yacht_agents.win_family
+            from yacht_agents.win_family import FamilyModel
+
+            self._family = FamilyModel(dist)
+            self._of_pick = self._family.of_pick
+            return
+        self._family = None
+        # A pick's outcome: box k scoring s is column k * (top + 1) + s of the values after a pick.
+        self._of_pick = np.arange(c) * (self._top + 1) + self._score
+        self._bits = 1 << np.arange(c)
+        self._open_bits = R.open_bits(c)
         # The base policy split into its picks, keeps and pick scores, and the cdf: one copy per distributions, shared
         # by every table size (some 84 MB for Yacht's rules).
         self._pick, self._kept, self._pick_score, self._cdf_before = policy_tables(dist)
@@ -389,7 +411,6 @@ class WinAgent(Agent):
             self._score_slices.append(slice(int(values[0]), int(values[-1]) + 1, step))
         # The most points still to come with open mask O: the distributions' support ends there.
         self._max_rest = R.open_bits(c) @ self._score.max(axis=0)
-        self._cache: tuple[dict[bytes, int], np.ndarray, np.ndarray] = ({}, np.empty(0), np.empty(0))
 
     # ------------------------------------------------------------------------------------------------
     def read(self, observations: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -403,7 +424,8 @@ class WinAgent(Agent):
         return view.roll, view.rolls_left, view.open_mask, view.total, view.opponent_open, view.opponent_total
 
     def final_win_probability(self, opponent_open: np.ndarray, opponent_total: np.ndarray) -> np.ndarray:
-        """``(N, width)``: the win probability (ties split) if the agent's final total is ``v = 0..width-1``.
+        """``(N, width)``: the win probability (ties split) if the agent's final total is ``v = 0..width-1`` (rules
+        without bonuses; the family's opponents have bonus states too: :mod:`yacht_agents.win_family`).
 
         Args:
             opponent_open: ``(N, P - 1)`` ints: each opponent's open mask (at a turn start); the opponents play
@@ -412,7 +434,19 @@ class WinAgent(Agent):
         """
         return final_win_probability(self._cdf_before, opponent_open, opponent_total)
 
-    def win_probabilities(self, roll, rolls_left, open_mask, total, opponent_open, opponent_total) -> np.ndarray:
+    def win_probabilities(
+        self,
+        roll,
+        rolls_left,
+        open_mask,
+        total,
+        opponent_open,
+        opponent_total,
+        upper=0,
+        armed=0,
+        opponent_upper=0,
+        opponent_armed=0,
+    ) -> np.ndarray:
         """Per action, the win probability if it is taken and everyone plays the base policy after.
 
         Args:
@@ -423,9 +457,15 @@ class WinAgent(Agent):
             opponent_open: ``(N, P - 1)`` ints: the opponents' open masks.
             opponent_total: ``(N, P - 1)`` ints: the opponents' totals (each at most what its filled categories
                 can score, as in a game).
+            upper: ``(N,)`` ints (or one): under the family's rules, the agent's upper subtotal capped at the
+                threshold; 0 otherwise.
+            armed: ``(N,)`` ints (or one): under the family's rules, whether its Yahtzee box holds its points.
+            opponent_upper: ``(N, P - 1)`` ints (or one): the opponents' upper subtotals, likewise.
+            opponent_armed: ``(N, P - 1)`` ints (or one): the opponents' Yahtzee boxes, likewise.
 
         Returns:
-            ``(N, 44)`` float64; ``-inf`` for illegal actions (the env's legality, canonical keeps).
+            ``(N, num_actions)`` float64; ``-inf`` for illegal actions (the env's legality, canonical keeps, the forced
+            joker's placement).
         """
         roll, rolls_left, open_mask, total = (
             np.asarray(x, dtype=np.intp).reshape(-1) for x in (roll, rolls_left, open_mask, total)
@@ -435,24 +475,36 @@ class WinAgent(Agent):
         opponent_total = np.asarray(opponent_total, dtype=np.intp).reshape(n, -1)
         # Everything but the dice and re-rolls left is fixed for a whole turn (opponents wait between turns),
         # and so is every win probability the turn's decisions read; games in the same position share them.
-        context = np.concatenate([open_mask[:, None], total[:, None], opponent_open, opponent_total], axis=1)
+        if self._family is None:
+            context = np.concatenate([open_mask[:, None], total[:, None], opponent_open, opponent_total], axis=1)
+        else:  # the turn starts' bonus states too
+            bonuses = (upper, armed, opponent_upper, opponent_armed)
+            context = self._family.contexts(open_mask, total, opponent_open, opponent_total, *bonuses)
         unique, inverse = np.unique(context, axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
-        after_pick, keep = self._context_values(unique)
+        legal = R.legal_action_mask(roll, rolls_left, R.legal_picks(self.rules, roll, open_mask), True, c)
+        wanted = None
+        if self._family is not None:  # the family computes the pick outcomes that are asked for only
+            game, box = np.nonzero(legal[:, R.PICK_OFFSET :])
+            wanted = (inverse[game], self._of_pick[roll[game], box])
+        after_pick, keep = self._context_values(unique, wanted)
         values = np.full((n, self.rules.num_actions), -np.inf)
-        values[:, R.PICK_OFFSET :] = after_pick[inverse[:, None], np.arange(c), self._score[roll]]
+        values[:, R.PICK_OFFSET :] = after_pick[inverse[:, None], self._of_pick[roll]]
         re_roll = np.flatnonzero(rolls_left > 0)
         kept = S.KEEP_PROPER[roll[re_roll]]  # (m, 32)
         values[re_roll, : R.NUM_KEEPS] = keep[inverse[re_roll, None], rolls_left[re_roll, None] - 1, kept]
-        legal = R.legal_action_mask(roll, rolls_left, open_mask, True, c)
         return np.where(legal, values, -np.inf)
 
-    def _context_values(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per context (rows of ``open_mask, total, opponents' masks, opponents' totals``), ``H`` and the keeps.
+    def _context_values(self, contexts: np.ndarray, wanted=None) -> tuple[np.ndarray, np.ndarray]:
+        """Per context (rows of ``open_mask, total, opponents' masks, opponents' totals``; under the family's rules
+        ``open_mask, bonus, total``, then the opponents' masks, bonus states and totals), ``H`` and the keeps.
 
         Returns:
-            ``(after_pick, keep)``: ``(u, C, top + 1)`` (``H_k[s]``: the win probability after scoring ``s``
-            in ``k``) and ``(u, 2, 210)`` (after keeping ``KEPT[K]`` with 1 or 2 re-rolls left).
+            ``(after_pick, keep)``: ``(u, outcomes)`` (the win probability after each pick outcome: ``H_k[s]``, box
+            ``k`` scoring ``s``, at column ``k * (top + 1) + s`` for rules without bonuses; the family's
+            :class:`~yacht_env.family_distributions.Outcomes`) and ``(u, 2, 210)`` (after keeping ``KEPT[K]`` with 1
+            or 2 re-rolls left). The family's values are computed for the pick outcomes the solver's policy takes in
+            the turn and the ``wanted`` ones (``(context, outcome)`` arrays: the decision's picks), NaN elsewhere.
 
         The contexts of the previous call are kept: the next call (the next decision of the same games)
         mostly finds them there, so a turn costs one evaluation, not one per decision.
@@ -462,22 +514,34 @@ class WinAgent(Agent):
         keys = keys.reshape(-1).tolist()
         old_index, old_pick, old_keep = self._cache
         found = np.array([old_index.get(key, -1) for key in keys], dtype=np.intp)
-        after_pick = np.empty((u, self.rules.num_categories, self._top + 1))
+        count = self._of_pick.max() + 1 if self._family is None else self._family.outcomes.count
+        after_pick = np.empty((u, count))
         keep = np.empty((u, R.MAX_ROLLS_LEFT, S.NUM_PROPER_KEPT))
         hit = found >= 0
         if hit.any():
             after_pick[hit], keep[hit] = old_pick[found[hit]], old_keep[found[hit]]
         missing = np.flatnonzero(~hit)
         p = self.table_players
-        open_mask, total = contexts[missing, 0], contexts[missing, 1]
-        opponent_open, opponent_total = contexts[missing, 2 : p + 1], contexts[missing, p + 1 :]
-        # Chunks of similar open masks: each chunk's sums run to its own largest points to come.
-        order = np.argsort(self._max_rest[open_mask], kind="stable")
-        for first in range(0, len(missing), _CHUNK):
-            at = order[first : first + _CHUNK]
-            after_pick[missing[at]], keep[missing[at]] = self._evaluate(
-                open_mask[at], total[at], opponent_open[at], opponent_total[at]
-            )
+        if self._family is not None:
+            if len(missing):
+                position = np.full(u, -1)
+                position[missing] = np.arange(len(missing))
+                new = position[wanted[0]] >= 0
+                after_pick[missing], keep[missing] = self._family.evaluate(
+                    contexts[missing], p, (position[wanted[0][new]], wanted[1][new])
+                )
+            self._family.fill(after_pick, contexts, *wanted, p)  # a known context's new picks
+        elif len(missing):
+            open_mask, total = contexts[missing, 0], contexts[missing, 1]
+            opponent_open, opponent_total = contexts[missing, 2 : p + 1], contexts[missing, p + 1 :]
+            by_box = after_pick.reshape(u, self.rules.num_categories, self._top + 1)
+            # Chunks of similar open masks: each chunk's sums run to its own largest points to come.
+            order = np.argsort(self._max_rest[open_mask], kind="stable")
+            for first in range(0, len(missing), _CHUNK):
+                at = order[first : first + _CHUNK]
+                by_box[missing[at]], keep[missing[at]] = self._evaluate(
+                    open_mask[at], total[at], opponent_open[at], opponent_total[at]
+                )
         self._cache = (dict(zip(keys, range(u), strict=True)), after_pick, keep)
         return after_pick, keep
 
@@ -517,11 +581,15 @@ class WinAgent(Agent):
         return np.where(k >= 0, value, np.take_along_axis(keep_values, self._kept[t, masks], axis=1))
 
     def _act(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        roll, rolls_left, open_mask, total, opponent_open, opponent_total = self.read(observations)
-        values = self.win_probabilities(roll, rolls_left, open_mask, total, opponent_open, opponent_total)
+        view = self.view.decode(observations)
+        state = (view.roll, view.rolls_left, view.open_mask, view.total, view.opponent_open, view.opponent_total)
+        values = self.win_probabilities(*state, **({} if self._family is None else self._family.bonuses(view)))
         values = np.where(action_masks, values, -np.inf)
         best = values.argmax(axis=1)
-        base = self.distributions.policy[rolls_left, open_mask, roll].astype(np.intp)
+        if self._family is None:
+            base = self.distributions.policy[view.rolls_left, view.open_mask, view.roll].astype(np.intp)
+        else:
+            base = self._family.base_actions(view)
         rows = np.arange(len(best))
         # Equal chances (a decided game, or a choice that cannot matter): the base policy's action (the solver's: the
         # most points).

@@ -5,8 +5,9 @@
   joker's placement, Yahtzee's runs, Yatzy's exact straights, the upper bonus's share).
 * The solo evaluation and its report: the sheet's own categories, the upper bonus rate, the Yahtzee bonus, regret
   against the solver on the family's whole state; the head to head on Yatzy.
-* What cannot play there says so in one line: the win agent and the score distributions (bonuses), a shipped
-  Yacht model. The odds policy reads the family's observation; ``train.py --rules yahtzee`` runs end to end.
+* What cannot play there says so in one line: a shipped Yacht model (the win agent plays the family:
+  ``tests/test_family_win.py``). The odds policy reads the family's observation; ``train.py --rules yahtzee`` runs
+  end to end.
 """
 
 from __future__ import annotations
@@ -174,7 +175,7 @@ def test_optimal_plays_the_solver_value_with_zero_regret(family_run):
 def test_head_to_head_on_yatzy():
     result = head_to_head([make_agent("greedy", "yatzy"), make_agent("optimal", "yatzy")], 2, 4, rules="yatzy")
     report = result.to_dict()
-    assert report["rules"] == "yatzy" and "calibration" not in report  # no score distributions with bonuses
+    assert report["rules"] == "yatzy" and "calibration" not in report  # round starts without their bonus states
     pair = report["head_to_head"]["greedy vs optimal"]
     assert pair["games"] == 16 == pair["wins_a"] + pair["wins_b"] + pair["ties"]
     assert pair["mean_margin_a"] < 0
@@ -183,35 +184,6 @@ def test_head_to_head_on_yatzy():
 # --------------------------------------------------------------------------------------------------
 # What refuses the family, in one line
 # --------------------------------------------------------------------------------------------------
-def test_the_win_agent_refuses_rules_with_bonuses():
-    message = (
-        "the win agent's exact score distributions cover rules without bonuses (Yacht's presets: 4,096 turn-start "
-        "states); yahtzee has 1,048,576 turn-start states with its bonuses (8,192 open masks x 64 upper subtotals "
-        "x 2 states of the Yahtzee box), whose distributions of 1,576 values each would take 13.2 GB and a new "
-        "recurrence; play 'optimal' there instead"
-    )
-    with pytest.raises(ValueError) as error:
-        make_agent("win", "yahtzee")
-    assert str(error.value) == message
-    with pytest.raises(ValueError, match=r"^the exact score distributions cover rules without bonuses .* yatzy has "):
-        from yacht_env.distributions import score_distributions
-
-        score_distributions("yatzy")
-
-
-def test_evaluate_script_refuses_a_win_agent_on_yatzy_in_one_line():
-    done = subprocess.run(
-        [sys.executable, "evaluate.py", "--rules", "yatzy", "--players", "2", "--agents", "greedy", "win"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("evaluate.py: error: the win agent's exact score distributions cover rules")
-    assert done.stderr.count("\n") == 1
-
-
 @pytest.mark.parametrize("preset", ["yahtzee", "yatzy"])
 def test_a_shipped_yacht_model_refuses_the_family(preset):
     pytest.importorskip("sb3_contrib")

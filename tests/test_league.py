@@ -376,7 +376,6 @@ def test_a_restored_league_has_the_same_members_weights_and_draws(tmp_path):
         ({"max_snapshots": 101}, {}, "league.max_snapshots must be an int >= 0 and <= 100"),
         ({"snapshot_share": 2}, {}, "league.snapshot_share must be null or in 0..1"),
         ({"players": 3}, {"seat": 3}, r"seat must be 'random' or an int in 0..2 \(league.players: 3\)"),
-        ({"fixed": ["win"]}, {"rules": "yahtzee"}, r"league.fixed\[0\]: the win agent's exact score distributions"),
     ],
 )
 def test_league_config_errors_are_one_line(league, changes, message):

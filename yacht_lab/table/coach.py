@@ -88,18 +88,23 @@ class Coach:
             except ValueError:  # rules the win agent's model does not cover
                 self.win = None
 
-    def win_chances(self, roll: int, rolls_left: int, open_mask: int, total: int, opponent_open, opponent_total):
+    def win_chances(
+        self, roll: int, rolls_left: int, open_mask: int, total: int, opponent_open, opponent_total, **bonuses
+    ):
         """Per action ``(num_actions,)``: the chance of finishing first (ties split) if it is taken: exact against
         perfect play, or the win agent's model (everyone plays the solver's policy after); ``None`` for a lone
         player. Opponents are listed in seat order after the player, each at a turn start (as they are during the
-        player's turn).
+        player's turn). Under the family's rules ``bonuses`` gives the bonus states (``upper``, ``armed``,
+        ``opponent_upper``, ``opponent_armed``, as :meth:`yacht_agents.win.WinAgent.win_probabilities` takes them).
         """
         if self.exact is not None:  # one opponent: a number, or a list of one (as a table lists its opponents)
             other_open, other_total = (int(np.asarray(x).reshape(-1)[0]) for x in (opponent_open, opponent_total))
             return self.exact.q_values(open_mask, other_open, total - other_total, roll, rolls_left)
         if self.win is None:
             return None
-        chances = self.win.win_probabilities(roll, rolls_left, open_mask, total, [opponent_open], [opponent_total])
+        chances = self.win.win_probabilities(
+            roll, rolls_left, open_mask, total, [opponent_open], [opponent_total], **bonuses
+        )
         return chances[0]
 
     def chances_at(self, table: TableState):
@@ -110,6 +115,14 @@ class Coach:
             return None
         seat, game = table.current, table.on_turn
         others = [table.players[(seat + j) % table.num_players] for j in range(1, table.num_players)]
+        bonuses = {}
+        if self.rules.has_bonuses:
+            bonuses = {
+                "upper": game.upper,
+                "armed": game.armed,
+                "opponent_upper": [[other.upper for other in others]],
+                "opponent_armed": [[other.armed for other in others]],
+            }
         return self.win_chances(
             game.roll,
             game.rolls_left,
@@ -117,6 +130,7 @@ class Coach:
             game.total,
             [other.open_mask for other in others],
             [other.total for other in others],
+            **bonuses,
         )
 
     def odds(self, chances, advice: Advice, roll: int) -> str:

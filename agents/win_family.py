@@ -79,12 +79,11 @@ class FamilyModel:
         """The bonus states of a table view (:class:`~yacht_env.encoding.TableView`), as
         :meth:`~yacht_agents.win.WinAgent.win_probabilities` takes them.
         """
-        zeros = np.zeros_like(view.opponent_open)  # until the table view shows the opponents' bonus progress
         return {
             "upper": view.upper,
             "armed": view.armed,
-            "opponent_upper": getattr(view, "opponent_upper", zeros),
-            "opponent_armed": getattr(view, "opponent_armed", zeros),
+            "opponent_upper": view.opponent_upper,
+            "opponent_armed": view.opponent_armed,
         }
 
     def base_actions(self, view: TableView) -> np.ndarray:

@@ -100,48 +100,61 @@ def test_win_probabilities_equal_sums_over_the_final_totals(exact, players):
         assert np.abs(values[legal] - expected[legal]).max() < 2e-6  # float32 rows, trimmed at 2^-25
 
 
-def table_observations(rules, players, roll, rolls_left, open_mask, upper, armed, total, opponent_open, opponent_total):
-    """Observations of seat 0 at ``len(roll)`` tables built as a real ``TableState`` (the envs' encoder)."""
+def table_observations(rules, roll, rolls_left, own, total, opponent, opponent_total):
+    """Observations of seat 0 at two-player tables built as a real ``TableState`` (the envs' encoder): ``own`` and
+    ``opponent`` ``(n, 3)`` the turn starts ``(open_mask, upper, armed)``."""
     n = len(roll)
-    table = TableState(rules, players, n)
-    games, rows = table.players, np.arange(n) * players
-    games.roll[rows], games.rolls_left[rows], games.open_mask[rows] = roll, rolls_left, open_mask
-    games.upper[rows], games.armed[rows], games.total[rows] = upper, armed, total
-    for j in range(1, players):
-        games.open_mask[rows + j], games.total[rows + j] = opponent_open[:, j - 1], opponent_total[:, j - 1]
-    observations = MultiplayerEncoder(rules, players).observe(table, np.zeros(n, dtype=np.intp))
-    legal = R.legal_action_mask(roll, rolls_left, R.legal_picks(rules, roll, open_mask), True, rules.num_categories)
-    return observations, legal
+    table = TableState(rules, 2, n)
+    games, rows = table.players, np.arange(n) * 2
+    games.roll[rows], games.rolls_left[rows], games.total[rows] = roll, rolls_left, total
+    games.open_mask[rows], games.upper[rows], games.armed[rows] = own.T
+    games.open_mask[rows + 1], games.upper[rows + 1], games.armed[rows + 1] = opponent.T
+    games.total[rows + 1] = opponent_total
+    observations = MultiplayerEncoder(rules, 2).observe(table, np.zeros(n, dtype=np.intp))
+    legal = R.legal_picks(rules, roll, own[:, 0])
+    return observations, R.legal_action_mask(roll, rolls_left, legal, True, rules.num_categories)
 
 
 @pytest.mark.parametrize("rules", WIN_RULES, ids=[rules.name for rules in WIN_RULES])
-def test_choices_are_legal_and_decided_games_follow_the_solver(rules):
+def test_choices_from_the_table_view_are_legal_best_and_decided_games_follow_the_solver(rules):
+    """The agent reads both players' bonus progress from the view, plays an action of the highest win probability,
+    and a decided game's the solver's way."""
     agent = WinAgent(rules, 2)
     solution = solve(rules)
     rng = np.random.default_rng(0)
     n = 600
-    reachable = np.transpose(np.nonzero(reachable_states(rules)[1:]))
-    mask, upper, armed = (reachable[rng.integers(len(reachable), size=n)] + [1, 0, 0]).T
+    reachable = np.transpose(np.nonzero(reachable_states(rules)))
+    own = reachable[reachable[:, 0] > 0][rng.integers((reachable[:, 0] > 0).sum(), size=n)]
+    opponent = reachable[rng.integers(len(reachable), size=n)]
     roll, rolls_left = rng.integers(0, R.NUM_ROLLS, n), rng.integers(0, 3, n)
+    total, opponent_total = rng.integers(0, 150, n), rng.integers(0, 150, n)
     # A third of the games decided: the opponent finished, at 0 with the agent on 150 (won), or at the largest total
     # with the agent on 0 (lost).
-    third, sixth = np.arange(n) % 3 == 0, np.arange(n) % 6 == 0
-    opponent_open = np.where(third, 0, rng.integers(1, rules.num_open_masks, n))[:, None]
-    opponent_total = np.where(third, np.where(sixth, R.max_total(rules), 0), rng.integers(0, 150, n))[:, None]
-    total = np.where(third, np.where(sixth, 0, 150), rng.integers(0, 150, n))
-    observations, legal = table_observations(
-        rules, 2, roll, rolls_left, mask, upper, armed, total, opponent_open, opponent_total
-    )
+    decided, lost = np.arange(n) % 3 == 0, np.arange(n) % 6 == 0
+    finished = reachable[reachable[:, 0] == 0]
+    opponent[decided] = finished[rng.integers(len(finished), size=decided.sum())]
+    opponent_total[decided] = np.where(lost[decided], R.max_total(rules), 0)
+    total[decided] = np.where(lost[decided], 0, 150)
+    observations, legal = table_observations(rules, roll, rolls_left, own, total, opponent, opponent_total)
     actions = agent.act(observations, legal)
     assert legal[np.arange(n), actions].all()
     values = agent.win_probabilities(
-        roll, rolls_left, mask, total, opponent_open, opponent_total, upper=upper, armed=armed
+        roll,
+        rolls_left,
+        own[:, 0],
+        total,
+        opponent[:, :1],
+        opponent_total[:, None],
+        upper=own[:, 1],
+        armed=own[:, 2],
+        opponent_upper=opponent[:, 1:2],
+        opponent_armed=opponent[:, 2:],
     )
     assert (values[np.arange(n), actions] >= values.max(axis=1) - 1e-12).all()  # it maximises its win probability
-    decided = third
     assert set(np.unique(values[decided][np.isfinite(values[decided])])) <= {0.0, 1.0}  # exactly
-    best = solution.best_action(roll, rolls_left, mask, upper, armed)
+    best = solution.best_action(roll, rolls_left, *own.T)
     assert np.array_equal(actions[decided], best[decided])  # a decided game goes the solver's way
+    assert (actions[~decided] != best[~decided]).any()
 
 
 def test_make_agent_plays_the_family():

@@ -48,6 +48,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from yacht_agents.base import Agent
+from yacht_agents.win_model import after_keeps, first_place
 from yacht_env import rules as R
 from yacht_env import solver as S
 from yacht_env.distributions import ScoreDistributions, policy_distributions, score_distributions, unsupported
@@ -60,34 +61,6 @@ _TABLE_ROWS = 512  # tables of table_win_probabilities evaluated together: (rows
 #: :func:`policy_tables` by distributions, while anything holds those (weak keys: a base policy's go with it).
 _POLICY_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _POLICY_TABLES_LOCK = threading.Lock()
-
-
-def _die_children() -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per number of kept dice ``j = 4, 3, .., 0``: the kept multisets of ``j`` dice and, per face, the one
-    with that face added (indices into ``KEPT``, whose last 252 entries are the rolls).
-    """
-    index = {kept: i for i, kept in enumerate(R.KEPT)}
-    levels = []
-    for size in range(R.NUM_DICE - 1, -1, -1):
-        parents = [i for i, kept in enumerate(R.KEPT) if len(kept) == size]
-        children = [[index[tuple(sorted((*R.KEPT[i], face)))] for face in range(1, R.NUM_FACES + 1)] for i in parents]
-        levels.append((np.array(parents, dtype=np.intp), np.array(children, dtype=np.intp)))
-    return levels
-
-
-_DIE_CHILDREN = _die_children()
-
-
-def _after_keeps(roll_values: np.ndarray, roll_as_kept: np.ndarray) -> np.ndarray:
-    """``(n, 210)``: ``roll_values @ TRANSITION[:210].T`` (the expected value after each keep), by rolling the
-    re-rolled dice one at a time: the value of keeping ``K`` is the mean over a die's faces of keeping ``K``
-    and that die. 1,260 additions per row instead of a 252 x 210 product (the transition rows are sparse).
-    """
-    values = np.empty((len(roll_values), len(R.KEPT)))
-    values[:, roll_as_kept] = roll_values
-    for parents, children in _DIE_CHILDREN:
-        values[:, parents] = values[:, children].sum(axis=2) / R.NUM_FACES
-    return values[:, : S.NUM_PROPER_KEPT]
 
 
 def cdf_before(distributions: ScoreDistributions) -> np.ndarray:
@@ -123,22 +96,6 @@ def final_win_probability(cdf: np.ndarray, opponent_open: np.ndarray, opponent_t
         less.append(below)
         equal.append(at_most - below)
     return first_place(less, equal)
-
-
-def first_place(less: list[np.ndarray], equal: list[np.ndarray]) -> np.ndarray:
-    """The probability of finishing first (ties split) on a final total, from each opponent's chances ``a_j`` of
-    finishing below it and ``b_j`` of finishing on it (equal-shape arrays, one per opponent): the integral over ``u``
-    in ``[0, 1]`` of ``prod_j (a_j + b_j u)`` (``a + b / 2`` for one opponent).
-    """
-    if len(less) == 1:  # the common case, without the polynomial
-        return less[0] + 0.5 * equal[0]
-    coefficients = np.ones((*less[0].shape, 1))  # of prod_j (a_j + b_j u), lowest degree first
-    for a, b in zip(less, equal, strict=True):
-        grown = np.zeros((*a.shape, coefficients.shape[-1] + 1))
-        grown[..., :-1] += coefficients * a[..., None]
-        grown[..., 1:] += coefficients * b[..., None]
-        coefficients = grown
-    return coefficients @ (1.0 / np.arange(1, coefficients.shape[-1] + 1))
 
 
 def policy_tables(distributions: ScoreDistributions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -562,8 +519,8 @@ class WinAgent(Agent):
             after_pick[:, k, scores] = np.einsum("ny,nsy->ns", rest[:, k], windows[:, scores])
         keep = np.empty((n, R.MAX_ROLLS_LEFT, S.NUM_PROPER_KEPT))
         rows = np.arange(n)[:, None]
-        keep[:, 0] = _after_keeps(self._turn(after_pick, rows, open_mask, 0, None), self._roll_as_kept)
-        keep[:, 1] = _after_keeps(self._turn(after_pick, rows, open_mask, 1, keep[:, 0]), self._roll_as_kept)
+        keep[:, 0] = after_keeps(self._turn(after_pick, rows, open_mask, 0, None), self._roll_as_kept)
+        keep[:, 1] = after_keeps(self._turn(after_pick, rows, open_mask, 1, keep[:, 0]), self._roll_as_kept)
         return after_pick, keep
 
     def _turn(

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from yacht_agents.win import _after_keeps, first_place
+from yacht_agents.win_model import after_keeps, first_place
 from yacht_env import rules as R
 from yacht_env import solver as S
 from yacht_env.encoding import TableView
@@ -125,7 +125,7 @@ class FamilyModel:
         index = np.arange(n)[:, None]
         value = after_pick[index, taken[:, 0]]  # (n, 252): no re-roll left, the solver's pick
         for t in range(1, R.ROLLS_PER_TURN):
-            keep[:, t - 1] = _after_keeps(value, self._roll_as_kept)
+            keep[:, t - 1] = after_keeps(value, self._roll_as_kept)
             if t == R.MAX_ROLLS_LEFT:
                 break
             kept = S.KEEP_PROPER[self._rolls, np.where(taken[:, t] < 0, actions[:, t], 0)]

@@ -433,10 +433,10 @@ class FamilyDistributions:
         Raises:
             ValueError: a state out of range, or one no game reaches (as :meth:`~yacht_env.solver.Solution.q_values`).
         """
-        open_mask = S._check_state_array(
+        open_mask = S.check_state_array(
             "open_mask", open_mask, 0, self.rules.all_open, f"a {self.rules.num_categories}-bit mask of the open boxes"
         )
-        upper, armed = S._check_bonus_states(self.rules, upper, armed)
+        upper, armed = S.check_bonus_states(self.rules, upper, armed)
         open_mask, upper, armed = np.broadcast_arrays(open_mask, upper, armed)
         rows = self.ids[open_mask, upper, armed]
         if (rows < 0).any():

@@ -143,7 +143,10 @@ def _solve_arrays(rules: R.Rules) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------------------------------
 # The solution and its queries
 # --------------------------------------------------------------------------------------------------
-def _check_state_array(name: str, value: object, low: int, high: int, what: str) -> np.ndarray:
+def check_state_array(name: str, value: object, low: int, high: int, what: str) -> np.ndarray:
+    """``value`` as an ``intp`` array of ints in ``low..high``, or one ``ValueError`` naming ``name``, the first bad
+    value and ``what`` the values are.
+    """
     array = np.asarray(value)
     if not np.issubdtype(array.dtype, np.integer):
         shown = f"{value!r} of " if array.ndim == 0 else "an array of "
@@ -158,9 +161,9 @@ def check_states(rules: R.Rules, roll, rolls_left, open_mask) -> tuple[np.ndarra
     """``(roll, rolls_left, open_mask)`` as broadcast ``intp`` arrays, each checked against ``rules`` (at least one
     category open): one ``ValueError`` naming the first bad value.
     """
-    roll = _check_state_array("roll", roll, 0, R.NUM_ROLLS - 1, "a sorted-roll index, see rules.roll_index")
-    rolls_left = _check_state_array("rolls_left", rolls_left, 0, R.MAX_ROLLS_LEFT, "re-rolls left this turn")
-    open_mask = _check_state_array(
+    roll = check_state_array("roll", roll, 0, R.NUM_ROLLS - 1, "a sorted-roll index, see rules.roll_index")
+    rolls_left = check_state_array("rolls_left", rolls_left, 0, R.MAX_ROLLS_LEFT, "re-rolls left this turn")
+    open_mask = check_state_array(
         "open_mask",
         open_mask,
         1,
@@ -176,7 +179,7 @@ def check_states(rules: R.Rules, roll, rolls_left, open_mask) -> tuple[np.ndarra
         ) from None
 
 
-def _check_bonus_states(rules: R.Rules, upper, armed) -> tuple[np.ndarray, np.ndarray]:
+def check_bonus_states(rules: R.Rules, upper, armed) -> tuple[np.ndarray, np.ndarray]:
     """``upper`` and ``armed`` as intp arrays, always 0 where the rules do not track them (``rules.bonus_shape``)."""
     uppers, armed_states = rules.bonus_shape
     checked = []
@@ -189,7 +192,7 @@ def _check_bonus_states(rules: R.Rules, upper, armed) -> tuple[np.ndarray, np.nd
         if size == 1 and np.issubdtype(array.dtype, np.integer) and array.any():
             bad = array[array != 0].ravel()[0]
             raise ValueError(f"{name} must be 0: rules {rules.name!r} have {absent}, got {bad}")
-        checked.append(_check_state_array(name, array, 0, size - 1, what))
+        checked.append(check_state_array(name, array, 0, size - 1, what))
     return checked[0], checked[1]
 
 
@@ -253,7 +256,7 @@ class Solution:
         """
         rules = self.rules
         roll, rolls_left, open_mask = check_states(rules, roll, rolls_left, open_mask)
-        upper, armed = _check_bonus_states(rules, upper, armed)
+        upper, armed = check_bonus_states(rules, upper, armed)
         try:
             roll, rolls_left, open_mask, upper, armed = np.broadcast_arrays(roll, rolls_left, open_mask, upper, armed)
         except ValueError:

@@ -8,9 +8,10 @@ mask. Under the family's rules a turn start is ``(open_mask, upper, armed)`` (:m
 
 * the solver's action at every ``(state, roll, rolls_left)`` (:func:`solver_actions`: exactly
   :meth:`~yacht_env.solver.Solution.best_action`, ties to the smallest action, from the same float operations);
-* the turn run forwards under it (:func:`yacht_env.distributions.turn_ends`): the probability ``W[s, o]`` that the
-  turn from state ``s`` ends in pick outcome ``o`` (:class:`Outcomes`: a box and a class of rolls that score alike
-  there, or a five of a kind, which carries the joker and the Yahtzee bonus);
+* the turn run forwards under it (:func:`turn_ends`, Yacht's forward run laid out by rows, re-rolled one die at a
+  time): the probability ``W[s, o]`` that the turn from state ``s`` ends in pick outcome ``o`` (:class:`Outcomes`: a
+  box and a class of rolls that score alike there, or a five of a kind, which carries the joker and the Yahtzee
+  bonus);
 * ``D[s] = sum over o of W[s, o] * (D[next(s, o)] shifted by points(s, o))``, where the outcome's points include the
   bonuses it earns and ``next`` is the state it leaves: one level below, so two levels are held at a time.
 
@@ -19,15 +20,27 @@ over a trimmed support: from the first ``x`` where the exact (float64) value rea
 passes ``1 - 2^-25`` (stored as exactly 1). So every stored value is within ``2^-24`` of the exact one, and the tails
 cut off (a handful of Yahtzee bonuses more than the last stored total) hold less than ``2^-25`` each. Rows are
 stored one after the other, a level at a time (states ordered by their number of open boxes, then by ``open_mask,
-upper, armed``): ``offset[i]`` (the first ``x`` stored) and ``length[i]`` per state, one flat float32 array. On disk
-that array is a raw little-endian file beside the solver's cache, memory-mapped on load, so a process holds only
-the rows it reads; a small ``.npz`` holds the index, the key, the data file's size and checksum. See
-:class:`FamilyDistributions` for the figures.
+upper, armed``): ``offset[i]`` (the first ``x`` stored) and ``length[i]`` per state, one flat float32 array; beside
+it the solver's policy, ``(states, 3, 252)`` uint8, which a player needs at every roll of its turn. On disk both are
+raw little-endian files beside the solver's cache (``<name>-dist-<key>.cdf`` and ``.policy``), memory-mapped on load,
+so a process holds only the rows it reads; the ``.npz`` beside them holds the index, the key and each data file's
+size and checksum, and is written last (:func:`load` checks them all).
+
+Figures (this project's shared 2-core machine; the build's CPU time on two threads, its peak memory):
+
+=============  =========  ==========  =====================  =========  ======
+preset         states     values      files (cdf + policy)   build CPU  peak
+=============  =========  ==========  =====================  =========  ======
+``yahtzee``    536,448    240.6 M     963 MB + 406 MB        62 s       2.6 GB
+``yatzy``      1,430,528  237.6 M     951 MB + 1,082 MB      89 s       2.6 GB
+``clubhouse``  178,816    26.0 M      104 MB + 135 MB        11 s       0.5 GB
+=============  =========  ==========  =====================  =========  ======
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -119,12 +132,10 @@ class Outcomes:
         return points, (open_mask & ~self.bits[:, None]) * width + lead
 
 
+@functools.cache
 def outcomes_for(rules: R.Rules) -> Outcomes:
     """The :class:`Outcomes` of ``rules``, built once per rules."""
-    return _OUTCOMES.setdefault(rules, Outcomes(picks_for(rules))) if rules not in _OUTCOMES else _OUTCOMES[rules]
-
-
-_OUTCOMES: dict[R.Rules, Outcomes] = {}
+    return Outcomes(picks_for(rules))
 
 
 def _keep_slots() -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:

@@ -18,6 +18,7 @@ a turn start of its own. So for a context (the agent's turn start and total, eac
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -35,6 +36,14 @@ _THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity
 _PAIR_VALUES = 1 << 21  # pair x column values gathered at once: ~16 MB per array
 
 
+@functools.lru_cache(maxsize=4)
+def _below(longest: int) -> np.ndarray:
+    """``(longest + 1, longest)`` float32, read only: row ``c`` is 1 in the columns below ``c``, 0 from ``c`` on."""
+    below = np.tril(np.ones((longest + 1, longest), dtype=np.float32), -1)
+    below.flags.writeable = False
+    return below
+
+
 class FamilyModel:
     """A :class:`~yacht_agents.win.WinAgent`'s values under a family's rules, per context.
 
@@ -49,15 +58,13 @@ class FamilyModel:
         self.outcomes = distributions.outcomes
         self.of_pick = self.outcomes.of_pick.astype(np.intp)
         self.bonus_width = self.outcomes.picks.width
-        self._rows = distributions.ids.reshape(-1).astype(np.intp)  # flat state open_mask * width + bonus -> row
-        self._offset = distributions.offset.astype(np.intp)
-        self._length = distributions.length.astype(np.intp)
-        self._start = distributions.start
+        # The distributions' own arrays, read only and shared by every agent over them (no copies).
+        self._rows = distributions.ids.reshape(-1)  # flat state open_mask * width + bonus -> row
+        self._offset, self._length, self._start = distributions.offset, distributions.length, distributions.start
         self._cdf = distributions.cdf
         self._roll_as_kept = R.KEEP[:, R.KEEP_ALL].astype(np.intp)
         self._rolls = np.arange(R.NUM_ROLLS)
-        longest = int(self._length.max())
-        self._below = np.tril(np.ones((longest + 1, longest), dtype=np.float32), -1)  # row c: 1 in columns below c
+        self._below = _below(int(self._length.max()))
 
     def row(self, open_mask: np.ndarray, bonus: np.ndarray) -> np.ndarray:
         """The distributions' rows of turn starts ``(open_mask, bonus)`` (``bonus = upper * armed_states + armed``)."""

@@ -23,9 +23,10 @@ the dice of ``game_streams(seed, [g])`` for every agent, so same arguments give 
 Every preset plays: Yacht's (``standard``, ``classic``, ``knizia``) and the family's (``yahtzee``,
 ``yahtzee_forced_joker``, ``yahtzee_no_joker``, ``yahtzee_no_bonus``, ``yatzy``, ``clubhouse``), whose reports list
 their own sheet and add the share of games that earn the upper bonus and the mean Yahtzee bonus (JSON
-``upper_bonus_rate``, ``yahtzee_bonus_mean``; Yacht's reports are unchanged). The ``win`` agent and the head to
-head's calibration of its model need score distributions, which exist for Yacht's presets only: ``win`` on the
-family is refused in one line, and the family's head to head has no calibration.
+``upper_bonus_rate``, ``yahtzee_bonus_mean``; Yacht's reports are unchanged). The ``win`` agent plays them all (its
+score distributions under the family's rules are built into the cache on their first use, about a minute of CPU for
+Yahtzee); the family's head to head has no calibration of its model (the recorded round starts lack the bonus
+states).
 
 ``--record PATH`` writes every decision of the games (the dice, the state, the action, the solver's best action and
 the regret) as JSON Lines (:mod:`yacht_lab.table.record`), which ``yacht-web --replay PATH`` steps through; each game's

@@ -66,8 +66,10 @@ _READ_BLOCK = 1 << 24  # bytes per read when the data file's checksum is verifie
 # --------------------------------------------------------------------------------------------------
 # The states and the pick outcomes
 # --------------------------------------------------------------------------------------------------
+@functools.cache
 def state_ids(rules: R.Rules) -> np.ndarray:
-    """``(num_open_masks, *bonus_shape)`` int32: each reachable turn start's row in the store, -1 where no game goes.
+    """``(num_open_masks, *bonus_shape)`` int32, read only: each reachable turn start's row in the store, -1 where no
+    game goes (built once per rules).
 
     Rows go by the number of open boxes, then by ``(open_mask, upper, armed)``, so a level is a run of rows.
     """

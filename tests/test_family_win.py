@@ -209,3 +209,20 @@ def test_the_versus_env_seats_the_win_agent_on_both_sides():
         assert terminated and not truncated and reward in (-1.0, 0.0, 1.0) and steps >= 12
         assert (info["totals"] > 0).all()
         env.close()
+
+
+def test_the_win_agent_benchmark_on_a_family_preset():
+    """benchmarks/win_agent.py --rules: a row per table size with its speed per second and per CPU-second; a base
+    policy on the family's rules is one line, exit 2."""
+    import json
+
+    command = [sys.executable, str(REPO / "benchmarks" / "win_agent.py"), "--rules", "clubhouse", "--players", "2"]
+    done = subprocess.run([*command, "--deals", "20"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    text, row = done.stdout.splitlines()
+    assert text.startswith("clubhouse: 2 players, 80 games: win share ") and "per CPU-second" in text
+    row = json.loads(row)
+    assert row["rules"] == "clubhouse" and row["games"] == 80 and row["games_per_cpu_second"] > 0
+    bad = subprocess.run([*command, "--deals", "20", "--base", "greedy"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert bad.stderr.endswith("--base and --last-turns play rules without bonuses; clubhouse has bonuses\n")

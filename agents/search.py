@@ -1,394 +1,46 @@
 """``search:PATH``: a learned value of the turn's end, and the exact expectimax over the agent's own dice.
 
-A network ``V`` values the *afterstate* of a turn, the sheets once the pick is made and before anyone rolls again:
+The value ``V`` of a turn's afterstate (the sheets once the pick is made, before anyone rolls again) is a network of
+:mod:`yacht_agents.search_value`: solo the points still to come, at a table the mover's chance to finish first. It
+sees nothing of a solver, and it was trained on its own games (:mod:`yacht_lab.training.search`). Each decision is the
+exact expectimax over the rest of the turn, from the rules alone (the dice's odds and the scoring of
+:func:`yacht_env.rules.pick_outcome`): a pick is worth its points plus ``V`` of its afterstate (solo) or ``V`` of its
+afterstate (at a table), and a keep the mean over the re-rolled dice of the best that follows
+(:func:`yacht_env.turn_rows.turn_values`' passes). Everything the turn's decisions read depends only on the turn's
+*context* (the sheets and totals, fixed for a whole turn), so :class:`TurnPlanner` computes it once per distinct
+context of a batch of games: ``V`` once per distinct afterstate of the batch, never per roll, then the whole turn's
+keeps. The agent keeps the last call's contexts, so a turn costs one plan, not three.
 
-* solo, the points still to come (an open mask, the upper subtotal capped at the bonus threshold, whether the
-  Yahtzee box holds its points; every box filled: exactly 0);
-* at a table of ``P``, the chance that the mover finishes first (a tie among ``m`` leaders counts ``1 / m``), from
-  what the table view shows: its own sheet, bonus progress and total, and each opponent's open mask, bonus progress
-  and total in seat order after it (every sheet filled: exactly the game's result). A table network may carry a solo
-  network of its own (``solo_net_arch``: a ``search:`` solo model, learned from its own solo games): its estimate of
-  every sheet's points still to come is then part of the input, so ``V`` reads the race's expected margins.
-
-It sees nothing of a solver: its inputs are the sheets (:func:`features`), and it was trained on its own games
-(:mod:`yacht_lab.training.search`). Each decision is the exact expectimax over the rest of the turn, from the rules
-alone (the dice's odds and the scoring of :func:`yacht_env.rules.pick_outcome`): a pick is worth its points plus
-``V`` of its afterstate (solo) or ``V`` of its afterstate (at a table), and a keep the mean over the re-rolled dice
-of the best that follows (:func:`yacht_env.turn_rows.turn_values`' passes). Everything the turn's decisions read
-depends only on the turn's *context* (the sheets and totals, fixed for a whole turn), so :class:`TurnPlanner`
-computes it once per distinct context of a batch of games: ``V`` once per distinct afterstate of a context (a
-category and what it earns), never per roll, then the whole turn's keeps. The agent keeps the last call's contexts,
-so a turn costs one plan, not three.
-
-Inference is plain numpy: the network's weights are a ``.npz`` of float32 arrays and a ``.json`` beside it (the
-rules, the table size, the layer widths), read through the one bounded reader, :mod:`yacht_agents.archive`. A
-``search:PATH`` spec names the ``.npz``, a run folder (its ``model.npz``) or a shipped model (``search:standard``,
+A ``search:PATH`` spec names the ``.npz``, a run folder (its ``model.npz``) or a shipped model (``search:standard``,
 ``models/search_standard.npz``).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from yacht_agents.archive import (
-    READ_ERRORS,
-    Refused,
-    missing_npz,
-    npz_model_path,
-    open_zip,
-    read_arrays,
-    read_spec_json,
-    shipped_npz,
-)
 from yacht_agents.base import Agent
+from yacht_agents.search_value import (
+    FEATURE_VERSIONS,
+    FORMAT,
+    POINTS_SCALE,
+    ValueNetwork,
+    ValueSpec,
+    feature_size,
+    features,
+    layer_shapes,
+    load_value,
+    resolve_value,
+    save_value,
+)
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
 from yacht_env.turn_rows import FIRST_ROLL, KEEP_PROPER, KEPT_ROW, ROLL_ORDER, best_keeps, expected_keeps
 
-FORMAT = "yacht-rl search value 1"
-#: The input encodings (:func:`features`): 1 shows the opponents' open masks and totals only; 2 (every new network)
-#: adds each opponent's bonus progress and, with a solo network, every sheet's points to come.
-FEATURE_VERSIONS = (1, 2)
-MAX_PLAYERS = 10
-MAX_LAYERS = 8
-MAX_LAYER_WIDTH = 2048
-#: The most a value network's ``.npz`` may expand to, and its members (two per layer).
-MAX_VALUE_BYTES = 64 * 2**20
-MAX_VALUE_MEMBERS = 4 * (MAX_LAYERS + 1)  # the network's layers and its solo network's
-#: Points in one unit of the network's output (solo) and of its total inputs.
-POINTS_SCALE = 100.0
 _CHUNK = 1024  # contexts planned together: bounds the (contexts, 252, C) pick arrays to ~30 MB
-
-
-class ValueSpec(NamedTuple):
-    """What a saved value network is (its ``.json``): the rules, the table size (1: solo), the hidden widths, the
-    input encoding (:data:`FEATURE_VERSIONS`) and the hidden widths of the solo network it carries (empty: none).
-    """
-
-    rules: str
-    players: int
-    net_arch: tuple[int, ...]
-    features: int = 1
-    solo_net_arch: tuple[int, ...] = ()
-
-    @property
-    def solo_spec(self) -> ValueSpec | None:
-        """The spec of the solo network this one carries, if any."""
-        return ValueSpec(self.rules, 1, self.solo_net_arch) if self.solo_net_arch else None
-
-
-def feature_size(rules: R.Rules, players: int, version: int = 1, to_come: bool = False) -> int:
-    """The length of :func:`features`' rows."""
-    bonus = (rules.upper_bonus > 0) + (rules.yahtzee_bonus > 0)
-    own = rules.num_categories + 1 + bonus
-    if players == 1:
-        return own
-    opponent = rules.num_categories + 1 + (bonus + to_come if version > 1 else 0)
-    return own + 1 + (version > 1 and to_come) + (players - 1) * opponent
-
-
-def features(
-    rules: R.Rules,
-    players: int,
-    own: tuple,
-    opponents: tuple | None = None,
-    version: int = 1,
-    to_come=None,
-) -> np.ndarray:
-    """``(m, feature_size)`` float32: afterstates as the network sees them.
-
-    Args:
-        rules: The game.
-        players: The table (1: solo).
-        own: ``(open_mask, upper, armed, total)``, ``(m,)`` ints each: the mover's sheet after its pick (``total``
-            is not read solo: the points to come do not depend on it).
-        opponents: At a table, ``(open_masks, uppers, armeds, totals)``, ``(m, P - 1)`` ints each, in seat order after
-            the mover.
-        version: The encoding (:data:`FEATURE_VERSIONS`): 1 reads the opponents' open masks and totals only.
-        to_come: With ``version`` 2, ``(open_mask, upper, armed) -> points to come`` (a solo network's estimate,
-            :meth:`ValueNetwork.to_come`), or ``None``.
-
-    Per row: the mover's open boxes, the fraction open, its upper subtotal / threshold and Yahtzee box (rules with
-    them); at a table its total / 100 (and its points to come / 100), then per opponent its open boxes and its lead
-    (total minus the mover's) / 100, and, version 2, its upper subtotal, Yahtzee box and expected lead (total plus
-    points to come, minus the mover's) / 100.
-    """
-    open_mask, upper, armed, total = (np.asarray(x) for x in own)
-    c = rules.num_categories
-    bits = R.open_bits(c).astype(np.float32)
-
-    def bonus(upper, armed) -> list:
-        parts = []
-        if rules.upper_bonus:
-            parts.append((upper / rules.upper_bonus_threshold)[..., None])
-        if rules.yahtzee_bonus:
-            parts.append(np.asarray(armed, dtype=np.float32)[..., None])
-        return parts
-
-    parts = [bits[open_mask], (bits[open_mask].sum(axis=1, keepdims=True) / c), *bonus(upper, armed)]
-    if players > 1:
-        opponent_open, opponent_upper, opponent_armed, opponent_total = (np.asarray(x) for x in opponents)
-        parts.append((total / POINTS_SCALE)[:, None])
-        expected = None
-        if version > 1 and to_come is not None:
-            expected = total + to_come(open_mask, upper, armed)
-            parts.append((expected - total)[:, None] / POINTS_SCALE)
-        for j in range(players - 1):
-            parts += [bits[opponent_open[:, j]], ((opponent_total[:, j] - total) / POINTS_SCALE)[:, None]]
-            if version > 1:
-                parts += bonus(opponent_upper[:, j], opponent_armed[:, j])
-                if expected is not None:
-                    theirs = opponent_total[:, j] + to_come(
-                        opponent_open[:, j], opponent_upper[:, j], opponent_armed[:, j]
-                    )
-                    parts.append(((theirs - expected) / POINTS_SCALE)[:, None])
-    return np.concatenate([np.asarray(p, dtype=np.float32) for p in parts], axis=1)
-
-
-class ValueNetwork:
-    """The network ``V`` in numpy: relu hidden layers, one output (solo: points / :data:`POINTS_SCALE`; at a table:
-    a logit, through a sigmoid).
-
-    Args:
-        spec: Its :class:`ValueSpec`.
-        layers: ``[(w, b), ...]`` float32, ``w`` ``(in, out)``; the last layer's ``out`` is 1.
-        solo: The solo network it carries (``spec.solo_net_arch``), or ``None``.
-    """
-
-    def __init__(
-        self, spec: ValueSpec, layers: list[tuple[np.ndarray, np.ndarray]], solo: ValueNetwork | None = None
-    ) -> None:
-        self.spec, self.layers, self.solo = spec, layers, solo
-        self.rules = R.get_rules(spec.rules)
-        if (solo is None) != (not spec.solo_net_arch) or (solo is not None and solo.spec != spec.solo_spec):
-            raise ValueError(f"the solo network does not fit the spec {spec}")
-        self._to_come: np.ndarray | None = None  # the solo network's points to come by sheet, filled as asked
-
-    def __call__(self, x: np.ndarray, exact: bool = False) -> np.ndarray:
-        """``(m,)`` float64: the values of feature rows ``x`` (points solo, a win chance at a table).
-
-        The products run on one BLAS thread. ``exact``: in float64 (the float32 weights exactly), each value then
-        rounded to float32, so that a row's value does not depend on the thread count nor on the rows beside it in
-        ``x`` (float32 products do, in their last bits: a matrix product's blocking differs with the batch).
-        """
-        layers = self.layers
-        if exact:
-            if not hasattr(self, "_exact_layers"):
-                self._exact_layers = [(w.astype(np.float64), b.astype(np.float64)) for w, b in self.layers]
-            layers, x = self._exact_layers, np.asarray(x, dtype=np.float64)
-        with _one_blas_thread():
-            h = x
-            for w, b in layers[:-1]:
-                h = h @ w
-                h += b
-                np.maximum(h, 0.0, out=h)
-            w, b = layers[-1]
-            out = (h @ w + b)[:, 0]
-        if self.spec.players > 1:
-            out = 1.0 / (1.0 + np.exp(-np.clip(out.astype(np.float64), -60.0, 60.0)))
-        else:
-            out = out.astype(np.float64) * POINTS_SCALE
-        return out.astype(np.float32).astype(np.float64) if exact else out
-
-    def features(self, own: tuple, opponents: tuple | None = None) -> np.ndarray:
-        """:func:`features` of afterstates in this network's encoding (its solo network's points to come included)."""
-        to_come = self.solo.to_come if self.solo is not None else None
-        return features(self.rules, self.spec.players, own, opponents, self.spec.features, to_come)
-
-    def values(self, own: tuple, opponents: tuple | None = None, exact: bool = False) -> np.ndarray:
-        """``(m,)``: ``V`` of afterstates (:func:`features`' arguments; ``exact`` as :meth:`__call__`)."""
-        return self(self.features(own, opponents), exact)
-
-    def to_come(self, open_mask: np.ndarray, upper: np.ndarray, armed: np.ndarray) -> np.ndarray:
-        """A solo network's points still to come of sheets (``(m,)`` each; every box filled: 0), each sheet valued
-        once and kept: a sheet is ``open_mask`` (``2 ** C``), ``upper`` and ``armed`` (:attr:`Rules.bonus_shape`).
-        """
-        if self.spec.players != 1:
-            raise ValueError("only a solo network values the points to come")
-        uppers, armeds = self.rules.bonus_shape
-        if self._to_come is None:
-            self._to_come = np.full((1 << self.rules.num_categories) * uppers * armeds, np.nan)
-        index = (np.asarray(open_mask, dtype=np.intp) * uppers + upper) * armeds + armed
-        missing = np.unique(index[np.isnan(self._to_come[index])])
-        if len(missing):
-            o, rest = np.divmod(missing, uppers * armeds)
-            u, a = np.divmod(rest, armeds)
-            values = np.zeros(len(missing))
-            playing = o != 0
-            if playing.any():
-                own = (o[playing], u[playing], a[playing], np.zeros(int(playing.sum()), dtype=np.intp))
-                values[playing] = self(features(self.rules, 1, own), exact=True)
-            self._to_come[missing] = values
-        return self._to_come[index]
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The weights as named arrays (``w0``, ``b0``, ...; the solo network's ``solo_w0``, ...)."""
-        out = {}
-        for i, (w, b) in enumerate(self.layers):
-            out[f"w{i}"], out[f"b{i}"] = w, b
-        if self.solo is not None:
-            out.update({f"solo_{k}": v for k, v in self.solo.arrays().items()})
-        return out
-
-
-_BLAS = []
-
-
-def _one_blas_thread():
-    """A context in which numpy's BLAS runs on one thread: a matrix product's sums then run in one order whatever
-    the process's thread settings (``OPENBLAS_NUM_THREADS``, ...), so the agent's figures reproduce to the digit.
-    """
-    if not _BLAS:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
-
-
-def layer_shapes(spec: ValueSpec) -> list[tuple[int, int]]:
-    """``(in, out)`` of each layer of ``spec``'s network."""
-    rules = R.get_rules(spec.rules)
-    widths = [feature_size(rules, spec.players, spec.features, bool(spec.solo_net_arch)), *spec.net_arch, 1]
-    return list(zip(widths[:-1], widths[1:], strict=True))
-
-
-def save_value(path: str | Path, network: ValueNetwork) -> Path:
-    """Writes ``path`` (``.npz``, the weights) and the ``.json`` beside it, each atomically; returns the ``.npz``."""
-    from yacht_env.util import atomic_output
-
-    path = Path(path).with_suffix(".npz")
-    spec = network.spec
-    meta = {"format": FORMAT, "rules": spec.rules, "players": spec.players, "net_arch": list(spec.net_arch)}
-    if spec.features > 1:  # version 1 files name no encoding: they stay readable by older releases
-        meta.update(features=spec.features, solo_net_arch=list(spec.solo_net_arch))
-    with atomic_output(path.with_suffix(".json")) as temp:
-        Path(temp).write_text(json.dumps(meta, indent=2) + "\n")
-    with atomic_output(path) as temp, open(temp, "wb") as file:
-        np.savez(file, **network.arrays())
-    return path
-
-
-def resolve_value(path: str | Path) -> Path:
-    """The ``.npz`` a ``search:PATH`` spec names: the file, a run folder's ``model.npz``, or a shipped model's name
-    (``standard`` is ``models/search_standard.npz``).
-
-    Raises:
-        ValueError: nothing there, or a path that cannot be looked up.
-    """
-    text = str(path)
-    path = shipped_npz(text, "search_") or path
-    try:
-        path, found = npz_model_path(path)
-    except Refused as error:
-        raise ValueError(f"no search model at {text!r}: {error}") from None
-    if not found:
-        raise ValueError(f"no search model at {text!r}: {missing_npz(text, 'search', 'search_')}")
-    return path
-
-
-def load_value(path: str | Path) -> ValueNetwork:
-    """The network saved at ``path`` (:func:`resolve_value`): its spec's every field checked, the arrays bounded
-    before they are read, their names and shapes the spec's, finite float32 values.
-
-    Raises:
-        ValueError: ``cannot read the search model '<path>': <why>``.
-    """
-    path = resolve_value(path)
-    try:
-        spec = _read_spec(path.with_suffix(".json"))
-        with open_zip(path, what="a search model", max_bytes=MAX_VALUE_BYTES, max_members=MAX_VALUE_MEMBERS) as zf:
-            arrays = read_arrays(zf, kinds="f")
-        shapes = layer_shapes(spec)
-        solo_shapes = layer_shapes(spec.solo_spec) if spec.solo_spec else []
-        expected = {
-            f"{prefix}{p}{i}": s
-            for prefix, layer_list in (("", shapes), ("solo_", solo_shapes))
-            for i, (a, b) in enumerate(layer_list)
-            for p, s in (("w", (a, b)), ("b", (b,)))
-        }
-        if set(arrays) != set(expected):
-            raise Refused(f"its arrays {sorted(arrays)[:6]} are not the spec's network's {sorted(expected)[:6]}")
-        with np.errstate(over="ignore", invalid="ignore"):  # a float64 1e300 is inf as float32: refused below
-            arrays = {name: array.astype(np.float32) for name, array in arrays.items()}
-        for name, shape in expected.items():
-            if arrays[name].shape != shape or not np.isfinite(arrays[name]).all():
-                raise Refused(f"its {name!r} is not a finite {shape} float32 array")
-
-        def layers(prefix: str, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
-            return [(arrays[f"{prefix}w{i}"], arrays[f"{prefix}b{i}"]) for i in range(count)]
-
-        solo = ValueNetwork(spec.solo_spec, layers("solo_", len(solo_shapes))) if spec.solo_spec else None
-        network = ValueNetwork(spec, layers("", len(shapes)), solo)
-        for checked in (network, solo):
-            if checked is not None:
-                _probe(checked)
-    except Refused as error:
-        raise ValueError(f"cannot read the search model {str(path)!r}: {error}") from None
-    except READ_ERRORS as error:
-        detail = " ".join(str(error).split())[:200] or type(error).__name__
-        raise ValueError(f"cannot read the search model {str(path)!r}: not a readable .npz ({detail})") from None
-    return network
-
-
-#: Inputs of the probe every loaded network is run on: features lie in [0, 1], totals and leads (in units of
-#: :data:`POINTS_SCALE`) within +-16.
-_PROBE_RANGE = 16.0
-
-
-def _probe(network: ValueNetwork) -> None:
-    """Refuses weights, finite each, that overflow float32 on the way through: on a probe batch (zeros, ones, and
-    seeded rows in +-:data:`_PROBE_RANGE`) every layer's output and the network's value must be finite.
-    """
-    layers = network.layers
-    width = layers[0][0].shape[0]
-    rows = np.random.default_rng(0).uniform(-_PROBE_RANGE, _PROBE_RANGE, (62, width))
-    h = np.concatenate([np.zeros((1, width)), np.ones((1, width)), rows]).astype(np.float32)
-    x = h
-    with np.errstate(over="ignore", invalid="ignore"):
-        for i, (w, b) in enumerate(layers):
-            h = h @ w + b
-            if not np.isfinite(h).all():
-                raise Refused(f"its layer {i} overflows float32 on a probe of inputs within +-{_PROBE_RANGE:g}")
-            if i < len(layers) - 1:
-                h = np.maximum(h, 0.0)
-        if not np.isfinite(network(x)).all():
-            raise Refused("its value is not finite on a probe of inputs")
-
-
-def _read_spec(path: Path) -> ValueSpec:
-    meta = read_spec_json(path, FORMAT)
-    required = {"format", "rules", "players", "net_arch"}
-    if not (required <= set(meta) <= {*required, "features", "solo_net_arch"}):
-        raise Refused(f"its {path.name} is not a {FORMAT!r} file")
-    rules, players, arch = meta["rules"], meta["players"], meta["net_arch"]
-    version, solo_arch = meta.get("features", 1), meta.get("solo_net_arch", [])
-    if not (isinstance(rules, str) and rules in R.PRESETS):
-        raise Refused(f"its {path.name}'s rules {json.dumps(rules)[:40]} is not a preset")
-    if not (type(players) is int and 1 <= players <= MAX_PLAYERS):
-        raise Refused(f"its {path.name}'s players is not an int in 1..{MAX_PLAYERS}")
-    if not (
-        isinstance(arch, list)
-        and 1 <= len(arch) <= MAX_LAYERS
-        and all(type(w) is int and 1 <= w <= MAX_LAYER_WIDTH for w in arch)
-    ):
-        raise Refused(f"its {path.name}'s net_arch is not 1..{MAX_LAYERS} widths of 1..{MAX_LAYER_WIDTH}")
-    if not (type(version) is int and version in FEATURE_VERSIONS):
-        raise Refused(f"its {path.name}'s features is not one of {list(FEATURE_VERSIONS)}")
-    if not (
-        isinstance(solo_arch, list)
-        and len(solo_arch) <= MAX_LAYERS
-        and all(type(w) is int and 1 <= w <= MAX_LAYER_WIDTH for w in solo_arch)
-        and (not solo_arch or (players > 1 and version > 1))
-    ):
-        raise Refused(
-            f"its {path.name}'s solo_net_arch is not 0..{MAX_LAYERS} widths of 1..{MAX_LAYER_WIDTH} "
-            "(a table network's of features 2)"
-        )
-    return ValueSpec(rules, players, tuple(arch), version, tuple(solo_arch))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -642,4 +294,19 @@ class SearchAgent(Agent):
         return self.planner.plan(own, tuple(rows[:, 4 + i * k : 4 + (i + 1) * k] for i in range(4)))
 
 
-__all__ = ["FORMAT", "Plan", "SearchAgent", "TurnPlanner", "ValueNetwork", "ValueSpec", "features", "load_value"]
+__all__ = [
+    "FEATURE_VERSIONS",
+    "FORMAT",
+    "POINTS_SCALE",
+    "Plan",
+    "SearchAgent",
+    "TurnPlanner",
+    "ValueNetwork",
+    "ValueSpec",
+    "feature_size",
+    "features",
+    "layer_shapes",
+    "load_value",
+    "resolve_value",
+    "save_value",
+]

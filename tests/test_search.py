@@ -340,6 +340,7 @@ def test_the_value_code_never_reads_a_solver():
         "yacht_env.solver",
         "yacht_env.family_solver",
         "yacht_env.distributions",
+        "yacht_env.family_distributions",
         "yacht_agents.win",
         "yacht_agents.optimal",
         "yacht_agents.duel",
@@ -354,6 +355,7 @@ def test_the_value_code_never_reads_a_solver():
                 todo.extend(graph.get(module, ()))
         assert not seen & forbidden, (root, sorted(seen & forbidden))
     assert "yacht_lab.training.search.rollouts" in graph["yacht_lab.training.search.trainer"]
+    assert "yacht_agents.search_value" in graph["yacht_agents.search"]
 
 
 def test_a_search_section_is_checked():

@@ -372,7 +372,9 @@ def test_the_wheel_holds_the_code_the_models_and_the_configs_but_no_run_folder(t
             "search_standard",
             "search_yahtzee",
             "search_selfplay",
-            "search_selfplay3",
+            "search_selfplay3_standard",
+            "search_selfplay4_standard",
+            "search_selfplay5_standard",
             "search_selfplay_yahtzee",
         )
     }

@@ -214,7 +214,9 @@ def commands_of(shell_blocks: list[Block]) -> list[tuple[Block, str, list[str]]]
         text = re.sub(r"\\\n", " ", block.code)
         for line in text.splitlines():
             line = re.sub(r"^\s*\$\s", "", line)
+            line = re.sub(r"(^|\s)#.*$", "", line)  # a comment starts a word, as in bash: optimal#2 is a word
             lexer = shlex.shlex(line, posix=True, punctuation_chars="&|;")
+            lexer.commenters = ""
             lexer.whitespace_split = True
             tokens, command = list(lexer), []
             for token in [*tokens, ";"]:

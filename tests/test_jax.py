@@ -248,10 +248,10 @@ def test_the_jax_package_stands_on_the_rules_alone():
 
     from helpers import REPO
 
-    allowed = {"jax", "numpy", "pgx", "gymnax", "flax", "yacht_env.rules", "yacht_env.jax", "yacht_env"}
+    allowed = {"jax", "numpy", "pgx", "gymnax", "flax", "mctx", "yacht_env.rules", "yacht_env.jax", "yacht_env"}
     allowed.add("yacht_env.render")
     allowed.add("yacht_env.registration")  # env_id, the ids' names (gymnasium only inside register_envs: below)
-    stdlib = {"__future__", "typing", "functools", "importlib", "math", "pathlib"}
+    stdlib = {"__future__", "typing", "collections", "functools", "importlib", "math", "pathlib"}
     for path in sorted((REPO / "yacht_env" / "jax").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):

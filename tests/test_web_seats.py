@@ -21,6 +21,9 @@ SHIPPED_TABLES = {
     "search:standard": {"rules": "standard", "players": None},
     "search:yahtzee": {"rules": "yahtzee", "players": None},
     "search:selfplay_standard": {"rules": "standard", "players": 2},
+    "search:selfplay3_standard": {"rules": "standard", "players": 3},
+    "search:selfplay5_standard": {"rules": "standard", "players": 5},
+    "search:selfplay_yahtzee": {"rules": "yahtzee", "players": 2},
 }
 
 
@@ -63,7 +66,7 @@ def test_the_shipped_search_models_are_offered_with_their_rules_and_table():
         ("standard", ["human", "search:selfplay_standard"], None),
         ("standard", ["human", "human", "search:selfplay_standard"], "plays at a table of 2 players; this one has 3"),
         ("yahtzee", ["human", "search:standard"], "plays the 'standard' rules, not 'yahtzee'"),
-        ("standard", ["human", "search:nope"], "the table seats the shipped models (search:selfplay_standard, "),
+        ("standard", ["human", "search:nope"], "the table seats the shipped models (search:selfplay3_standard, "),
     ],
 )
 def test_a_shipped_search_model_sits_at_the_tables_it_plays(rules, seats_, refused):
@@ -173,7 +176,7 @@ def _yacht_web(args: list[str], capsys) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("search:nope", "no search model at 'nope': expected a .npz file (with its .json), a run folder or a shipped"),
+        ("search:nope", "no search model at 'nope': expected a .npz file (with its .json beside it), a run folder"),
         ("jax:nope", "no JAX policy at 'nope'"),
     ],
 )

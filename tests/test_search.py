@@ -567,3 +567,36 @@ def test_the_trainer_speed_benchmark_prints_every_table_config(tmp_path):
     assert "self-play turns per CPU second" in done.stdout
     bad = run_script("benchmarks/search_trainer_speed.py", "--configs", "nope")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no shipped config 'nope'" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    "name, rules, players",
+    [
+        ("selfplay3_standard", "standard", 3),
+        ("selfplay4_standard", "standard", 4),
+        ("selfplay5_standard", "standard", 5),
+        ("selfplay_yahtzee", "yahtzee", 2),
+    ],
+)
+def test_each_shipped_table_model_plays_in_the_versus_env_the_pettingzoo_env_and_a_head_to_head(name, rules, players):
+    import gymnasium as gym
+
+    from yacht_env.multiplayer import env as aec_env
+    from yacht_lab.measure.head_to_head import head_to_head
+
+    agent = make_agent(f"search:{name}")  # the rules its .json names
+    assert agent.rules.name == rules and agent.table_players == players
+    assert agent.network.spec.features == 2 and agent.network.solo is not None
+    others = [make_agent("optimal" if i == 0 else f"optimal#{i + 1}", rules) for i in range(players - 1)]
+    outcome = head_to_head([agent, *others], players, 1, seed=0, rules=rules, calibration=False)
+    assert outcome.games[agent.name] == players * players
+    env = gym.make("YachtVersus-v0", rules=rules, opponents=[f"search:{name}"] * (players - 1))
+    obs, info = env.reset(seed=0)
+    done = False
+    while not done:
+        obs, _, done, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    game = aec_env(rules=rules, num_players=players)
+    game.reset(seed=2)
+    for _seat in game.agent_iter():
+        obs, _, term, trunc, _ = game.last()
+        game.step(None if term or trunc else agent.act(obs["observation"], obs["action_mask"]))

@@ -62,7 +62,8 @@ def test_the_shipped_search_models_are_offered_with_their_rules_and_table():
     [
         ("standard", ["search:standard"], None),
         ("standard", ["human", "search:standard", "search:standard#2"], None),  # a solo model: any table
-        ("yahtzee", ["search:yahtzee", "human"], None),
+        # the first Yahtzee table with a person builds the family's distributions for the coach (about a minute)
+        pytest.param("yahtzee", ["search:yahtzee", "human"], None, marks=pytest.mark.slow),
         ("standard", ["human", "search:selfplay_standard"], None),
         ("standard", ["human", "human", "search:selfplay_standard"], "plays at a table of 2 players; this one has 3"),
         ("yahtzee", ["human", "search:standard"], "plays the 'standard' rules, not 'yahtzee'"),

@@ -122,6 +122,24 @@ def missing_npz(text: str, kind: str, prefix: str) -> str:
     return f"{reason}; give the model's .npz file"
 
 
+def resolve_npz(path: str | os.PathLike, kind: str, noun: str) -> Path:
+    """The ``.npz`` a ``kind:PATH`` spec names: the file, a run folder's ``model.npz``, or a shipped model's name
+    (``models/<kind>_<name>.npz``).
+
+    Raises:
+        ValueError: ``no <noun> at '<path>': <why>``: nothing there, or a path that cannot be looked up.
+    """
+    text = str(path)
+    path = shipped_npz(text, f"{kind}_") or path
+    try:
+        path, found = npz_model_path(path)
+    except Refused as error:
+        raise ValueError(f"no {noun} at {text!r}: {error}") from None
+    if not found:
+        raise ValueError(f"no {noun} at {text!r}: {missing_npz(text, kind, f'{kind}_')}")
+    return path
+
+
 #: The most a model's JSON spec (the ``.json`` beside its arrays) may hold.
 MAX_SPEC_BYTES = 2**16
 

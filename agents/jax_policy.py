@@ -28,12 +28,10 @@ from yacht_agents.archive import (
     READ_ERRORS,
     SHIPPED,
     Refused,
-    missing_npz,
-    npz_model_path,
     open_zip,
     read_arrays,
     read_spec_json,
-    shipped_npz,
+    resolve_npz,
 )
 from yacht_agents.base import Agent, outdated_table_view
 from yacht_agents.ppo import MAX_ACTIONS, MAX_LAYER_WIDTH, MAX_LAYERS, MAX_MODEL_BYTES, MAX_OBSERVATION_SIZE
@@ -257,15 +255,7 @@ def resolve_params(path: str | Path) -> Path:
         ValueError: no such file or folder, a folder without ``model.npz``, or a path that cannot be looked up (too
             long, say).
     """
-    text = str(path)
-    path = shipped_npz(text, "jax_") or path
-    try:
-        path, found = npz_model_path(path)
-    except Refused as error:
-        raise ValueError(f"no JAX policy at {text!r}: {error}") from None
-    if not found:
-        raise ValueError(f"no JAX policy at {text!r}: {missing_npz(text, 'jax', 'jax_')}")
-    return path
+    return resolve_npz(path, "jax", "JAX policy")
 
 
 def load_params(path: str | Path) -> tuple[dict[str, Any], NetworkSpec]:

@@ -18,6 +18,7 @@ the solo network's widths), read through the one bounded reader, :mod:`yacht_age
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import NamedTuple
@@ -27,12 +28,10 @@ import numpy as np
 from yacht_agents.archive import (
     READ_ERRORS,
     Refused,
-    missing_npz,
-    npz_model_path,
     open_zip,
     read_arrays,
     read_spec_json,
-    shipped_npz,
+    resolve_npz,
 )
 from yacht_env import rules as R
 
@@ -153,6 +152,7 @@ class ValueNetwork:
         if (solo is None) != (not spec.solo_net_arch) or (solo is not None and solo.spec != spec.solo_spec):
             raise ValueError(f"the solo network does not fit the spec {spec}")
         self._to_come: np.ndarray | None = None  # the solo network's points to come by sheet, filled as asked
+        self._exact_layers: list[tuple[np.ndarray, np.ndarray]] | None = None  # float64 copies, made on first use
 
     def __call__(self, x: np.ndarray, exact: bool = False) -> np.ndarray:
         """``(m,)`` float64: the values of feature rows ``x`` (points solo, a win chance at a table).
@@ -163,7 +163,7 @@ class ValueNetwork:
         """
         layers = self.layers
         if exact:
-            if not hasattr(self, "_exact_layers"):
+            if self._exact_layers is None:
                 self._exact_layers = [(w.astype(np.float64), b.astype(np.float64)) for w, b in self.layers]
             layers, x = self._exact_layers, np.asarray(x, dtype=np.float64)
         with _one_blas_thread():
@@ -221,18 +221,19 @@ class ValueNetwork:
         return out
 
 
-_BLAS = []
+@functools.cache
+def _blas() -> object:
+    """The controller (threadpoolctl's) of the BLAS libraries numpy loaded."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def _one_blas_thread():
     """A context in which numpy's BLAS runs on one thread: a matrix product's sums then run in one order whatever
     the process's thread settings (``OPENBLAS_NUM_THREADS``, ...), so the agent's figures reproduce to the digit.
     """
-    if not _BLAS:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
+    return _blas().limit(limits=1, user_api="blas")
 
 
 def layer_shapes(spec: ValueSpec) -> list[tuple[int, int]]:
@@ -265,15 +266,7 @@ def resolve_value(path: str | Path) -> Path:
     Raises:
         ValueError: nothing there, or a path that cannot be looked up.
     """
-    text = str(path)
-    path = shipped_npz(text, "search_") or path
-    try:
-        path, found = npz_model_path(path)
-    except Refused as error:
-        raise ValueError(f"no search model at {text!r}: {error}") from None
-    if not found:
-        raise ValueError(f"no search model at {text!r}: {missing_npz(text, 'search', 'search_')}")
-    return path
+    return resolve_npz(path, "search", "search model")
 
 
 def load_value(path: str | Path) -> ValueNetwork:

@@ -600,3 +600,45 @@ def test_each_shipped_table_model_plays_in_the_versus_env_the_pettingzoo_env_and
     for _seat in game.agent_iter():
         obs, _, term, trunc, _ = game.last()
         game.step(None if term or trunc else agent.act(obs["observation"], obs["action_mask"]))
+
+
+@pytest.mark.slow
+def test_the_look_benchmark_plays_both_looks_and_refuses_a_solo_model(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("search_look", "benchmarks/search_look.py")
+    look = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(look)
+    # Where the opponent has nothing left to play (the second seat's last pick), the look is V itself: the plain
+    # agent's pick; everywhere its picks are legal.
+    agent, plain = look.LookAgent("selfplay_standard", "standard", "picks"), make_agent("search:selfplay_standard")
+    import gymnasium as gym
+
+    env = gym.make("YachtVersus-v0", rules="standard", opponents=["search:selfplay_standard"], seat=1)
+    rng = np.random.default_rng(5)
+    last_picks = 0
+    for game in range(4):
+        obs, info = env.reset(seed=game)
+        done = False
+        while not done:
+            mask = info["action_mask"]
+            action = int(agent.act(obs, mask))
+            assert mask[action]
+            if bin(int(agent.view.decode(obs[None]).open_mask[0])).count("1") == 1:
+                assert action == int(plain.act(obs, mask))
+                last_picks += 1
+            action = action if rng.random() < 0.7 else int(rng.choice(np.flatnonzero(mask)))
+            obs, _, done, _, info = env.step(action)
+    assert last_picks >= 4
+    out = tmp_path / "look.json"
+    done = run_script("benchmarks/search_look.py", "--deals", "1", "--look", "turn", "--json", str(out), timeout=600)
+    assert done.returncode == 0, done.stderr
+    pairs = json.loads(out.read_text())["pairs"]
+    assert [(row["a"], row["b"], row["games"]) for row in pairs] == [
+        ("search:selfplay_standard+look:turn", "search:selfplay_standard", 4),
+        ("search:selfplay_standard+look:turn", "optimal", 4),
+        ("search:selfplay_standard", "optimal", 4),
+    ]
+    assert "decisions/s" in done.stdout
+    bad = run_script("benchmarks/search_look.py", "--model", "standard", "--deals", "1")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "needs a two-seat model" in bad.stderr

@@ -3,6 +3,8 @@ a recursion over the turn with whole distributions, the solver's own policy, cac
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -58,21 +60,33 @@ def turn_distributions(rules: R.Rules, dist: dict, mask: int, upper: int, armed:
     for t in range(R.ROLLS_PER_TURN):
         best = solution.best_action(rolls, t, mask, upper, armed)
         here = np.zeros((R.NUM_ROLLS, width))
-        after_keep = R.TRANSITION @ turn[-1] if turn else None  # every kept multiset's mixture
-        for r in rolls:
-            if best[r] >= R.PICK_OFFSET:
-                k = int(best[r]) - R.PICK_OFFSET
-                points, _, next_upper, next_armed = R.pick_outcome(rules, int(r), k, mask, upper, armed)
-                here[r, points:] = dist[(mask & ~(1 << k), next_upper, next_armed)][: width - points]
-            else:
-                here[r] = after_keep[R.KEEP[r, best[r]]]
+        if turn:  # a keep: the mixture of the rolls it can lead to, one re-roll fewer
+            keeps = np.flatnonzero(best < R.PICK_OFFSET)
+            kept, which = np.unique(R.KEEP[keeps, best[keeps]], return_inverse=True)
+            row, roll = np.nonzero(R.TRANSITION[kept])  # the rows in order: a kept multiset's rolls together
+            terms = R.TRANSITION[kept[row], roll][:, None] * turn[-1][roll]
+            starts = np.flatnonzero(np.diff(row, prepend=-1))
+            here[keeps] = np.add.reduceat(terms, starts, axis=0)[which.reshape(-1)]
+        picks = np.flatnonzero(best >= R.PICK_OFFSET)
+        k = best[picks] - R.PICK_OFFSET
+        n = len(picks)
+        points, _, next_upper, next_armed = R.pick_outcome(
+            rules, picks, k, np.full(n, mask), np.full(n, upper), np.full(n, armed)
+        )
+        outcomes = np.stack([k, points, next_upper, next_armed], axis=1)
+        for outcome in np.unique(outcomes, axis=0):  # the rolls of one pick and outcome share their distribution
+            box, got, up, arm = (int(x) for x in outcome)
+            here[picks[(outcomes == outcome).all(axis=1)], got:] = dist[(mask & ~(1 << box), up, arm)][: width - got]
         turn.append(here)
     return turn
 
 
+@functools.cache
 def recursion_over_the_turn(rules: R.Rules, levels: int) -> dict[tuple[int, int, int], np.ndarray]:
     """Every reachable turn start with at most ``levels`` boxes open -> the distribution of the points to come under
-    the solver's policy (:func:`turn_distributions`; a turn start mixes the first roll's)."""
+    the solver's policy (:func:`turn_distributions`; a turn start mixes the first roll's). Kept for the session:
+    ``tests/test_family_win.py`` reads the same rules' (the dict is never written to).
+    """
     width = R.max_total(rules) + 1
     reachable = reachable_states(rules)
     popcount = R.open_bits(rules.num_categories).sum(axis=1)

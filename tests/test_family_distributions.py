@@ -191,14 +191,7 @@ def test_an_index_that_reads_past_its_data_is_refused(tmp_path):
     FD.build_to_disk(path, key, solution)
     assert FD.load(path, key, solution) is not None
     assert FD.load(path, Dm.cache_key(TINY[1]), solution) is None
-    states = int((FD.state_ids(rules) >= 0).sum())
-    specs = {
-        "offset": ((states,), np.int32),
-        "length": ((states,), np.int32),
-        "sizes": ((2,), np.int64),
-        "checksums": ((2,), np.int64),
-    }
-    arrays = load_arrays(path, key, specs)
+    arrays = load_arrays(path, key, FD.index_specs(rules))
     arrays["length"] = arrays["length"].copy()
     arrays["length"][0] += 1  # one value more than the data file holds
     save_arrays(path, key, arrays)

@@ -541,19 +541,27 @@ def _file_crc(path: Path) -> int:
     return crc
 
 
+def index_specs(rules: R.Rules) -> dict[str, tuple[tuple[int, ...], type]]:
+    """The cache index's arrays, ``name -> (shape, dtype)``: each reachable turn start's row ``offset`` and
+    ``length``, and the two data files' ``sizes`` and ``checksums``.
+    """
+    states = int((state_ids(rules) >= 0).sum())
+    return {
+        "offset": ((states,), np.int32),
+        "length": ((states,), np.int32),
+        "sizes": ((2,), np.int64),
+        "checksums": ((2,), np.int64),
+    }
+
+
 def load(path: Path, key: str, solution: S.Solution, source: str = "disk") -> FamilyDistributions | None:
     """The cached distributions at ``path`` (the index) and beside it, or ``None`` if any file is missing or fails a
     check: the index's key, checksum, shapes and bounds (every row inside ``0 .. max_total``, the data files of
     exactly the sizes the rows need), and each data file's size and checksum.
     """
     rules = solution.rules
-    states = int((state_ids(rules) >= 0).sum())
-    specs = {
-        "offset": ((states,), np.int32),
-        "length": ((states,), np.int32),
-        "sizes": ((2,), np.int64),
-        "checksums": ((2,), np.int64),
-    }
+    specs = index_specs(rules)
+    states = specs["offset"][0][0]
     arrays = load_arrays(path, key, specs)
     if arrays is None:
         return None

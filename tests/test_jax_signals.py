@@ -20,8 +20,8 @@ from helpers import TINY_PPO, merged, write_config  # noqa: E402
 TINY_JAX = merged(TINY_PPO, {"jax": {"seeds": 2}})  # test_jax_ppo.py's tiny run
 
 # Runs train.py as `python train.py ARGS` would, with SIGTERM sent to the process at one moment of its start-up:
-# "import:M" when module M is first imported, "gc" inside JAX's garbage-collection callback (where an exception a
-# handler raises is swallowed), "call:MODULE:NAME" at the start of that function.
+# "import:M" when module M is first imported, "gc" inside JAX's first garbage-collection callback once train.py handles
+# SIGTERM (where an exception a handler raises is swallowed), "call:MODULE:NAME" at the start of that function.
 SIGTERM_AT = """
 import gc, importlib, os, runpy, signal, sys, threading
 
@@ -43,11 +43,15 @@ if moment.startswith("import:"):
     sys.meta_path.insert(0, At())
 elif moment == "gc":
     import jax  # registers its callback
+    gc.set_threshold(50)  # collections all through start-up, the script's own imports included
     (index,) = [i for i, f in enumerate(gc.callbacks) if f.__name__ == "_xla_gc_callback"]
     original = gc.callbacks[index]
 
     def once(*args):
-        if threading.current_thread() is threading.main_thread() and gc.callbacks[index] is once:
+        # Armed once train.py handles SIGTERM: a collection can come while the script itself is still being imported,
+        # before any program can, where the signal's default ends the process (-15) whatever the program does.
+        armed = signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)
+        if armed and threading.current_thread() is threading.main_thread() and gc.callbacks[index] is once:
             gc.callbacks[index] = original
             kill()  # the handler runs here, inside the callback
         original(*args)

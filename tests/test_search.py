@@ -368,6 +368,10 @@ def test_a_search_section_is_checked():
         ({"search": {"td_lambda": 1.5}}, "search.td_lambda"),
         ({"search": {"learning_rate_final": 1.0}}, "search.learning_rate_final"),
         ({"init": "standard"}, "fresh weights"),
+        ({"search": {"aux_weight": 1.0}}, "search.aux_weight weighs a table's auxiliary outputs: leave it out solo"),
+        ({"reward": "win", "search": {"players": 2, "aux_weight": -0.5}}, r"search.aux_weight must be a number >= 0"),
+        ({"reward": "win", "search": {"players": 2, "aux_weight": 101.0}}, r"and <= 100.0, got 101.0"),
+        ({"reward": "win", "search": {"players": 2, "aux_weight": float("nan")}}, "search.aux_weight must be"),
         ({"opponents": ["greedy"]}, "plays itself"),
         ({"search": {"bogus": 1}}, "unknown config key search.bogus"),
     ]:
@@ -553,6 +557,83 @@ def test_the_games_targets_are_td_lambda_of_their_own_turns():
     batch = play(exact, 8, np.random.default_rng(5), 0.0)
     masks = (batch.x[:, :12] > 0.5).astype(np.int64) @ (1 << np.arange(12))
     np.testing.assert_allclose(batch.y, exact_value(rules)[1][masks], atol=1e-9)
+
+
+def test_the_games_auxiliary_targets_are_every_seats_points_to_come():
+    from yacht_lab.training.search.rollouts import play
+
+    rules, c, p, t = R.get_rules("standard"), 12, 3, 6
+    planner = TurnPlanner(rules, p, network("standard", p, version=2))
+    plain = play(planner, t, np.random.default_rng(9), 0.0)
+    batch = play(planner, t, np.random.default_rng(9), 0.0, aux=True)
+    assert plain.aux is None and batch.aux.shape == (len(batch.y), p)
+    np.testing.assert_array_equal(batch.x, plain.x)  # the same games, the same targets
+    np.testing.assert_array_equal(batch.y, plain.y)
+    np.testing.assert_array_equal(batch.scores, plain.scores)
+    # aux[turn, seat, table, j]: seat (seat + j) % P's points still to come after seat's afterstate of that turn; the
+    # last seat's last one (every sheet full: nothing to come) is not trained.
+    aux = np.concatenate([batch.aux.reshape(c * p - 1, t, p), np.zeros((1, t, p))]).reshape(c, p, t, p)
+    own = aux[..., 0]
+    assert (np.diff(own, axis=0) <= 0).all() and (own[-1] == 0).all() and (own >= 0).all()
+    assert (own[0] <= batch.scores.T).all() and (own[0] < batch.scores.T).any()  # less the first turns
+    for turn in range(c):
+        for seat in range(p):
+            for j in range(1, p):
+                other = (seat + j) % p
+                if other < seat:  # it has played this round: its own afterstate of this turn
+                    expected = own[turn, other]
+                else:  # not yet: its last turn's, or its whole total before its first turn
+                    expected = own[turn - 1, other] if turn else batch.scores[:, other]
+                np.testing.assert_array_equal(aux[turn, seat, :, j], expected)
+
+
+def test_auxiliary_outputs_learn_the_points_to_come_and_the_model_keeps_the_value_alone():
+    import torch
+
+    from yacht_lab.training.search.learner import Learner
+    from yacht_lab.training.search.rollouts import play
+
+    rules, p = R.get_rules("standard"), 2
+    spec = ValueSpec("standard", p, (32,), 2, ())
+    learner = Learner(spec, 0, 3e-3, aux_outputs=p)
+    batch = play(TurnPlanner(rules, p, learner.network()), 64, np.random.default_rng(1), 0.0, aux=True)
+    inputs = torch.from_numpy(batch.x)
+
+    def aux_error() -> float:
+        with torch.no_grad():
+            return float(((learner.model(inputs)[:, 1:].numpy() * 100 - batch.aux) ** 2).mean())
+
+    before = aux_error()
+    learner.fit(batch.x, batch.y, 30, 128, 3e-3, batch.aux, 1.0)
+    assert aux_error() < 0.2 * before
+    saved = learner.network()
+    assert [w.shape for w, _ in saved.layers] == [shape for shape in layer_shapes(spec)]  # the value's output only
+    last = learner.model[-1]
+    np.testing.assert_array_equal(saved.layers[-1][0][:, 0], last.weight.detach().numpy()[0])
+    np.testing.assert_array_equal(saved.layers[-1][1], last.bias.detach().numpy()[:1])
+
+
+def test_a_table_run_with_auxiliary_outputs_saves_and_resumes(tmp_path):
+    from yacht_lab.training.run_context import resume_config
+    from yacht_lab.training.search.trainer import train_search
+
+    data = {
+        **TINY_SEARCH,
+        "reward": "win",
+        "total_timesteps": 960,
+        "eval": {"every_timesteps": 960, "games": 2, "seed": 0},
+        "search": {**TINY_SEARCH["search"], "players": 2, "tables": 20, "aux_weight": 0.5},
+    }
+    run = train_search(validate(from_dict(data)), tmp_path, name="run", progress=False)
+    assert load_value(run / "model.npz").layers[-1][0].shape == (16, 1)
+    with np.load(run / "checkpoints" / "step_480.npz") as checkpoint:  # the auxiliary outputs go on with the run
+        assert checkpoint["model/2.weight"].shape == (3, 16)
+    again = {**data, "total_timesteps": 1440}
+    with pytest.raises(ValueError, match="config"):
+        train_search(validate(from_dict({**again, "search": {**data["search"], "aux_weight": 0.0}})), resume=run)
+    resumed = train_search(validate(from_dict(again)), resume=run, progress=False)
+    with open(resumed / "learning_curve.csv") as file:
+        assert [row["timesteps"] for row in csv.DictReader(file)][-1] == "1440"
 
 
 @pytest.mark.slow

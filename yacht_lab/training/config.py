@@ -21,6 +21,7 @@ from yacht_lab.measure.evaluation import MAX_GAMES
 from yacht_lab.training.schema import (
     LEAGUE_KINDS,
     LEAGUE_SAMPLING,
+    MAX_AUX_WEIGHT,
     MAX_DISTILL_EPOCHS,
     MAX_DISTILL_ITERATIONS,
     MAX_DISTILL_MEMORY,
@@ -410,6 +411,9 @@ def _check_search(config: TrainConfig) -> None:
         )
     if section.solo is not None and section.players == 1:
         raise ValueError("search.solo is a table's input: leave it out solo (search.players: 1)")
+    _check_number("search.aux_weight", section.aux_weight, float, 0, high=MAX_AUX_WEIGHT)
+    if section.aux_weight and section.players == 1:
+        raise ValueError("search.aux_weight weighs a table's auxiliary outputs: leave it out solo (search.players: 1)")
 
 
 def _check_jax_memory(config: TrainConfig) -> None:

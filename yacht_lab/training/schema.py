@@ -77,12 +77,14 @@ MAX_DISTILL_EPOCHS = 1000
 MAX_DISTILL_ITERATIONS = 100_000
 #: The search trainer's sizes (:class:`SearchConfig`): tables played per iteration (each keeps its afterstates'
 #: features, at most 15 x 10 x 160 float32: under 100 KB at ten seats), its network's hidden layers and widths
-#: (:mod:`yacht_agents.search`'s bounds), passes over an iteration's afterstates, a minibatch.
+#: (:mod:`yacht_agents.search`'s bounds), passes over an iteration's afterstates, a minibatch, the auxiliary outputs'
+#: weight in the loss.
 MAX_SEARCH_TABLES = 16_384
 MAX_SEARCH_LAYERS = 8
 MAX_SEARCH_WIDTH = 2048
 MAX_SEARCH_EPOCHS = 100
 MAX_SEARCH_BATCH = 1_000_000
+MAX_AUX_WEIGHT = 100.0
 
 
 @dataclass
@@ -263,6 +265,11 @@ class SearchConfig:
     """At a table: a solo search model of the same rules (what ``search:NAME`` names: a shipped name such as
     ``standard``, a ``.npz`` or a run folder), learned from its own solo games, whose estimate of every sheet's points
     still to come enters ``V``'s input (the saved model carries a copy; it is not trained further). ``null``: none."""
+    aux_weight: float = 0.0
+    """At a table: the weight in the loss of auxiliary outputs, every seat's points still to come after the afterstate
+    (the mover's first, then the seats after it, in units of 100 points), which the network also predicts from its
+    shared hidden layers, fitted by squared error to the final totals of its own games. They only shape the hidden
+    layers: the model saved and played is the win output alone. 0 (the default): none (0..:data:`MAX_AUX_WEIGHT`)."""
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 The network is :class:`yacht_agents.search.ValueNetwork`'s (relu hidden layers, one output): solo its output is
 the points to come in units of :data:`~yacht_agents.search.POINTS_SCALE`, fitted by squared error; at a table a
-logit, fitted to the win share by binary cross-entropy (a soft target). Adam, its step falling linearly from
+logit, fitted to the win share by binary cross-entropy (a soft target), and with auxiliary outputs (``aux_outputs``)
+also every seat's points still to come, fitted by squared error (weighted by ``aux_weight``) from the same hidden
+layers; the network played and saved is the first output alone. Adam, its step falling linearly from
 ``learning_rate`` to ``learning_rate_final`` over the run's budget; minibatches drawn by the learner's own torch
 generator, so a run is the same bit for bit on the CPU, stopped and resumed or not.
 """
@@ -25,15 +27,24 @@ class Learner:
         learning_rate: Adam's step size at the start.
         device: Torch's device (``cpu``, ``cuda``, ...).
         solo: The solo network ``spec`` carries (``spec.solo_net_arch``; fixed: it is not trained here), or ``None``.
+        aux_outputs: Outputs beside the value, trained by :meth:`fit`'s ``aux`` (a table's seats: their points to come)
+            and never saved in :meth:`network`; 0: none.
     """
 
     def __init__(
-        self, spec: ValueSpec, seed: int, learning_rate: float, device: str = "cpu", solo: ValueNetwork | None = None
+        self,
+        spec: ValueSpec,
+        seed: int,
+        learning_rate: float,
+        device: str = "cpu",
+        solo: ValueNetwork | None = None,
+        aux_outputs: int = 0,
     ) -> None:
         self.spec, self.device, self.solo = spec, torch.device(device), solo
         torch.manual_seed(seed)
         layers: list[nn.Module] = []
         shapes = layer_shapes(spec)
+        shapes[-1] = (shapes[-1][0], shapes[-1][1] + aux_outputs)
         for i, (a, b) in enumerate(shapes):
             layers.append(nn.Linear(a, b))
             if i < len(shapes) - 1:
@@ -43,22 +54,34 @@ class Learner:
         self.generator = torch.Generator().manual_seed(seed + 1)
 
     def network(self) -> ValueNetwork:
-        """The current weights as the numpy network the agent plays with."""
+        """The current weights as the numpy network the agent plays with: the value output alone."""
         linear = [m for m in self.model if isinstance(m, nn.Linear)]
-        network = ValueNetwork(
-            self.spec,
-            [(m.weight.detach().cpu().numpy().T.copy(), m.bias.detach().cpu().numpy().copy()) for m in linear],
-            self.solo,
-        )
-        return network
+        layers = [(m.weight.detach().cpu().numpy().T.copy(), m.bias.detach().cpu().numpy().copy()) for m in linear]
+        w, b = layers[-1]
+        layers[-1] = (np.ascontiguousarray(w[:, :1]), b[:1].copy())
+        return ValueNetwork(self.spec, layers, self.solo)
 
-    def fit(self, x: np.ndarray, y: np.ndarray, epochs: int, batch_size: int, learning_rate: float) -> float:
-        """``epochs`` passes of minibatch steps over ``(x, y)``; returns the mean loss of the last pass."""
+    def fit(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        epochs: int,
+        batch_size: int,
+        learning_rate: float,
+        aux: np.ndarray | None = None,
+        aux_weight: float = 0.0,
+    ) -> float:
+        """``epochs`` passes of minibatch steps over ``(x, y)`` (and the auxiliary outputs' targets ``aux``, ``(m,
+        aux_outputs)`` points, weighted by ``aux_weight``); returns the value's mean loss of the last pass.
+        """
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         inputs = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(self.device)
         table = self.spec.players > 1
         targets = torch.from_numpy(np.asarray(y / (1.0 if table else POINTS_SCALE), dtype=np.float32)).to(self.device)
+        extra = None
+        if aux is not None:
+            extra = torch.from_numpy(np.asarray(aux / POINTS_SCALE, dtype=np.float32)).to(self.device)
         loss_of = nn.BCEWithLogitsLoss() if table else nn.MSELoss()
         last = 0.0
         for _ in range(epochs):
@@ -66,11 +89,15 @@ class Learner:
             total, count = 0.0, 0
             for first in range(0, len(order), batch_size):
                 at = order[first : first + batch_size]
-                loss = loss_of(self.model(inputs[at])[:, 0], targets[at])
+                out = self.model(inputs[at])
+                value_loss = loss_of(out[:, 0], targets[at])
+                loss = value_loss
+                if extra is not None:
+                    loss = loss + aux_weight * nn.functional.mse_loss(out[:, 1:], extra[at])
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.optimizer.step()
-                total += loss.item() * len(at)
+                total += value_loss.item() * len(at)
                 count += len(at)
             last = total / max(count, 1)
         return last

@@ -15,7 +15,9 @@ the mover's win chance at a table) and ``r_t`` the points of turn ``t`` (0 at a 
   bootstrap. ``lambda = 0`` is fitted value iteration (each target is ``V``'s own exact one-turn backup); ``lambda =
   1`` is the game's result (Monte Carlo).
 
-At a table the last seat's last afterstate (every sheet full) is the result itself and is not trained.
+At a table the last seat's last afterstate (every sheet full) is the result itself and is not trained. With ``aux``,
+each afterstate also has every seat's points still to come in its games (the mover's first, then the seats after
+it): the final totals less the totals at the afterstate, the auxiliary outputs' targets.
 """
 
 from __future__ import annotations
@@ -40,12 +42,15 @@ class Batch(NamedTuple):
         y: ``(m,)`` float64: their targets (points to come solo, a win share at a table).
         scores: ``(tables, P)`` ints: the final totals.
         turns: The turns played (``tables x P x C``).
+        aux: ``(m, P)`` float64: every seat's points still to come after each afterstate, the mover's first; ``None``
+            unless asked.
     """
 
     x: np.ndarray
     y: np.ndarray
     scores: np.ndarray
     turns: int
+    aux: np.ndarray | None = None
 
 
 def draw(rng: np.random.Generator, kept: np.ndarray) -> np.ndarray:
@@ -54,8 +59,10 @@ def draw(rng: np.random.Generator, kept: np.ndarray) -> np.ndarray:
     return np.minimum((CUMULATIVE[kept] < u[:, None]).sum(axis=1), R.NUM_ROLLS - 1)
 
 
-def play(planner: TurnPlanner, tables: int, rng: np.random.Generator, td_lambda: float) -> Batch:
-    """Plays ``tables`` games (of ``planner.players`` seats each) and returns their afterstates and targets."""
+def play(planner: TurnPlanner, tables: int, rng: np.random.Generator, td_lambda: float, aux: bool = False) -> Batch:
+    """Plays ``tables`` games (of ``planner.players`` seats each) and returns their afterstates and targets (and
+    with ``aux`` every seat's points to come after each).
+    """
     rules, p = planner.rules, planner.players
     c = rules.num_categories
     open_mask = np.full((tables, p), rules.all_open, dtype=np.intp)
@@ -64,6 +71,7 @@ def play(planner: TurnPlanner, tables: int, rng: np.random.Generator, td_lambda:
     x = None  # (C, P, tables, F): made once the first rows give F
     start = np.zeros((c, p, tables))
     reward = np.zeros((c, p, tables))
+    totals = np.zeros((c, p, tables, p), dtype=np.intp) if aux else None  # at each afterstate, the mover's first
     for turn in range(c):
         for seat in range(p):
             others = [(seat + j) % p for j in range(1, p)]
@@ -83,6 +91,8 @@ def play(planner: TurnPlanner, tables: int, rng: np.random.Generator, td_lambda:
             after = (open_mask[:, seat], upper[:, seat], armed[:, seat], total[:, seat])
             theirs = tuple(a[:, others] for a in (open_mask, upper, armed, total)) if p > 1 else None
             rows = network.features(after, theirs)
+            if totals is not None:
+                totals[turn, seat] = total[:, [seat, *others]]
             if x is None:
                 x = np.zeros((c, p, tables, rows.shape[1]), dtype=np.float32)
             x[turn, seat] = rows
@@ -97,7 +107,11 @@ def play(planner: TurnPlanner, tables: int, rng: np.random.Generator, td_lambda:
             target[turn, seat] = g
     keep = np.ones((c, p), dtype=bool)
     keep[c - 1, p - 1] = False  # every sheet full: the result itself (solo: 0), never trained
-    return Batch(x[keep].reshape(-1, x.shape[-1]), target[keep].reshape(-1), total, tables * p * c)
+    to_come = None
+    if totals is not None:
+        final = np.stack([total[:, [(seat + j) % p for j in range(p)]] for seat in range(p)])  # (P, tables, P)
+        to_come = (final[None] - totals)[keep].reshape(-1, p).astype(np.float64)
+    return Batch(x[keep].reshape(-1, x.shape[-1]), target[keep].reshape(-1), total, tables * p * c, to_come)
 
 
 def _play_turn(plan, roll: np.ndarray, open_mask: np.ndarray, rng: np.random.Generator, c: int):

@@ -4,7 +4,8 @@ What ``train.py`` runs for a config with a ``search`` section (``configs/search_
 :class:`yacht_lab.training.schema.SearchConfig`). Each iteration plays ``search.tables`` games with the current value
 ``V`` in every seat (:mod:`yacht_lab.training.search.rollouts`: every turn the exact expectimax of
 :mod:`yacht_agents.search`), then fits ``V`` to the TD(lambda) targets of those games' afterstates
-(:mod:`yacht_lab.training.search.learner`), from fresh weights. Nothing of a solver enters ``V``'s input, target or
+(:mod:`yacht_lab.training.search.learner`; with ``search.aux_weight``, auxiliary outputs beside it learn every
+seat's points to come in the same games), from fresh weights. Nothing of a solver enters ``V``'s input, target or
 loss: the solver and the start are yardsticks of the curve only.
 
 The run folder (a :class:`~yacht_lab.training.run_context.RunContext`): ``config.yaml``, ``command.txt``,
@@ -75,7 +76,8 @@ class SearchState:
         solo = _solo_network(config)
         arch = tuple(solo.spec.net_arch) if solo is not None else ()
         self.spec = ValueSpec(config.rules, section.players, tuple(section.net_arch), 2, arch)
-        self.learner = Learner(self.spec, config.seed, section.learning_rate, config.device, solo)
+        aux = section.players if section.aux_weight else 0  # every seat's points to come
+        self.learner = Learner(self.spec, config.seed, section.learning_rate, config.device, solo, aux)
         self.rng = np.random.default_rng(config.seed)
         self.turns_per_iteration = turns_per_iteration(config)
         self.iteration = 0
@@ -189,10 +191,12 @@ def train_search(config: TrainConfig, output_dir: str | os.PathLike = "runs", **
                 break
             tick = time.time()
             planner = TurnPlanner(R.get_rules(config.rules), section.players, state.learner.network())
-            batch = play(planner, section.tables, state.rng, section.td_lambda)
+            batch = play(planner, section.tables, state.rng, section.td_lambda, aux=bool(section.aux_weight))
             fraction = state.iteration / max(iterations - 1, 1)
             rate = section.learning_rate + (section.learning_rate_final - section.learning_rate) * fraction
-            state.loss = state.learner.fit(batch.x, batch.y, section.epochs, section.batch_size, rate)
+            state.loss = state.learner.fit(
+                batch.x, batch.y, section.epochs, section.batch_size, rate, batch.aux, section.aux_weight
+            )
             if not (np.isfinite(state.loss) and state.learner.is_finite()):  # nothing of it is kept or saved
                 raise ValueError(
                     f"training diverged at iteration {state.iteration + 1}: the value network's weights or loss are no "

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from yacht_agents import make_agent
-from yacht_agents.search import SearchAgent, TurnPlanner, decide
+from yacht_agents.search import SearchAgent, TurnPlanner
 from yacht_env import rules as R
 from yacht_lab.measure.head_to_head import head_to_head
 from yacht_lab.scripts.cli import OneLineParser, number

@@ -614,7 +614,6 @@ def test_auxiliary_outputs_learn_the_points_to_come_and_the_model_keeps_the_valu
 
 
 def test_a_table_run_with_auxiliary_outputs_saves_and_resumes(tmp_path):
-    from yacht_lab.training.run_context import resume_config
     from yacht_lab.training.search.trainer import train_search
 
     data = {

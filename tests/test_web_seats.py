@@ -110,7 +110,7 @@ def test_a_shipped_search_model_over_the_budget_is_neither_offered_nor_taken(mon
     monkeypatch.setattr(seats, "MAX_AGENT_PARAMETERS", 100_000)
     offered = seats.offered_agents()
     assert "search:standard" in offered and "search:selfplay_standard" not in offered
-    with pytest.raises(WebError, match=r"its network has 139,009 parameters, over this table's budget of 100,000"):
+    with pytest.raises(WebError, match=r"its network has 610,818 parameters, over this table's budget of 100,000"):
         new_game({"seats": ["human", "search:selfplay_standard"]})
 
 

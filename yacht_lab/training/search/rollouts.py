@@ -42,8 +42,7 @@ class Batch(NamedTuple):
         y: ``(m,)`` float64: their targets (points to come solo, a win share at a table).
         scores: ``(tables, P)`` ints: the final totals.
         turns: The turns played (``tables x P x C``).
-        aux: ``(m, P)`` float64: every seat's points still to come after each afterstate, the mover's first; ``None``
-            unless asked.
+        aux: ``(m, P)`` float64: every seat's points still to come after each afterstate (the mover's first), or None.
     """
 
     x: np.ndarray

@@ -9,17 +9,24 @@ A network ``V`` values the *afterstate* of a turn, the sheets once the pick is m
   what the table view shows: its own sheet, bonus progress and total, and each opponent's open mask, bonus progress
   and total in seat order after it (every sheet filled: exactly the game's result). A table network may carry a solo
   network of its own (``solo_net_arch``: a ``search:`` solo model, learned from its own solo games): its estimate of
-  every sheet's points still to come is then part of the input, so ``V`` reads the race's expected margins.
+  every sheet's points still to come is then part of the input, so ``V`` reads the race's expected margins. Encoding
+  3 (rules without bonuses) also reads *the race*: the mover's chance of finishing first if every seat played that
+  solo network's search to the end, their dice independent, from the exact score distributions of that policy
+  (:mod:`yacht_env.score_recurrence`, :func:`yacht_agents.win_model.table_win_probabilities`: the win agent's model
+  over the agent's own solo play); its logit is ``V``'s starting point, to which the network adds what it learned.
 
-It sees nothing of a solver: its inputs are the sheets (:func:`features`). Inference is plain numpy: the weights are a
-``.npz`` of float32 arrays and a ``.json`` beside it (the rules, the table size, the layer widths, the input encoding,
-the solo network's widths), read through the one bounded reader, :mod:`yacht_agents.archive`.
+It sees nothing of a solver: its inputs are the sheets (:func:`features`) and what its own solo network makes of them.
+Inference is plain numpy: the weights are a ``.npz`` of float32 arrays and a ``.json`` beside it (the rules, the table
+size, the layer widths, the input encoding, the solo network's widths), read through the one bounded reader,
+:mod:`yacht_agents.archive`.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,18 +40,28 @@ from yacht_agents.archive import (
     read_spec_json,
     resolve_npz,
 )
+from yacht_agents.search_turn import solo_policy_table
+from yacht_agents.win_model import cdf_before, first_seat_chances
 from yacht_env import rules as R
+from yacht_env.score_recurrence import policy_start_distributions
 
 FORMAT = "yacht-rl search value 1"
-#: The input encodings (:func:`features`): 1 shows the opponents' open masks and totals only; 2 (every new network)
-#: adds each opponent's bonus progress and, with a solo network, every sheet's points to come.
-FEATURE_VERSIONS = (1, 2)
+#: The input encodings (:func:`features`): 1 shows the opponents' open masks and totals only; 2 adds each opponent's
+#: bonus progress and, with a solo network, every sheet's points to come; 3 (a table network with a solo network, rules
+#: without bonuses) adds the race: its chance and its logit, the logit added to the network's output.
+FEATURE_VERSIONS = (1, 2, 3)
+#: The race's chance is clipped into ``[RACE_CLIP, 1 - RACE_CLIP]`` before its logit (at most 13.8 in size).
+RACE_CLIP = 1e-6
 MAX_PLAYERS = 10
 MAX_LAYERS = 8
 MAX_LAYER_WIDTH = 2048
 #: The most a value network's ``.npz`` may expand to, and its members (two per layer).
 MAX_VALUE_BYTES = 64 * 2**20
 MAX_VALUE_MEMBERS = 4 * (MAX_LAYERS + 1)  # the network's layers and its solo network's
+#: The solo networks' score distributions made in this process, by the hash of their weights (about 10 MB each).
+_DISTRIBUTIONS: dict[bytes, object] = {}
+_DISTRIBUTIONS_LOCK = threading.Lock()
+_MAX_DISTRIBUTIONS = 8
 #: Points in one unit of the network's output (solo) and of its total inputs.
 POINTS_SCALE = 100.0
 
@@ -73,7 +90,7 @@ def feature_size(rules: R.Rules, players: int, version: int = 1, to_come: bool =
     if players == 1:
         return own
     opponent = rules.num_categories + 1 + (bonus + to_come if version > 1 else 0)
-    return own + 1 + (version > 1 and to_come) + (players - 1) * opponent
+    return own + 1 + (version > 1 and to_come) + (players - 1) * opponent + 2 * (version > 2)
 
 
 def features(
@@ -83,6 +100,7 @@ def features(
     opponents: tuple | None = None,
     version: int = 1,
     to_come=None,
+    race=None,
 ) -> np.ndarray:
     """``(m, feature_size)`` float32: afterstates as the network sees them.
 
@@ -94,13 +112,15 @@ def features(
         opponents: At a table, ``(open_masks, uppers, armeds, totals)``, ``(m, P - 1)`` ints each, in seat order after
             the mover.
         version: The encoding (:data:`FEATURE_VERSIONS`): 1 reads the opponents' open masks and totals only.
-        to_come: With ``version`` 2, ``(open_mask, upper, armed) -> points to come`` (a solo network's estimate,
+        to_come: With ``version`` 2 or 3, ``(open_mask, upper, armed) -> points to come`` (a solo network's estimate,
             :meth:`ValueNetwork.to_come`), or ``None``.
+        race: With ``version`` 3, ``(open_masks, totals) -> chances`` (``(m, P)`` ints each, the mover first;
+            :meth:`ValueNetwork.race`).
 
     Per row: the mover's open boxes, the fraction open, its upper subtotal / threshold and Yahtzee box (rules with
     them); at a table its total / 100 (and its points to come / 100), then per opponent its open boxes and its lead
     (total minus the mover's) / 100, and, version 2, its upper subtotal, Yahtzee box and expected lead (total plus
-    points to come, minus the mover's) / 100.
+    points to come, minus the mover's) / 100; version 3 then the race's chance and its logit.
     """
     open_mask, upper, armed, total = (np.asarray(x) for x in own)
     c = rules.num_categories
@@ -131,12 +151,18 @@ def features(
                         opponent_open[:, j], opponent_upper[:, j], opponent_armed[:, j]
                     )
                     parts.append(((theirs - expected) / POINTS_SCALE)[:, None])
+        if version > 2:
+            if race is None:
+                raise ValueError("encoding 3 reads the race: pass race (a solo network's, ValueNetwork.race)")
+            chance = race(np.column_stack([open_mask, opponent_open]), np.column_stack([total, opponent_total]))
+            chance = np.clip(chance, RACE_CLIP, 1.0 - RACE_CLIP)
+            parts += [chance[:, None], np.log(chance / (1.0 - chance))[:, None]]
     return np.concatenate([np.asarray(p, dtype=np.float32) for p in parts], axis=1)
 
 
 class ValueNetwork:
     """The network ``V`` in numpy: relu hidden layers, one output (solo: points / :data:`POINTS_SCALE`; at a table:
-    a logit, through a sigmoid).
+    a logit, through a sigmoid; encoding 3 adds its input's last column, the race's logit, to it).
 
     Args:
         spec: Its :class:`ValueSpec`.
@@ -152,6 +178,8 @@ class ValueNetwork:
         if (solo is None) != (not spec.solo_net_arch) or (solo is not None and solo.spec != spec.solo_spec):
             raise ValueError(f"the solo network does not fit the spec {spec}")
         self._to_come: np.ndarray | None = None  # the solo network's points to come by sheet, filled as asked
+        self._distributions = None  # a solo network's policy's score distributions (the race's), made on first use
+        self._race_cdf: np.ndarray | None = None  # and their cumulative sums
         self._exact_layers: list[tuple[np.ndarray, np.ndarray]] | None = None  # float64 copies, made on first use
 
     def __call__(self, x: np.ndarray, exact: bool = False) -> np.ndarray:
@@ -174,6 +202,8 @@ class ValueNetwork:
                 np.maximum(h, 0.0, out=h)
             w, b = layers[-1]
             out = (h @ w + b)[:, 0]
+            if self.spec.features > 2:
+                out = out + x[:, -1]
         if self.spec.players > 1:
             out = 1.0 / (1.0 + np.exp(-np.clip(out.astype(np.float64), -60.0, 60.0)))
         else:
@@ -183,7 +213,8 @@ class ValueNetwork:
     def features(self, own: tuple, opponents: tuple | None = None) -> np.ndarray:
         """:func:`features` of afterstates in this network's encoding (its solo network's points to come included)."""
         to_come = self.solo.to_come if self.solo is not None else None
-        return features(self.rules, self.spec.players, own, opponents, self.spec.features, to_come)
+        race = self.solo.race if self.solo is not None and self.spec.features > 2 else None
+        return features(self.rules, self.spec.players, own, opponents, self.spec.features, to_come, race)
 
     def values(self, own: tuple, opponents: tuple | None = None, exact: bool = False) -> np.ndarray:
         """``(m,)``: ``V`` of afterstates (:func:`features`' arguments; ``exact`` as :meth:`__call__`)."""
@@ -210,6 +241,40 @@ class ValueNetwork:
                 values[playing] = self(features(self.rules, 1, own), exact=True)
             self._to_come[missing] = values
         return self._to_come[index]
+
+    def distributions(self):
+        """A solo network's exact score distributions under its own search's play
+        (:class:`~yacht_env.score_recurrence.StartDistributions`, rules without bonuses): its whole policy read
+        (:func:`yacht_agents.search_turn.solo_policy_table`) and evaluated by the recurrence; made once per process for
+        each solo network's weights (a few seconds; the last eight kept).
+        """
+        if self.spec.players != 1 or self.rules.has_bonuses:
+            raise ValueError("the score distributions are a solo network's, under rules without bonuses")
+        if self._distributions is None:
+            key = hashlib.sha256(self.spec.rules.encode())
+            for w, b in self.layers:
+                key.update(w.tobytes())
+                key.update(b.tobytes())
+            key = key.digest()  # the same weights play the same policy: the shipped table models share one
+            with _DISTRIBUTIONS_LOCK:
+                found = _DISTRIBUTIONS.get(key)
+            if found is None:
+                found = policy_start_distributions(self.rules, solo_policy_table(self))
+                with _DISTRIBUTIONS_LOCK:
+                    _DISTRIBUTIONS[key] = found
+                    while len(_DISTRIBUTIONS) > _MAX_DISTRIBUTIONS:
+                        _DISTRIBUTIONS.pop(next(iter(_DISTRIBUTIONS)))
+            self._distributions = found
+        return self._distributions
+
+    def race(self, open_masks: np.ndarray, totals: np.ndarray) -> np.ndarray:
+        """``(m,)``: the first seat's chance of finishing first (ties split) at tables of turn starts, ``open_masks``
+        and ``totals`` ``(m, P)`` ints each, if every seat plays this solo network's search to the end, the dice
+        independent (:func:`yacht_agents.win_model.first_seat_chances` over :meth:`distributions`).
+        """
+        if self._race_cdf is None:
+            self._race_cdf = cdf_before(self.distributions())
+        return first_seat_chances(self.distributions(), open_masks, totals, self._race_cdf)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The weights as named arrays (``w0``, ``b0``, ...; the solo network's ``solo_w0``, ...)."""
@@ -357,6 +422,8 @@ def _read_spec(path: Path) -> ValueSpec:
         raise Refused(f"its {path.name}'s net_arch is not 1..{MAX_LAYERS} widths of 1..{MAX_LAYER_WIDTH}")
     if not (type(version) is int and version in FEATURE_VERSIONS):
         raise Refused(f"its {path.name}'s features is not one of {list(FEATURE_VERSIONS)}")
+    if version > 2 and (not solo_arch or R.PRESETS[rules].has_bonuses):
+        raise Refused(f"its {path.name}'s features 3 (the race) needs a solo network and rules without bonuses")
     if not (
         isinstance(solo_arch, list)
         and len(solo_arch) <= MAX_LAYERS
@@ -374,6 +441,7 @@ __all__ = [
     "FEATURE_VERSIONS",
     "FORMAT",
     "POINTS_SCALE",
+    "RACE_CLIP",
     "ValueNetwork",
     "ValueSpec",
     "feature_size",

@@ -39,8 +39,6 @@ solver; it is the teacher of the policy-iteration distillation (:mod:`yacht_lab.
 
 from __future__ import annotations
 
-import functools
-import itertools
 import threading
 import weakref
 
@@ -48,7 +46,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from yacht_agents.base import Agent
-from yacht_agents.win_model import after_keeps, first_place
+from yacht_agents.win_model import after_keeps, cdf_before, final_win_probability
 from yacht_env import rules as R
 from yacht_env import solver as S
 from yacht_env.distributions import ScoreDistributions, policy_distributions, score_distributions, unsupported
@@ -57,45 +55,9 @@ from yacht_env.encoding import MultiplayerEncoder
 MAX_PLAYERS = 10
 TIE_TOLERANCE = 1e-12  # win probabilities closer than this are equal: the base policy's action is taken
 _CHUNK = 512  # games evaluated together: bounds the (games, categories, width) temporaries to ~15 MB
-_TABLE_ROWS = 512  # tables of table_win_probabilities evaluated together: (rows, width) arrays of ~1 MB
 #: :func:`policy_tables` by distributions, while anything holds those (weak keys: a base policy's go with it).
 _POLICY_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _POLICY_TABLES_LOCK = threading.Lock()
-
-
-def cdf_before(distributions: ScoreDistributions) -> np.ndarray:
-    """``(4096, width + 1)``: ``P(points to come <= x - 1)`` at column ``x`` under open mask ``O`` (row ``O``).
-
-    Column 0 is 0 and the last column exactly 1, whatever the float rounding; one gather gives both ``<`` and ``<=``.
-    """
-    cdf = np.minimum(np.cumsum(distributions.start, axis=1), 1.0)
-    cdf[:, -1] = 1.0  # exactly 1 past the support
-    return np.concatenate([np.zeros((len(cdf), 1)), cdf], axis=1)
-
-
-def final_win_probability(cdf: np.ndarray, opponent_open: np.ndarray, opponent_total: np.ndarray) -> np.ndarray:
-    """``(N, width)``: the probability of finishing first (ties split) on a final total ``v = 0..width-1``.
-
-    Args:
-        cdf: :func:`cdf_before` of the score distributions.
-        opponent_open: ``(N, P - 1)`` ints: each opponent's open mask (at a turn start); the opponents play the
-            solver's policy to the end, their dice independent.
-        opponent_total: ``(N, P - 1)`` ints: each opponent's total.
-    """
-    width = cdf.shape[1] - 1
-    columns = cdf.shape[1]
-    opponents = opponent_open.shape[1]
-    flat = cdf.reshape(-1)
-    less, equal = [], []
-    for j in range(opponents):
-        # Opponent j's final total is below v iff its points to come are <= v - 1 - total_j.
-        start = opponent_open[:, j, None] * columns
-        shift = np.arange(width) - opponent_total[:, j, None]  # v - total_j
-        below = flat[start + np.clip(shift, 0, columns - 1)]
-        at_most = flat[start + np.clip(shift + 1, 0, columns - 1)]
-        less.append(below)
-        equal.append(at_most - below)
-    return first_place(less, equal)
 
 
 def policy_tables(distributions: ScoreDistributions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -121,131 +83,6 @@ def policy_tables(distributions: ScoreDistributions) -> tuple[np.ndarray, np.nda
                 table.flags.writeable = False
             _POLICY_TABLES[distributions] = tables
         return tables
-
-
-@functools.lru_cache(maxsize=4)
-def _model_tables(distributions: ScoreDistributions) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`cdf_before` and ``(4096, 3 * width)``: at column ``width + s``, ``P(X < s) + P(X = s) / 2`` for
-    ``X ~ D[O]`` (0 for ``s < 0``, 1 past the support): the probability of finishing first with a lead of ``s``
-    over an opponent with open mask ``O`` still to play (and, shifted, the midpoint ``m`` of
-    :func:`table_win_probabilities`).
-    """
-    cdf = cdf_before(distributions)
-    width = distributions.width
-    half = 0.5 * (cdf[:, :-1] + cdf[:, 1:])
-    pad = np.concatenate([np.zeros((len(cdf), width)), half, np.ones((len(cdf), width))], axis=1)
-    return cdf, pad
-
-
-@functools.lru_cache(maxsize=4)
-def _padded_pmf(distributions: ScoreDistributions) -> tuple[np.ndarray, np.ndarray]:
-    """``(4096, 3 * width)``: ``D[O][s]`` at column ``width + s`` (0 outside ``0..width-1``), and ``(4096,)``: the
-    last ``s`` with ``D[O][s] > 0`` (the most points still to come).
-    """
-    start, width = distributions.start, distributions.width
-    pmf = np.zeros((len(start), 3 * width))
-    pmf[:, width : 2 * width] = start
-    end = width - 1 - np.argmax(start[:, ::-1] > 0, axis=1)
-    return pmf, end
-
-
-def table_win_probabilities(
-    distributions: ScoreDistributions, open_masks: np.ndarray, totals: np.ndarray
-) -> np.ndarray:
-    """Every player's probability of finishing first (ties split) from a table where all are at a turn start.
-
-    The model of the win agent: player ``i`` finishes on ``totals[i] + X_i`` with ``X_i ~ D[open_masks[i]]``
-    (the solver's policy to the end), independent across players.
-
-    Args:
-        distributions: The :class:`~yacht_env.distributions.ScoreDistributions` of the rules played.
-        open_masks: ``(N, P)`` ints, ``P >= 2``: each player's open mask.
-        totals: ``(N, P)`` ints: each player's total (at most what its filled categories can score).
-
-    Returns:
-        ``(N, P)`` float64, each row summing to 1 (up to rounding).
-
-    Raises:
-        ValueError: for ``P > 2``, a total below 0 or above what its filled categories can score (a final total
-            past the rules' largest).
-    """
-    open_masks = np.asarray(open_masks, dtype=np.intp)
-    totals = np.asarray(totals, dtype=np.intp)
-    n, p = open_masks.shape
-    if p > 2:
-        return _many_players(distributions, open_masks, totals)
-    _, pad = _model_tables(distributions)
-    width = distributions.width
-    result = np.empty((n, p))
-    for first in range(0, n, _TABLE_ROWS):  # one gather: P(X_0 + lead > X_1) + P(= ) / 2
-        rows = slice(first, first + _TABLE_ROWS)  # = sum_x D[O_0][x] pad[O_1, width + lead + x]
-        start = open_masks[rows, 1] * pad.shape[1] + width + totals[rows, 0] - totals[rows, 1]
-        chances = distributions.start[open_masks[rows, 0]] * pad.reshape(-1)[start[:, None] + np.arange(width)]
-        result[rows, 0] = chances.sum(axis=1)
-    result[:, 1] = 1.0 - result[:, 0]
-    return result
-
-
-def _many_players(distributions: ScoreDistributions, open_masks: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """:func:`table_win_probabilities` for ``P > 2`` players, from one set of per-player rows.
-
-    With ``b_j(v) = P(player j ends on v)`` and ``m_j(v) = P(ends below v) + b_j(v) / 2``, player ``j``'s factor
-    ``a_j + b_j u`` of the win probability on ``v`` is ``m_j + b_j w`` with ``w = u - 1/2`` uniform on
-    ``[-1/2, 1/2]``, so ``P_i = sum_v b_i E[prod_{j != i} (m_j + b_j w)]``. Expanding the product, the odd powers
-    of ``w`` vanish and ``E[w^k] = 2^-k / (k + 1)``: ``P_i = sum over the player sets B with i in B and |B| odd of
-    E[w^(|B| - 1)] t_B``, with ``t_B = sum_v prod_{j in B} b_j prod_{j not in B} m_j`` shared by the players of
-    ``B`` (three players: ``P_0 = sum_v b_0 m_1 m_2 + (1/12) sum_v b_0 b_1 b_2``). Only the final totals ``v``
-    from the second-highest total (below it every player has an opponent already past ``v``) to the highest total
-    reachable (past it every ``b`` is 0) are summed; the model is symmetric in the players, so each distinct table
-    (its players sorted) is computed once: round starts repeat (every first round; seats rotated around solver
-    players).
-    """
-    n, p = open_masks.shape
-    width = distributions.width
-    _, mid = _model_tables(distributions)
-    pmf, end = _padded_pmf(distributions)
-    if (totals < 0).any() or (totals + end[open_masks] >= width).any():
-        raise ValueError(f"totals must be >= 0 and at most what the filled categories can score (< {width})")
-    codes = open_masks * width + totals  # a player's state as one int (below 2^21 for Yacht's 12 categories)
-    order = np.argsort(codes, axis=1, kind="stable")
-    codes = np.take_along_axis(codes, order, axis=1)
-    bits = int(codes.max()).bit_length()
-    if p * bits <= 63:  # a table as one int64: a flat unique is several times faster than unique(axis=0)
-        packed = np.zeros(n, dtype=np.int64)
-        for j in range(p):
-            packed = (packed << bits) | codes[:, j]
-        packed, inverse = np.unique(packed, return_inverse=True)
-        tables = (packed[:, None] >> (bits * np.arange(p - 1, -1, -1))) & ((1 << bits) - 1)
-    else:
-        tables, inverse = np.unique(codes, axis=0, return_inverse=True)
-    masks, points = np.divmod(tables, width)
-    low = np.sort(points, axis=1)[:, -2]
-    size = (points + end[masks]).max(axis=1) + 1 - low  # final totals low .. low + size - 1
-    by_size = np.argsort(size, kind="stable")  # chunks of similar sizes: each sums over its own largest
-    sets = [
-        (list(players), 0.5 ** (len(players) - 1) / len(players))
-        for count in range(1, p + 1, 2)
-        for players in itertools.combinations(range(p), count)
-    ]
-    values = np.empty((len(tables), p))
-    for first in range(0, len(tables), _TABLE_ROWS):
-        at = by_size[first : first + _TABLE_ROWS]
-        span = int(size[at[-1]])
-        mids, pmfs = sliding_window_view(mid, span, axis=1), sliding_window_view(pmf, span, axis=1)
-        column = width + low[at, None] - points[at]  # (rows, P): where each player's row reaches v = low
-        m = [mids[masks[at, j], column[:, j]] for j in range(p)]  # (rows, span) each
-        b = [pmfs[masks[at, j], column[:, j]] for j in range(p)]
-        chunk = np.zeros((len(at), p))
-        for players, moment in sets:
-            factors = [b[j] if j in players else m[j] for j in range(p)]
-            product = factors[0] * factors[1]
-            for factor in factors[2:-1]:
-                product *= factor
-            chunk[:, players] += moment * np.einsum("nv,nv->n", product, factors[-1])[:, None]
-        values[at] = chunk
-    result = np.empty((n, p))
-    np.put_along_axis(result, order, values[inverse.reshape(-1)], axis=1)
-    return result
 
 
 def policy_table(agent: Agent, rules: str | R.Rules = "standard") -> np.ndarray:

@@ -7,15 +7,16 @@ Usage:
 For each config (default: every shipped ``configs/search_*.yaml`` with ``search.players`` of 2 or more) it times one
 iteration of the trainer, as :func:`yacht_lab.training.search.trainer.train_search` runs it: ``search.tables`` games
 of self-play (:func:`yacht_lab.training.search.rollouts.play`, every turn the agent's expectimax over a value network
-of the config's widths, fresh weights seeded by the config's seed, with the solo network ``search.solo`` names), then
+of the config's widths, fresh weights seeded by the config's seed, with the solo network ``search.solo`` names and the
+race where ``search.race`` asks for it), then
 the regression on their afterstates (``search.epochs`` passes). The figure is turns played per CPU second of this
 process, BLAS and torch on one thread: one core's work, which the other jobs of a shared machine barely move (the
 best of ``--repeats`` iterations is kept).
 
 ``--baseline REV`` also times the trainer of the git revision ``REV`` (its ``agents/``, ``yacht_env/`` and
 ``yacht_lab/`` taken by ``git archive`` into a temporary folder; this folder must be a git clone) on the same configs,
-the runs alternating, and prints the ratio. A revision's trainer without a feature a config asks for (``search.solo``)
-is timed without it: what that revision could run.
+the runs alternating, and prints the ratio. A revision's trainer without a feature a config asks for (``search.solo``,
+``search.race``) is timed without it: what that revision could run.
 
 ``--json PATH`` writes the figures.
 """
@@ -66,14 +67,19 @@ def measure(name: str, repeats: int) -> dict:
     torch.set_num_threads(1)
     data = yaml.safe_load((ROOT / "configs" / f"{name}.yaml").read_text())
     solo_name = data["search"].get("solo")
-    if "solo" not in {f.name for f in dataclasses.fields(SearchConfig)}:  # a trainer before the solo network
+    known = {f.name for f in dataclasses.fields(SearchConfig)}
+    if "solo" not in known:  # a trainer before the solo network
         data["search"].pop("solo", None)
+    race = bool(data["search"].get("race")) and "race" in known
+    if "race" not in known:  # a trainer before the race
+        data["search"].pop("race", None)
     config = validate(from_dict(data))
     section = config.search
     if "solo_net_arch" in search.ValueSpec._fields:
-        solo = search.load_value(solo_name) if solo_name else None
+        shipped = ROOT / "models" / f"search_{solo_name}.npz"  # this checkout's file, whichever code reads it
+        solo = search.load_value(shipped if shipped.is_file() else solo_name) if solo_name else None
         arch = tuple(solo.spec.net_arch) if solo is not None else ()
-        spec = search.ValueSpec(config.rules, section.players, tuple(section.net_arch), 2, arch)
+        spec = search.ValueSpec(config.rules, section.players, tuple(section.net_arch), 3 if race else 2, arch)
         learner = Learner(spec, config.seed, section.learning_rate, "cpu", solo)
     else:  # a trainer before the solo network
         spec = search.ValueSpec(config.rules, section.players, tuple(section.net_arch))
@@ -100,6 +106,7 @@ def measure(name: str, repeats: int) -> dict:
         "net_arch": list(section.net_arch),
         "tables": section.tables,
         "solo": solo_name,
+        "race": race,
         "turns": turns,
         "self_play_turns_per_second": turns / best_play,
         "iteration_turns_per_second": turns / best_iteration,
@@ -162,12 +169,14 @@ def main(argv: list[str] | None = None) -> None:
             before = run_worker([name], args.repeats, code)[0] if code else None
             rows.append({**now, "baseline": before})
     print(f"self-play turns per CPU second, one thread (best of {args.repeats} iterations)")
-    head = f"{'config':<28} {'rules':<8} {'P':>2} {'net_arch':<12} {'solo':<9} {'self-play':>10} {'+ fit':>9}"
+    head = f"{'config':<28} {'rules':<8} {'P':>2} {'net_arch':<12} {'solo':<9} {'race':<4} "
+    head += f"{'self-play':>10} {'+ fit':>9}"
     print(head + (f" {'baseline':>10} {'ratio':>7}" if code else ""))
     for row in rows:
         arch = "x".join(map(str, row["net_arch"]))
         line = (
             f"{row['config']:<28} {row['rules']:<8} {row['players']:>2} {arch:<12} {row['solo'] or '-':<9} "
+            f"{'yes' if row.get('race') else '-':<4} "
             f"{row['self_play_turns_per_second']:>10,.0f} {row['iteration_turns_per_second']:>9,.0f}"
         )
         if row["baseline"]:

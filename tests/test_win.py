@@ -282,7 +282,7 @@ def test_observations_outside_zero_to_one_are_one_value_error(win2, spec, bad):
 
 def test_table_win_probabilities_exact_with_only_the_yacht_open():
     """Only the Yacht open: each player scores 50 with q = 2,783,176 / 6^10, else 0; ties split."""
-    from yacht_agents.win import table_win_probabilities
+    from yacht_agents.win_model import table_win_probabilities
 
     dist = score_distributions("standard")
     q, only = 2_783_176 / 6**10, 1 << YACHT
@@ -299,7 +299,8 @@ def test_table_win_probabilities_exact_with_only_the_yacht_open():
 def per_player_reference(dist, open_masks, totals):
     """The model one player at a time, as it was computed before the shared rows: per player the opponents'
     polynomial (``final_win_probability``, the agent's own) summed against its own distribution."""
-    from yacht_agents.win import cdf_before, final_win_probability
+    from yacht_agents.win import final_win_probability
+    from yacht_agents.win_model import cdf_before
 
     cdf, (n, p), width = cdf_before(dist), open_masks.shape, dist.width
     result = np.empty((n, p))
@@ -315,7 +316,7 @@ def per_player_reference(dist, open_masks, totals):
 def test_table_win_probabilities_equal_the_per_player_reference(players):
     """Every player's probability equals the per-player computation to 1e-12 on game-like tables, ties included:
     players in the same state, equal totals, repeated tables (computed once), game starts and last rounds."""
-    from yacht_agents.win import table_win_probabilities
+    from yacht_agents.win_model import table_win_probabilities
 
     dist = score_distributions("standard")
     rng = np.random.default_rng(players)
@@ -341,7 +342,7 @@ def test_table_win_probabilities_equal_the_per_player_reference(players):
 
 
 def test_table_win_probabilities_refuse_totals_past_the_largest_final_total():
-    from yacht_agents.win import table_win_probabilities
+    from yacht_agents.win_model import table_win_probabilities
 
     dist = score_distributions("standard")
     with pytest.raises(ValueError, match="totals must be"):
@@ -354,7 +355,7 @@ def test_table_win_probabilities_refuse_totals_past_the_largest_final_total():
 def test_table_win_probabilities_match_the_agents_model_and_sum_to_one(players):
     """Probabilities in [0, 1], each table's summing to 1 (ties split), seat 0's equal to brute-force sums over the
     final totals (the 2-player shortcut and the 3-player polynomial)."""
-    from yacht_agents.win import table_win_probabilities
+    from yacht_agents.win_model import table_win_probabilities
 
     dist = score_distributions("standard")
     rng = np.random.default_rng(5)

@@ -25,10 +25,11 @@ pick's points include the bonuses it earns: :func:`score_distributions` returns 
 every reachable turn start there, computed and stored by :mod:`yacht_env.family_distributions` (float32 cumulative
 distributions over trimmed supports, memory-mapped from the cache: 1.4 GB for Yahtzee).
 
-Nothing above needs the policy to be the solver's: :func:`policy_distributions` runs the same recurrence for any
-policy of the solo game given as a table of actions (``(3, num_open_masks, 252)``: one action per re-rolls left,
-open mask and roll), e.g. a trained agent's (:func:`yacht_agents.win.policy_table`). That is an exact evaluation of
-the agent's own play: how many points it goes on to score from every turn start, as a distribution.
+Nothing above needs the policy to be the solver's: :func:`policy_distributions` runs the same recurrence
+(:mod:`yacht_env.score_recurrence`, which reads no solver) for any policy of the solo game given as a table of actions
+(``(3, num_open_masks, 252)``: one action per re-rolls left, open mask and roll), e.g. a trained agent's
+(:func:`yacht_agents.win.policy_table`). That is an exact evaluation of the agent's own play: how many points it goes
+on to score from every turn start, as a distribution.
 
 Example:
     >>> from yacht_env.distributions import score_distributions
@@ -49,19 +50,14 @@ import numpy as np
 
 from yacht_env import family_distributions as FD
 from yacht_env import rules as R
+from yacht_env import score_recurrence as SR
 from yacht_env import solver as S
+from yacht_env.score_recurrence import max_total
 from yacht_env.util import check_writable, load_arrays, memoised_cache, save_arrays
 
 DISTRIBUTION_FORMAT_VERSION = 1  # bump when the arrays or their meaning change; old cache files are ignored
 
-_NUM_KEPT = S.NUM_PROPER_KEPT
-_TRANSITION = np.ascontiguousarray(R.TRANSITION[:_NUM_KEPT])  # (210, 252): the kept multisets a legal keep keeps
-_MASK_CHUNK = 256  # masks per block: bounds the (masks, 252, 44) temporaries to ~20 MB
-
-
-def max_total(rules: str | R.Rules = "standard") -> int:
-    """The largest total of a game: each category's best score, summed (297 for ``standard``)."""
-    return int(R.score_table(rules).max(axis=0).sum())
+_NUM_KEPT, _TRANSITION, _MASK_CHUNK = SR.NUM_KEPT, SR.TRANSITION, SR.MASK_CHUNK
 
 
 #: The most the family's distributions may take, their rows untrimmed at float32 over every turn start (Yahtzee's
@@ -119,32 +115,6 @@ def _policy(solution: S.Solution) -> np.ndarray:
     return policy
 
 
-def _turn_ends(rules: R.Rules, policy: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """``(n, num_categories, top + 1)``: ``W[O, k, s]``, P(the turn from open mask ``O`` ends scoring ``s`` in ``k``),
-    the turn run forwards under ``policy`` (see the module docstring) for the masks ``masks`` at once.
-    """
-    c = rules.num_categories
-    score = R.score_table(rules).astype(np.intp)
-    top = int(score.max())
-    n = len(masks)
-    ends = np.zeros(n * c * (top + 1))
-    reach = np.broadcast_to(R.TRANSITION[0], (n, R.NUM_ROLLS))  # P(the turn reaches (r, t)), t = 2 first
-    for t in range(R.MAX_ROLLS_LEFT, -1, -1):
-        action = policy[t, masks].astype(np.intp)
-        pick = action >= R.PICK_OFFSET
-        rows, rolls = np.nonzero(pick)
-        k = action[rows, rolls] - R.PICK_OFFSET
-        where = (rows * c + k) * (top + 1) + score[rolls, k]
-        ends += np.bincount(where, reach[rows, rolls], minlength=ends.size)
-        if t == 0:
-            break
-        rows, rolls = np.nonzero(~pick)
-        kept = R.KEEP[rolls, action[rows, rolls]]
-        flow = np.bincount(rows * _NUM_KEPT + kept, reach[rows, rolls], minlength=n * _NUM_KEPT)
-        reach = flow.reshape(n, _NUM_KEPT) @ _TRANSITION
-    return ends.reshape(n, c, top + 1)
-
-
 def turn_outcomes(rules: str | R.Rules, policy: np.ndarray) -> np.ndarray:
     """How a policy's turns end: ``(num_open_masks, num_categories, top + 1)`` float64, ``[O, k, s]`` the
     probability that the turn from a turn start with open mask ``O`` ends by scoring ``s`` points in box ``k``.
@@ -158,11 +128,11 @@ def turn_outcomes(rules: str | R.Rules, policy: np.ndarray) -> np.ndarray:
         ValueError: a policy of another shape or with an illegal action (as :func:`policy_distributions`).
     """
     rules = R.get_rules(rules)
-    policy = _checked_policy(rules, policy)
+    policy = SR.checked_policy(rules, policy)
     out = np.zeros((rules.num_open_masks, rules.num_categories, int(R.score_table(rules).max()) + 1))
     for start in range(1, rules.num_open_masks, _MASK_CHUNK):
         masks = np.arange(start, min(start + _MASK_CHUNK, rules.num_open_masks))
-        out[masks] = _turn_ends(rules, policy, masks)
+        out[masks] = SR.turn_ends(rules, policy, masks)
     return out
 
 
@@ -171,42 +141,16 @@ def solver_policy(rules: str | R.Rules = "standard") -> np.ndarray:
     return _policy(S.solve(rules))
 
 
-def _distribution_array(rules: R.Rules, policy: np.ndarray) -> np.ndarray:
-    """``(num_open_masks, max_total + 1)`` float64: ``D[O]``, by popcount level (see the module docstring)."""
-    c = rules.num_categories
-    width = max_total(rules) + 1
-    bits = 1 << np.arange(c)
-    popcounts = R.open_bits(c).sum(axis=1)
-    dist = np.zeros((rules.num_open_masks, width))
-    dist[0, 0] = 1.0
-    for popcount in range(1, c + 1):
-        level = np.flatnonzero(popcounts == popcount)
-        for start in range(0, len(level), _MASK_CHUNK):
-            masks = level[start : start + _MASK_CHUNK]
-            ends = _turn_ends(rules, policy, masks)
-            out = np.zeros((len(masks), width))
-            for k in range(c):
-                rest = dist[masks & ~bits[k]]  # D[O without k]; rows where k is filled get no weight
-                for s in np.flatnonzero(ends[:, k].any(axis=0)):
-                    out[:, s:] += ends[:, k, s, None] * rest[:, : width - s]
-            dist[masks] = out
-    return dist
-
-
-class ScoreDistributions:
+class ScoreDistributions(SR.StartDistributions):
     """The distribution of the points still to come under a policy (the solver's, or :func:`policy_distributions`'),
     from every decision state.
 
     Attributes:
-        rules: The :class:`~yacht_env.rules.Rules`.
+        rules, start, width: As :class:`~yacht_env.score_recurrence.StartDistributions`.
         solution: The solver's :class:`~yacht_env.solver.Solution` whose policy is followed, or ``None`` for
             another policy's distributions (:func:`policy_distributions`).
-        start: ``(num_open_masks, max_total + 1)`` float64: ``start[O, x]`` is the probability that exactly
-            ``x`` more points are scored from the start of a turn with open mask ``O`` to the end of the
-            game (``start[0]`` is the point mass at 0).
         policy: ``(3, num_open_masks, 252)`` uint8: the action taken at ``(rolls_left, O, roll)``: the solver's best
             (:meth:`~yacht_env.solver.Solution.best_action`, ties to the smallest action), or the given policy's.
-        width: ``max_total + 1`` (298 for ``standard``): the length of every distribution.
         source: ``"computed"`` or ``"disk"`` (the solver's), ``"policy"`` (:func:`policy_distributions`).
     """
 
@@ -218,21 +162,15 @@ class ScoreDistributions:
         source: str = "computed",
         solution: S.Solution | None = None,
     ):
-        self.rules = rules
+        super().__init__(rules, start)
         self.solution = solution
-        self.start = np.asarray(start, dtype=np.float64)
         self.policy = np.asarray(policy, dtype=np.uint8)
-        self.start.flags.writeable = False
         self.policy.flags.writeable = False
-        self.width = self.start.shape[1]
         self.source = source
 
-    def __repr__(self) -> str:
-        return f"ScoreDistributions(rules={self.rules.name!r}, width={self.width})"
-
     def mean(self) -> np.ndarray:
-        """``(num_open_masks,)``: the mean of each ``start`` row; equals the solver's ``start_values``."""
-        return self.start @ np.arange(self.width)
+        """``(num_open_masks,)``: the mean of each ``start`` row; for the solver's policy its ``start_values``."""
+        return super().mean()
 
     def turn_tables(self, open_mask: int) -> tuple[np.ndarray, np.ndarray]:
         """The distributions within one turn with open mask ``open_mask`` (at least one category open).
@@ -384,7 +322,7 @@ def score_distributions(
 
     def compute() -> ScoreDistributions:
         policy = _policy(solution)
-        return ScoreDistributions(rules, _distribution_array(rules, policy), policy, solution=solution)
+        return ScoreDistributions(rules, SR.start_distributions(rules, policy), policy, solution=solution)
 
     if not cache:
         return compute()
@@ -417,27 +355,6 @@ def _family(solution: S.Solution, cache: bool, cache_dir) -> FD.FamilyDistributi
     return result
 
 
-def _checked_policy(rules: R.Rules, policy: np.ndarray) -> np.ndarray:
-    """``policy`` as a uint8 table (row ``0`` zeroed), or one ``ValueError`` naming the first illegal action."""
-    shape = (R.ROLLS_PER_TURN, rules.num_open_masks, R.NUM_ROLLS)
-    policy = np.asarray(policy)
-    if policy.shape != shape or not np.issubdtype(policy.dtype, np.integer):
-        raise ValueError(f"a policy table is an int array of shape {shape}, got {policy.dtype} {policy.shape}")
-    t, mask, roll = (x.reshape(-1) for x in np.meshgrid(*map(np.arange, shape), indexing="ij"))
-    live = mask > 0
-    t, mask, roll, action = t[live], mask[live], roll[live], policy.reshape(-1)[live]
-    inside = (action >= 0) & (action < rules.num_actions)
-    legal = R.legal_action_mask(roll, t, mask, True, rules.num_categories)
-    ok = inside & legal[np.arange(len(action)), np.clip(action, 0, rules.num_actions - 1)]
-    if not ok.all():
-        i = int(np.flatnonzero(~ok)[0])
-        raise ValueError(
-            f"the policy's action {int(action[i])} is illegal at rolls_left={int(t[i])}, open_mask={int(mask[i])}, "
-            f"roll={int(roll[i])} ({int((~ok).sum()):,} illegal in all)"
-        )
-    return np.where(np.arange(rules.num_open_masks)[None, :, None] > 0, policy, 0).astype(np.uint8)
-
-
 def policy_distributions(rules: str | R.Rules, policy: np.ndarray) -> ScoreDistributions:
     """The score distributions of any policy of the solo game, given as a table of its actions.
 
@@ -454,10 +371,5 @@ def policy_distributions(rules: str | R.Rules, policy: np.ndarray) -> ScoreDistr
         ValueError: rules with bonuses, a policy of another shape, or an illegal action in it.
     """
     rules = R.get_rules(rules)
-    if rules.has_bonuses:
-        raise ValueError(
-            f"the exact score distributions cover rules without bonuses for a policy table; {rules.name} has bonuses, "
-            "where only the solver's policy is evaluated (score_distributions)"
-        )
-    policy = _checked_policy(rules, policy)
-    return ScoreDistributions(rules, _distribution_array(rules, policy), policy, source="policy")
+    start = SR.policy_start_distributions(rules, policy).start
+    return ScoreDistributions(rules, start, SR.checked_policy(rules, policy), source="policy")

@@ -3,7 +3,7 @@ against the games' outcomes.
 
 At the start of every round of every game that :func:`~yacht_lab.measure.head_to_head.head_to_head` plays (every player
 at a turn start, recorded by :func:`~yacht_lab.measure.head_to_head.play_tables`), :func:`predict_round_starts` asks
-the model (:func:`~yacht_agents.win.table_win_probabilities`: final total = total + the solver's score
+the model (:func:`~yacht_agents.win_model.table_win_probabilities`: final total = total + the solver's score
 distribution of the open categories, independent players) for each player's probability of finishing first;
 :class:`Calibration` sums those predictions against the win shares exactly, in integers (the report does not
 depend on the batch size), into a Brier score and a reliability table.
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from yacht_agents.win import table_win_probabilities
+from yacht_agents.win_model import table_win_probabilities
 from yacht_env.distributions import ScoreDistributions
 from yacht_lab.measure.report import rounded_floats
 

@@ -405,15 +405,27 @@ def _check_search(config: TrainConfig) -> None:
     _check_number("search.batch_size", section.batch_size, int, 1, high=MAX_SEARCH_BATCH)
     _check_number("search.learning_rate", section.learning_rate, float, 0, low_inclusive=False, high=1)
     _check_number("search.learning_rate_final", section.learning_rate_final, float, 0, high=section.learning_rate)
+    _check_search_inputs(config)
+    _check_number("search.aux_weight", section.aux_weight, float, 0, high=MAX_AUX_WEIGHT)
+    if section.aux_weight and section.players == 1:
+        raise ValueError("search.aux_weight weighs a table's auxiliary outputs: leave it out solo (search.players: 1)")
+
+
+def _check_search_inputs(config: TrainConfig) -> None:
+    """What a table's ``V`` reads beside the sheets: its solo network (``search.solo``) and the race."""
+    section = config.search
     if section.solo is not None and not (isinstance(section.solo, str) and 0 < len(section.solo) <= 1000):
         raise ValueError(
             f"search.solo must name a solo search model (a shipped name, a .npz or a run folder), got {section.solo!r}"
         )
     if section.solo is not None and section.players == 1:
         raise ValueError("search.solo is a table's input: leave it out solo (search.players: 1)")
-    _check_number("search.aux_weight", section.aux_weight, float, 0, high=MAX_AUX_WEIGHT)
-    if section.aux_weight and section.players == 1:
-        raise ValueError("search.aux_weight weighs a table's auxiliary outputs: leave it out solo (search.players: 1)")
+    if not isinstance(section.race, bool):
+        raise ValueError(f"search.race must be true or false, got {section.race!r}")
+    if section.race and section.solo is None:
+        raise ValueError("search.race is the race of a solo network's own play: name that network in search.solo")
+    if section.race and R.get_rules(config.rules).has_bonuses:
+        raise ValueError(f"search.race covers rules without bonuses (Yacht's presets), not {config.rules!r}")
 
 
 def _check_jax_memory(config: TrainConfig) -> None:

@@ -4,7 +4,9 @@ The network is :class:`yacht_agents.search.ValueNetwork`'s (relu hidden layers, 
 the points to come in units of :data:`~yacht_agents.search.POINTS_SCALE`, fitted by squared error; at a table a
 logit, fitted to the win share by binary cross-entropy (a soft target), and with auxiliary outputs (``aux_outputs``)
 also every seat's points still to come, fitted by squared error (weighted by ``aux_weight``) from the same hidden
-layers; the network played and saved is the first output alone. Adam, its step falling linearly from
+layers; the network played and saved is the first output alone. With the race (encoding 3, ``features`` 3) the
+value's logit is the network's output plus its input's last column, the race's logit, and the value's output starts
+at zero (its last layer's row zeroed), so the fresh network plays the race itself. Adam, its step falling linearly from
 ``learning_rate`` to ``learning_rate_final`` over the run's budget; minibatches drawn by the learner's own torch
 generator, so a run is the same bit for bit on the CPU, stopped and resumed or not.
 """
@@ -50,6 +52,11 @@ class Learner:
             if i < len(shapes) - 1:
                 layers.append(nn.ReLU())
         self.model = nn.Sequential(*layers).to(self.device)
+        self.race = spec.features > 2 and spec.players > 1
+        if self.race:  # the fresh network's value is the race's: it learns what to add to it
+            with torch.no_grad():
+                layers[-1].weight[0].zero_()
+                layers[-1].bias[0].zero_()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=learning_rate)
         self.generator = torch.Generator().manual_seed(seed + 1)
 
@@ -90,7 +97,8 @@ class Learner:
             for first in range(0, len(order), batch_size):
                 at = order[first : first + batch_size]
                 out = self.model(inputs[at])
-                value_loss = loss_of(out[:, 0], targets[at])
+                value = out[:, 0] + inputs[at, -1] if self.race else out[:, 0]
+                value_loss = loss_of(value, targets[at])
                 loss = value_loss
                 if extra is not None:
                     loss = loss + aux_weight * nn.functional.mse_loss(out[:, 1:], extra[at])

@@ -75,7 +75,7 @@ class SearchState:
         self.config = config
         solo = _solo_network(config)
         arch = tuple(solo.spec.net_arch) if solo is not None else ()
-        self.spec = ValueSpec(config.rules, section.players, tuple(section.net_arch), 2, arch)
+        self.spec = ValueSpec(config.rules, section.players, tuple(section.net_arch), 3 if section.race else 2, arch)
         aux = section.players if section.aux_weight else 0  # every seat's points to come
         self.learner = Learner(self.spec, config.seed, section.learning_rate, config.device, solo, aux)
         self.rng = np.random.default_rng(config.seed)

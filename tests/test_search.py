@@ -161,7 +161,8 @@ def test_a_network_with_its_solo_network_round_trips(tmp_path):
     np.testing.assert_array_equal(loaded.values(own, theirs), net.values(own, theirs))
     bad = {**meta, "solo_net_arch": [6]}
     for change, message in (
-        ({"features": 3}, "features is not one of"),
+        ({"features": 3}, "features 3 \\(the race\\) needs a solo network and rules without bonuses"),
+        ({"features": 4}, "features is not one of"),
         ({"players": 1}, "solo_net_arch is not"),
         ({"features": 1}, "solo_net_arch is not"),
     ):
@@ -650,15 +651,17 @@ def test_the_trainer_speed_benchmark_prints_every_table_config(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name, rules, players",
+    "name, rules, players, version",
     [
-        ("selfplay3_standard", "standard", 3),
-        ("selfplay4_standard", "standard", 4),
-        ("selfplay5_standard", "standard", 5),
-        ("selfplay_yahtzee", "yahtzee", 2),
+        ("selfplay3_standard", "standard", 3, 3),
+        ("selfplay4_standard", "standard", 4, 3),
+        ("selfplay5_standard", "standard", 5, 3),
+        ("selfplay_yahtzee", "yahtzee", 2, 2),
     ],
 )
-def test_each_shipped_table_model_plays_in_the_versus_env_the_pettingzoo_env_and_a_head_to_head(name, rules, players):
+def test_each_shipped_table_model_plays_in_the_versus_env_the_pettingzoo_env_and_a_head_to_head(
+    name, rules, players, version
+):
     import gymnasium as gym
 
     from yacht_env.multiplayer import env as aec_env
@@ -666,7 +669,7 @@ def test_each_shipped_table_model_plays_in_the_versus_env_the_pettingzoo_env_and
 
     agent = make_agent(f"search:{name}")  # the rules its .json names
     assert agent.rules.name == rules and agent.table_players == players
-    assert agent.network.spec.features == 2 and agent.network.solo is not None
+    assert agent.network.spec.features == version and agent.network.solo is not None  # 3: the race
     others = [make_agent("optimal" if i == 0 else f"optimal#{i + 1}", rules) for i in range(players - 1)]
     outcome = head_to_head([agent, *others], players, 1, seed=0, rules=rules, calibration=False)
     assert outcome.games[agent.name] == players * players

@@ -86,6 +86,7 @@ def _chi_square_p_value(statistic: float, dof: int) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
+@pytest.mark.slow  # a cross-check the README's command leaves to -m slow
 def test_simulated_optimal_games_follow_the_distribution(dist):
     games = 100_000
     solution = solve("standard")

@@ -209,6 +209,7 @@ def test_the_family_is_covered_a_policy_table_and_a_huge_sheet_are_refused():
         Dm.score_distributions(huge)
 
 
+@pytest.mark.slow  # a cross-check the README's command leaves to -m slow
 def test_clubhouse_means_and_policy_equal_the_solvers():
     """The smallest preset, end to end: 178,816 turn starts, every row a distribution, means to 1e-5."""
     dist = Dm.score_distributions("clubhouse")

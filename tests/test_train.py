@@ -449,6 +449,7 @@ def test_resume_from_an_earlier_checkpoint_drops_the_later_rows(e2e, tmp_path):
     assert (saved.rules, saved.seed, saved.n_envs, saved.total_timesteps) == ("classic", 3, 4, 3072)
 
 
+@pytest.mark.slow  # an end-to-end run the README's command leaves to -m slow
 def test_resuming_the_same_checkpoint_twice_gives_the_same_run(e2e, tmp_path):
     finals = []
     for folder in ("a", "b"):

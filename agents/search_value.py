@@ -58,7 +58,7 @@ MAX_LAYER_WIDTH = 2048
 #: The most a value network's ``.npz`` may expand to, and its members (two per layer).
 MAX_VALUE_BYTES = 64 * 2**20
 MAX_VALUE_MEMBERS = 4 * (MAX_LAYERS + 1)  # the network's layers and its solo network's
-#: The solo networks' score distributions made in this process, by the hash of their weights (about 10 MB each).
+#: The solo networks' score distributions made in this process, by the hash of their weights (about 13 MB each).
 _DISTRIBUTIONS: dict[bytes, object] = {}
 _DISTRIBUTIONS_LOCK = threading.Lock()
 _MAX_DISTRIBUTIONS = 8

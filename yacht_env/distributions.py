@@ -146,11 +146,11 @@ class ScoreDistributions(SR.StartDistributions):
     from every decision state.
 
     Attributes:
-        rules, start, width: As :class:`~yacht_env.score_recurrence.StartDistributions`.
+        rules, start, width, policy: As :class:`~yacht_env.score_recurrence.StartDistributions`; the policy is the
+            solver's best action (:meth:`~yacht_env.solver.Solution.best_action`, ties to the smallest action) or the
+            given policy's, and ``mean()`` equals the solver's ``start_values`` for the solver's policy.
         solution: The solver's :class:`~yacht_env.solver.Solution` whose policy is followed, or ``None`` for
             another policy's distributions (:func:`policy_distributions`).
-        policy: ``(3, num_open_masks, 252)`` uint8: the action taken at ``(rolls_left, O, roll)``: the solver's best
-            (:meth:`~yacht_env.solver.Solution.best_action`, ties to the smallest action), or the given policy's.
         source: ``"computed"`` or ``"disk"`` (the solver's), ``"policy"`` (:func:`policy_distributions`).
     """
 
@@ -162,15 +162,9 @@ class ScoreDistributions(SR.StartDistributions):
         source: str = "computed",
         solution: S.Solution | None = None,
     ):
-        super().__init__(rules, start)
+        super().__init__(rules, start, policy)
         self.solution = solution
-        self.policy = np.asarray(policy, dtype=np.uint8)
-        self.policy.flags.writeable = False
         self.source = source
-
-    def mean(self) -> np.ndarray:
-        """``(num_open_masks,)``: the mean of each ``start`` row; for the solver's policy its ``start_values``."""
-        return super().mean()
 
     def turn_tables(self, open_mask: int) -> tuple[np.ndarray, np.ndarray]:
         """The distributions within one turn with open mask ``open_mask`` (at least one category open).
@@ -370,6 +364,5 @@ def policy_distributions(rules: str | R.Rules, policy: np.ndarray) -> ScoreDistr
     Raises:
         ValueError: rules with bonuses, a policy of another shape, or an illegal action in it.
     """
-    rules = R.get_rules(rules)
-    start = SR.policy_start_distributions(rules, policy).start
-    return ScoreDistributions(rules, start, SR.checked_policy(rules, policy), source="policy")
+    found = SR.policy_start_distributions(rules, policy)
+    return ScoreDistributions(found.rules, found.start, found.policy, source="policy")

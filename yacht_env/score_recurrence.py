@@ -26,12 +26,15 @@ class StartDistributions:
             ``x`` more points are scored from the start of a turn with open mask ``O`` to the end of the game
             (``start[0]`` is the point mass at 0).
         width: ``max_total + 1`` (298 for ``standard``): the length of every distribution.
+        policy: ``(3, num_open_masks, 252)`` uint8, read only: the policy's action at ``(rolls_left, O, roll)``.
     """
 
-    def __init__(self, rules: R.Rules, start: np.ndarray) -> None:
+    def __init__(self, rules: R.Rules, start: np.ndarray, policy: np.ndarray) -> None:
         self.rules = rules
         self.start = np.asarray(start, dtype=np.float64)
+        self.policy = np.asarray(policy, dtype=np.uint8)
         self.start.flags.writeable = False
+        self.policy.flags.writeable = False
         self.width = self.start.shape[1]
 
     def __repr__(self) -> str:
@@ -55,7 +58,8 @@ def policy_start_distributions(rules: str | R.Rules, policy: np.ndarray) -> Star
             f"the exact score distributions cover rules without bonuses for a policy table; {rules.name} has bonuses, "
             "where only the solver's policy is evaluated (yacht_env.distributions.score_distributions)"
         )
-    return StartDistributions(rules, start_distributions(rules, checked_policy(rules, policy)))
+    policy = checked_policy(rules, policy)
+    return StartDistributions(rules, start_distributions(rules, policy), policy)
 
 
 def max_total(rules: str | R.Rules = "standard") -> int:

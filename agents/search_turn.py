@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from yacht_agents.win_model import distinct_rows
 from yacht_env import rules as R
 from yacht_env.turn_rows import FIRST_ROLL, KEEP_PROPER, KEPT_ROW, ROLL_ORDER, best_keeps, expected_keeps
 
@@ -44,7 +45,8 @@ class TurnPlanner:
     Args:
         rules, players: The game and the table (1: solo).
         value: A :class:`ValueNetwork` (its ``values(own, opponents, exact) -> (m,)`` float64 is called once per
-            :meth:`plan`).
+            :meth:`plan`; a finished table is valued by :func:`result`, with the ``placing`` of its ``spec`` if it
+            has one).
         exact: Plan as the agent plays: ``V`` in float64 rounded to float32 (:meth:`ValueNetwork.__call__`) and the
             keeps' values rounded to float32, so that a decision does not depend on the thread count nor on the other
             contexts of the batch (the expectimax's sums differ in their last float64 bits with them); ties go to the
@@ -53,6 +55,7 @@ class TurnPlanner:
 
     def __init__(self, rules: R.Rules, players: int, value, exact: bool = False) -> None:
         self.rules, self.players, self.value, self.exact = rules, players, value, exact
+        self.placing = getattr(getattr(value, "spec", None), "placing", 0.0)
         c = rules.num_categories
         self._bits = (1 << np.arange(c)).astype(np.intp)
         tables = R.pick_tables(rules)
@@ -135,13 +138,13 @@ class TurnPlanner:
             done &= (opponents[0] == 0).all(axis=1)
         values = np.zeros(len(done))
         if table and done.any():
-            values[done] = result(own[3][done], opponents[3][done])
+            values[done] = result(own[3][done], opponents[3][done], self.placing)
         playing = np.flatnonzero(~done)
         if len(playing):
             # The distinct afterstates: each seat's sheet (solo without its total, which is not read) one integer.
             seats = [self._sheet_key(tuple(x[playing] for x in own))]
             seats += [self._sheet_key(tuple(x[playing, j] for x in opponents)) for j in range(self.players - 1)]
-            first, inverse = _distinct(seats, self._sheet_keys)
+            first, inverse = distinct_rows(seats, self._sheet_keys)
             at = playing[first]
             mine = tuple(x[at] for x in own)
             theirs = tuple(x[at] for x in opponents) if table else None
@@ -149,33 +152,18 @@ class TurnPlanner:
         return values
 
 
-def _distinct(keys: list[np.ndarray], radix: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of integer columns ``keys`` (each in ``[0, radix)``): ``(first, inverse)``, the index of
-    each distinct row's first occurrence and each row's distinct row, as :func:`numpy.unique` gives them.
+def result(total: np.ndarray, opponent_total: np.ndarray, placing: float = 0.0) -> np.ndarray:
+    """The mover's share of the win at a finished table: 1 / (number of leaders) if it leads, else 0; with
+    ``placing`` ``w``, that share weighs ``1 - w`` and the fraction of the opponents it finished ahead of (ties half)
+    weighs ``w``.
     """
-    per_word = max(1, int(63 // max(radix - 1, 1).bit_length()))
-    words = []
-    for start in range(0, len(keys), per_word):
-        word = keys[start]
-        for key in keys[start + 1 : start + per_word]:
-            word = word * radix + key
-        words.append(word)
-    if len(words) == 1:
-        _, first, inverse = np.unique(words[0], return_index=True, return_inverse=True)
-        return first, inverse.reshape(-1)
-    order = np.lexsort(words[::-1])
-    new = np.ones(len(order), dtype=bool)
-    new[1:] = np.any([w[order][1:] != w[order][:-1] for w in words], axis=0)
-    inverse = np.empty(len(order), dtype=np.intp)
-    inverse[order] = np.cumsum(new) - 1
-    return order[new], inverse
-
-
-def result(total: np.ndarray, opponent_total: np.ndarray) -> np.ndarray:
-    """The mover's share of the win at a finished table: 1 / (number of leaders) if it leads, else 0."""
     best = np.maximum(total, opponent_total.max(axis=1))
     leaders = (total == best) + (opponent_total == best[:, None]).sum(axis=1)
-    return np.where(total == best, 1.0 / np.maximum(leaders, 1), 0.0)
+    share = np.where(total == best, 1.0 / np.maximum(leaders, 1), 0.0)
+    if not placing:
+        return share
+    ahead = ((total[:, None] > opponent_total) + 0.5 * (total[:, None] == opponent_total)).mean(axis=1)
+    return (1.0 - placing) * share + placing * ahead
 
 
 def decide(plan: Plan, index: np.ndarray, roll: np.ndarray, rolls_left: np.ndarray, legal: np.ndarray) -> np.ndarray:

@@ -15,6 +15,11 @@ A network ``V`` values the *afterstate* of a turn, the sheets once the pick is m
   (:mod:`yacht_env.score_recurrence`, :func:`yacht_agents.win_model.table_win_probabilities`: the win agent's model
   over the agent's own solo play); its logit is ``V``'s starting point, to which the network adds what it learned.
 
+A race network at a table of three or more may also play for its *placing* (``placing``, a weight ``w`` in the
+``.json``): it then picks by ``(1 - w) V + w R``, ``R`` the expected fraction of the opponents it finishes ahead of
+(ties half) if every seat played its solo network's search to the end (each opponent's pairwise race). ``V`` is
+unchanged: the learned chance of finishing first; ``R`` separates the afterstates where that chance is spent.
+
 It sees nothing of a solver: its inputs are the sheets (:func:`features`) and what its own solo network makes of them.
 Inference is plain numpy: the weights are a ``.npz`` of float32 arrays and a ``.json`` beside it (the rules, the table
 size, the layer widths, the input encoding, the solo network's widths), read through the one bounded reader,
@@ -68,7 +73,8 @@ POINTS_SCALE = 100.0
 
 class ValueSpec(NamedTuple):
     """What a saved value network is (its ``.json``): the rules, the table size (1: solo), the hidden widths, the
-    input encoding (:data:`FEATURE_VERSIONS`) and the hidden widths of the solo network it carries (empty: none).
+    input encoding (:data:`FEATURE_VERSIONS`), the hidden widths of the solo network it carries (empty: none) and the
+    weight of the placing in its play (``0 <= placing < 1``; above 0 only for a race network at three seats or more).
     """
 
     rules: str
@@ -76,6 +82,7 @@ class ValueSpec(NamedTuple):
     net_arch: tuple[int, ...]
     features: int = 1
     solo_net_arch: tuple[int, ...] = ()
+    placing: float = 0.0
 
     @property
     def solo_spec(self) -> ValueSpec | None:
@@ -177,6 +184,8 @@ class ValueNetwork:
         self.rules = R.get_rules(spec.rules)
         if (solo is None) != (not spec.solo_net_arch) or (solo is not None and solo.spec != spec.solo_spec):
             raise ValueError(f"the solo network does not fit the spec {spec}")
+        if spec.placing and not (0 < spec.placing < 1 and spec.players > 2 and spec.features > 2):
+            raise ValueError(f"placing weighs a race network's placing at three seats or more, in (0, 1): {spec}")
         self._to_come: np.ndarray | None = None  # the solo network's points to come by sheet, filled as asked
         self._distributions = None  # a solo network's policy's score distributions (the race's), made on first use
         self._race_cdf: np.ndarray | None = None  # and their cumulative sums
@@ -217,8 +226,15 @@ class ValueNetwork:
         return features(self.rules, self.spec.players, own, opponents, self.spec.features, to_come, race)
 
     def values(self, own: tuple, opponents: tuple | None = None, exact: bool = False) -> np.ndarray:
-        """``(m,)``: ``V`` of afterstates (:func:`features`' arguments; ``exact`` as :meth:`__call__`)."""
-        return self(self.features(own, opponents), exact)
+        """``(m,)``: ``V`` of afterstates (:func:`features`' arguments; ``exact`` as :meth:`__call__`), the placing's
+        race mixed in by the spec's weight (the module docstring).
+        """
+        value = self(self.features(own, opponents), exact)
+        placing = self.spec.placing
+        if placing:
+            masks, totals = (np.column_stack([np.asarray(own[i]), np.asarray(opponents[i])]) for i in (0, 3))
+            value = (1.0 - placing) * value + placing * self.solo.race(masks, totals, placing=1.0)
+        return value
 
     def to_come(self, open_mask: np.ndarray, upper: np.ndarray, armed: np.ndarray) -> np.ndarray:
         """A solo network's points still to come of sheets (``(m,)`` each; every box filled: 0), each sheet valued
@@ -267,14 +283,15 @@ class ValueNetwork:
             self._distributions = found
         return self._distributions
 
-    def race(self, open_masks: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    def race(self, open_masks: np.ndarray, totals: np.ndarray, placing: float = 0.0) -> np.ndarray:
         """``(m,)``: the first seat's chance of finishing first (ties split) at tables of turn starts, ``open_masks``
         and ``totals`` ``(m, P)`` ints each, if every seat plays this solo network's search to the end, the dice
-        independent (:func:`yacht_agents.win_model.first_seat_chances` over :meth:`distributions`).
+        independent (:func:`yacht_agents.win_model.first_seat_chances` over :meth:`distributions`; ``placing`` as
+        there: 1, the expected fraction of the opponents finished ahead of).
         """
         if self._race_cdf is None:
             self._race_cdf = cdf_before(self.distributions())
-        return first_seat_chances(self.distributions(), open_masks, totals, self._race_cdf)
+        return first_seat_chances(self.distributions(), open_masks, totals, self._race_cdf, placing)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The weights as named arrays (``w0``, ``b0``, ...; the solo network's ``solo_w0``, ...)."""
@@ -317,6 +334,8 @@ def save_value(path: str | Path, network: ValueNetwork) -> Path:
     meta = {"format": FORMAT, "rules": spec.rules, "players": spec.players, "net_arch": list(spec.net_arch)}
     if spec.features > 1:  # version 1 files name no encoding: they stay readable by older releases
         meta.update(features=spec.features, solo_net_arch=list(spec.solo_net_arch))
+    if spec.placing:
+        meta.update(placing=spec.placing)
     with atomic_output(path.with_suffix(".json")) as temp:
         Path(temp).write_text(json.dumps(meta, indent=2) + "\n")
     with atomic_output(path) as temp, open(temp, "wb") as file:
@@ -406,7 +425,7 @@ def _probe(network: ValueNetwork) -> None:
 def _read_spec(path: Path) -> ValueSpec:
     meta = read_spec_json(path, FORMAT)
     required = {"format", "rules", "players", "net_arch"}
-    if not (required <= set(meta) <= {*required, "features", "solo_net_arch"}):
+    if not (required <= set(meta) <= {*required, "features", "solo_net_arch", "placing"}):
         raise Refused(f"its {path.name} is not a {FORMAT!r} file")
     rules, players, arch = meta["rules"], meta["players"], meta["net_arch"]
     version, solo_arch = meta.get("features", 1), meta.get("solo_net_arch", [])
@@ -434,7 +453,12 @@ def _read_spec(path: Path) -> ValueSpec:
             f"its {path.name}'s solo_net_arch is not 0..{MAX_LAYERS} widths of 1..{MAX_LAYER_WIDTH} "
             "(a table network's of features 2)"
         )
-    return ValueSpec(rules, players, tuple(arch), version, tuple(solo_arch))
+    placing = meta.get("placing", 0.0)
+    if not (type(placing) in (int, float) and 0 <= placing < 1):
+        raise Refused(f"its {path.name}'s placing is not a number in [0, 1)")
+    if placing and (players < 3 or version < 3):
+        raise Refused(f"its {path.name}'s placing weighs a race network's placing at three seats or more")
+    return ValueSpec(rules, players, tuple(arch), version, tuple(solo_arch), float(placing))
 
 
 __all__ = [

@@ -59,6 +59,9 @@ def first_place(less: list[np.ndarray], equal: list[np.ndarray]) -> np.ndarray:
     """
     if len(less) == 1:  # the common case, without the polynomial
         return less[0] + 0.5 * equal[0]
+    if len(less) == 2:  # (a_1 + b_1 u)(a_2 + b_2 u) integrated
+        (a1, a2), (b1, b2) = less, equal
+        return a1 * a2 + 0.5 * (a1 * b2 + a2 * b1) + b1 * b2 / 3.0
     coefficients = np.ones((*less[0].shape, 1))  # of prod_j (a_j + b_j u), lowest degree first
     for a, b in zip(less, equal, strict=True):
         grown = np.zeros((*a.shape, coefficients.shape[-1] + 1))
@@ -66,6 +69,29 @@ def first_place(less: list[np.ndarray], equal: list[np.ndarray]) -> np.ndarray:
         grown[..., 1:] += coefficients * b[..., None]
         coefficients = grown
     return coefficients @ (1.0 / np.arange(1, coefficients.shape[-1] + 1))
+
+
+def distinct_rows(keys: list[np.ndarray], radix: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of integer columns ``keys`` (each in ``[0, radix)``): ``(first, inverse)``, the index of
+    each distinct row's first occurrence and each row's distinct row, as :func:`numpy.unique` gives them (the distinct
+    rows in ascending order of their columns). Columns are packed into 63-bit words, several to a word where they fit.
+    """
+    per_word = max(1, int(63 // max(radix - 1, 1).bit_length()))
+    words = []
+    for start in range(0, len(keys), per_word):
+        word = np.asarray(keys[start], dtype=np.int64)
+        for key in keys[start + 1 : start + per_word]:
+            word = word * radix + key
+        words.append(word)
+    if len(words) == 1:
+        _, first, inverse = np.unique(words[0], return_index=True, return_inverse=True)
+        return first, inverse.reshape(-1)
+    order = np.lexsort(words[::-1])
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = np.any([w[order][1:] != w[order][:-1] for w in words], axis=0)
+    inverse = np.empty(len(order), dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
 
 
 def cdf_before(distributions) -> np.ndarray:
@@ -162,15 +188,8 @@ def _many_players(distributions, open_masks: np.ndarray, totals: np.ndarray) -> 
     codes = open_masks * width + totals  # a player's state as one int (below 2^21 for Yacht's 12 categories)
     order = np.argsort(codes, axis=1, kind="stable")
     codes = np.take_along_axis(codes, order, axis=1)
-    bits = int(codes.max()).bit_length()
-    if p * bits <= 63:  # a table as one int64: a flat unique is several times faster than unique(axis=0)
-        packed = np.zeros(n, dtype=np.int64)
-        for j in range(p):
-            packed = (packed << bits) | codes[:, j]
-        packed, inverse = np.unique(packed, return_inverse=True)
-        tables = (packed[:, None] >> (bits * np.arange(p - 1, -1, -1))) & ((1 << bits) - 1)
-    else:
-        tables, inverse = np.unique(codes, axis=0, return_inverse=True)
+    first, inverse = distinct_rows(list(codes.T), int(codes.max()) + 1)
+    tables = codes[first]
     masks, points = np.divmod(tables, width)
     low = np.sort(points, axis=1)[:, -2]
     size = (points + end[masks]).max(axis=1) + 1 - low  # final totals low .. low + size - 1
@@ -201,7 +220,9 @@ def _many_players(distributions, open_masks: np.ndarray, totals: np.ndarray) -> 
     return result
 
 
-def final_win_probability(cdf: np.ndarray, opponent_open: np.ndarray, opponent_total: np.ndarray) -> np.ndarray:
+def final_win_probability(
+    cdf: np.ndarray, opponent_open: np.ndarray, opponent_total: np.ndarray, placing: float = 0.0
+) -> np.ndarray:
     """``(N, width)``: the probability of finishing first (ties split) on a final total ``v = 0..width-1``.
 
     Args:
@@ -209,6 +230,8 @@ def final_win_probability(cdf: np.ndarray, opponent_open: np.ndarray, opponent_t
         opponent_open: ``(N, P - 1)`` ints: each opponent's open mask (at a turn start); the opponents play the
             distributions' policy to the end, their dice independent.
         opponent_total: ``(N, P - 1)`` ints: each opponent's total.
+        placing: ``w`` in ``[0, 1]``: ``(1 - w)`` times that probability plus ``w`` times the expected fraction of the
+            opponents finished ahead of (ties half): :func:`first_seat_chances`' ``placing``.
     """
     width = cdf.shape[1] - 1
     columns = cdf.shape[1]
@@ -223,33 +246,65 @@ def final_win_probability(cdf: np.ndarray, opponent_open: np.ndarray, opponent_t
         at_most = flat[start + np.clip(shift + 1, 0, columns - 1)]
         less.append(below)
         equal.append(at_most - below)
-    return first_place(less, equal)
+    first = first_place(less, equal) if placing < 1 else 0.0
+    if not placing:
+        return first
+    ahead = sum(a + 0.5 * b for a, b in zip(less, equal, strict=True)) / opponents
+    return (1.0 - placing) * first + placing * ahead
 
 
-def first_seat_chances(distributions, open_masks: np.ndarray, totals: np.ndarray, cdf: np.ndarray | None = None):
+def first_seat_chances(
+    distributions, open_masks: np.ndarray, totals: np.ndarray, cdf: np.ndarray | None = None, placing: float = 0.0
+) -> np.ndarray:
     """``(N,)``: :func:`table_win_probabilities`' first column, the first seat's chance of finishing first (ties
     split), by another sum: its final total's distribution against :func:`final_win_probability` of its opponents, each
     distinct set of opponents (as a multiset) summed once. Cheaper where many rows share their opponents (the
-    afterstates of one turn): a row costs one pass over its final totals.
+    afterstates of one turn): a row costs one pass over the first seat's possible points to come (rounded up to a
+    multiple of :data:`_SPAN_STEP`: a row's sum reads nothing of the rows beside it).
 
     Args:
         distributions: As :func:`table_win_probabilities`.
         open_masks: ``(N, P)`` ints, ``P >= 2``: each seat's open mask, the first seat's first.
         totals: ``(N, P)`` ints: each seat's total (at most what its filled categories can score).
         cdf: :func:`cdf_before` of ``distributions``, if the caller keeps it.
+        placing: ``w`` in ``[0, 1]``: the chance weighs ``1 - w``, and the expected fraction of the opponents the first
+            seat finishes ahead of (ties half; each opponent's pairwise race) weighs ``w``.
     """
     open_masks = np.asarray(open_masks, dtype=np.intp)
     totals = np.asarray(totals, dtype=np.intp)
     width = distributions.width
     cdf = cdf_before(distributions) if cdf is None else cdf
     codes = np.sort(open_masks[:, 1:] * width + totals[:, 1:], axis=1)
-    theirs, inverse = np.unique(codes, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    beaten = final_win_probability(cdf, *np.divmod(theirs, width))  # (U, width): first on each final total
+    first, inverse = distinct_rows(list(codes.T), len(cdf) * width)
+    beaten = np.zeros((len(first), 2 * width + _SPAN_STEP))  # past the support: no weight reads it
+    beaten[:, :width] = final_win_probability(cdf, *np.divmod(codes[first], width), placing)
+    start, low, span = _supports(distributions)
+    mine, lows = open_masks[:, 0], low[open_masks[:, 0]]
+    sizes = span[mine]
     out = np.empty(len(open_masks))
-    for first in range(0, len(out), _TABLE_ROWS):
-        rows = slice(first, first + _TABLE_ROWS)
-        column = np.minimum(totals[rows, 0, None] + np.arange(width), width - 1)  # past the support: no weight
-        mine = distributions.start[open_masks[rows, 0]]
-        out[rows] = np.einsum("nv,nv->n", mine, beaten[inverse[rows, None], column])
+    for size in np.unique(sizes):
+        rows = np.flatnonzero(sizes == size)
+        for at in np.array_split(rows, -(-len(rows) // _TABLE_ROWS)):
+            chances = sliding_window_view(start, size, axis=1)[mine[at], lows[at]]
+            won = sliding_window_view(beaten, size, axis=1)[inverse[at], totals[at, 0] + lows[at]]
+            out[at] = np.einsum("nv,nv->n", chances, won)
     return out
+
+
+#: :func:`first_seat_chances` sums each row over its first seat's support rounded up to a multiple of this.
+_SPAN_STEP = 32
+
+
+@functools.lru_cache(maxsize=4)
+def _supports(distributions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(4096, 2 * width + _SPAN_STEP)``: the points to come's probabilities (0 past the support), and per open mask
+    the fewest points still to come with a positive chance and the number of totals from there to the most, rounded
+    up to a multiple of :data:`_SPAN_STEP`.
+    """
+    start, width = distributions.start, distributions.width
+    padded = np.zeros((len(start), 2 * width + _SPAN_STEP))
+    padded[:, :width] = start
+    positive = start > 0
+    low = np.argmax(positive, axis=1)
+    high = width - 1 - np.argmax(positive[:, ::-1], axis=1)
+    return padded, low, -(-(high - low + 1) // _SPAN_STEP) * _SPAN_STEP

@@ -146,6 +146,23 @@ def test_the_first_seats_chance_is_the_tables_first_column(solo, players):
     )
 
 
+@pytest.mark.parametrize(("columns", "radix"), [(1, 7), (3, 5), (3, 1 << 21), (4, 1 << 21), (6, 1 << 40)])
+def test_distinct_rows_are_numpys_unique_rows(columns, radix):
+    """:func:`distinct_rows` (columns packed into words: one, or several compared in turn) gives numpy's unique
+    rows: the first occurrence of each and every row's index among them, in ascending order."""
+    from yacht_agents.win_model import distinct_rows
+
+    rng = np.random.default_rng(columns)
+    pool = rng.integers(0, radix, (40, columns))  # few distinct rows, repeated in a random order
+    rows = pool[rng.integers(0, 40, 2000)]
+    rows[:3] = [0] * columns, [radix - 1] * columns, [radix - 1] * columns  # the radix's extremes
+    first, inverse = distinct_rows(list(rows.T), radix)
+    unique, expected_first, expected_inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    np.testing.assert_array_equal(first, expected_first)
+    np.testing.assert_array_equal(inverse, expected_inverse.reshape(-1))
+    np.testing.assert_array_equal(rows[first], unique)
+
+
 def test_a_race_network_starts_as_the_race_and_adds_its_output_to_the_races_logit(solo):
     rules = R.get_rules("standard")
     own, theirs = yacht_contexts(3, 40, seed=2)
@@ -228,8 +245,27 @@ def test_a_race_section_is_checked():
     assert validate(from_dict({**table, "search": {**table["search"], "race": True, "solo": "standard"}})).search.race
 
 
+def test_a_race_agents_plan_of_a_context_depends_on_nothing_else(solo):
+    """The race's sums (each row over its own span) and the placing keep the agent's plans row by row."""
+    from threadpoolctl import threadpool_limits
+
+    rules = R.get_rules("standard")
+    net = race_network(solo, 3, seed=8)
+    net = ValueNetwork(net.spec._replace(placing=0.2), net.layers, solo)
+    own, theirs = yacht_contexts(3, 30, seed=9)
+    planner = TurnPlanner(rules, 3, net, exact=True)
+    batch = planner.plan(own, theirs)
+    for i in range(0, 30, 7):
+        for threads in (1, 2):
+            with threadpool_limits(threads, user_api="blas"):
+                alone = planner.plan(tuple(a[i : i + 1] for a in own), tuple(a[i : i + 1] for a in theirs))
+            for part, whole in zip(alone, batch, strict=True):
+                np.testing.assert_array_equal(part[0], whole[i])
+
+
 @pytest.mark.slow
-def test_a_race_run_trains_saves_and_its_model_plays(solo, tmp_path):
+@pytest.mark.parametrize("players, placing", [(2, 0.0), (3, 0.2)])
+def test_a_race_run_trains_saves_and_its_model_plays(solo, tmp_path, players, placing):
     from yacht_lab.measure.head_to_head import head_to_head
     from yacht_lab.training.search.trainer import train_search
 
@@ -239,11 +275,89 @@ def test_a_race_run_trains_saves_and_its_model_plays(solo, tmp_path):
         "reward": "win",
         "total_timesteps": 480,
         "eval": {"every_timesteps": 480, "games": 2, "seed": 0},
-        "search": {**TINY_SEARCH["search"], "players": 2, "tables": 20, "solo": str(path), "race": True},
+        "search": {
+            **TINY_SEARCH["search"],
+            **{"players": players, "tables": 20, "solo": str(path), "race": True, "placing": placing},
+        },
     }
     run = train_search(validate(from_dict(data)), tmp_path / "runs", progress=False)
     model = load_value(run / "model.npz")
-    assert model.spec.features == 3 and model.spec.solo_net_arch == (12,)
-    agent = make_agent(f"search:{run}", players=2)
-    result = head_to_head([agent, make_agent("greedy")], 2, 2, 0, calibration=False).to_dict()
-    assert result["agents"][agent.name]["games"] == 8
+    assert model.spec.features == 3 and model.spec.solo_net_arch == (12,) and model.spec.placing == placing
+    agent = make_agent(f"search:{run}", players=players)
+    seats = [agent, *(make_agent(f"greedy#{j}") for j in range(1, players))]
+    result = head_to_head(seats, players, 2, 0, calibration=False).to_dict()
+    assert result["agents"][agent.name]["games"] == 2 * players * players
+
+
+@pytest.mark.parametrize("players", [3, 4, 5])
+def test_the_placing_race_is_the_mean_of_the_pairwise_races(solo, players):
+    """``placing`` 1: the mean over the opponents of each pairwise race (the two-seat table's first column);
+    ``placing`` ``w``: the linear mix of that and the chance of finishing first."""
+    from yacht_agents.win_model import first_seat_chances, table_win_probabilities
+
+    own, theirs = yacht_contexts(players, 200, seed=10 + players)
+    masks, totals = np.column_stack([own[0], theirs[0]]), np.column_stack([own[3], theirs[3]])
+    dist = solo.distributions()
+    pairwise = [table_win_probabilities(dist, masks[:, [0, j]], totals[:, [0, j]])[:, 0] for j in range(1, players)]
+    placing = first_seat_chances(dist, masks, totals, placing=1.0)
+    np.testing.assert_allclose(placing, np.mean(pairwise, axis=0), atol=1e-13)
+    first = table_win_probabilities(dist, masks, totals)[:, 0]
+    np.testing.assert_allclose(first_seat_chances(dist, masks, totals, placing=0.3), 0.7 * first + 0.3 * placing)
+    assert (placing >= first - 1e-12).all()  # finishing first beats every opponent
+
+
+def test_the_result_with_placing_weighs_the_opponents_finished_ahead_of():
+    from yacht_agents.search import result
+
+    total = np.array([10, 10, 4, 12])
+    opponents = np.array([[10, 5], [12, 5], [4, 4], [3, 12]])
+    np.testing.assert_array_equal(result(total, opponents), [0.5, 0.0, 1 / 3, 0.5])
+    ahead = np.array([0.75, 0.5, 0.5, 0.75])
+    np.testing.assert_allclose(result(total, opponents, 0.2), 0.8 * np.array([0.5, 0.0, 1 / 3, 0.5]) + 0.2 * ahead)
+
+
+def test_a_placing_network_plays_its_value_mixed_with_the_placing_race(solo, tmp_path):
+    rules = R.get_rules("standard")
+    net = race_network(solo, 3, seed=6)
+    placed = ValueNetwork(net.spec._replace(placing=0.25), net.layers, solo)
+    own, theirs = yacht_contexts(3, 30, seed=7)
+    masks, totals = np.column_stack([own[0], theirs[0]]), np.column_stack([own[3], theirs[3]])
+    expected = 0.75 * net.values(own, theirs, exact=True) + 0.25 * solo.race(masks, totals, placing=1.0)
+    np.testing.assert_array_equal(placed.values(own, theirs, exact=True), expected)
+    planner = TurnPlanner(rules, 3, placed, exact=True)  # a finished table: the result with its placing
+    done = (np.array([0]), np.array([0]), np.array([0]), np.array([150]))
+    full = (np.array([[0, 0]]), np.array([[0, 0]]), np.array([[0, 0]]), np.array([[160, 149]]))
+    assert planner.afterstate_values(done, full)[0] == 0.25 * 0.5
+    path = save_value(tmp_path / "placed.npz", placed)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    assert meta["placing"] == 0.25 and "placing" not in json.loads(
+        save_value(tmp_path / "plain.npz", net).with_suffix(".json").read_text()
+    )
+    assert load_value(path).spec.placing == 0.25
+    np.testing.assert_array_equal(load_value(path).values(own, theirs, exact=True), expected)
+    for change in ({"placing": 1.0}, {"placing": -0.1}, {"placing": True}, {"placing": "0.1"}):
+        path.with_suffix(".json").write_text(json.dumps({**meta, **change}))
+        with pytest.raises(ValueError, match="placing is not a number in \\[0, 1\\)"):
+            load_value(path)
+    for change in ({"players": 2}, {"features": 2}):
+        path.with_suffix(".json").write_text(json.dumps({**meta, **change}))
+        with pytest.raises(ValueError, match="placing weighs a race network's placing at three seats or more"):
+            load_value(path)
+    two = race_network(solo, 2)
+    with pytest.raises(ValueError, match="placing weighs a race network's placing"):
+        ValueNetwork(two.spec._replace(placing=0.1), two.layers, solo)
+
+
+def test_a_placing_setting_is_checked():
+    table = {**TINY_SEARCH, "reward": "win", "search": {**TINY_SEARCH["search"], "players": 3, "solo": "standard"}}
+    for change, message in [
+        ({"placing": 0.1}, "set search.race"),
+        ({"race": True, "placing": 1.0}, "search.placing must be a number in \\[0, 1\\)"),
+        ({"race": True, "placing": "0.1"}, "search.placing must be a number"),
+        ({"race": True, "placing": float("nan")}, "search.placing must be a number"),
+        ({"race": True, "placing": 0.1, "players": 2}, "at a table of three or more"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            validate(from_dict({**table, "search": {**table["search"], **change}}))
+    placed = validate(from_dict({**table, "search": {**table["search"], "race": True, "placing": 0.1}}))
+    assert placed.search.placing == 0.1

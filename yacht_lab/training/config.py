@@ -426,6 +426,11 @@ def _check_search_inputs(config: TrainConfig) -> None:
         raise ValueError("search.race is the race of a solo network's own play: name that network in search.solo")
     if section.race and R.get_rules(config.rules).has_bonuses:
         raise ValueError(f"search.race covers rules without bonuses (Yacht's presets), not {config.rules!r}")
+    placing = section.placing
+    if type(placing) not in (int, float) or not 0 <= placing < 1:
+        raise ValueError(f"search.placing must be a number in [0, 1), got {placing!r}")
+    if placing and not (section.race and section.players >= 3):
+        raise ValueError("search.placing weighs the race's placing at a table of three or more: set search.race")
 
 
 def _check_jax_memory(config: TrainConfig) -> None:

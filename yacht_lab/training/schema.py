@@ -271,6 +271,11 @@ class SearchConfig:
     distributions of its own play, :mod:`yacht_env.score_recurrence`; the win agent's model over them), and its logit
     is ``V``'s starting point: the fresh network plays the race, and the network learns what to add to it (features
     3). ``false`` (the default): features 2."""
+    placing: float = 0.0
+    """At a table of three or more, with ``race``: the weight ``w`` of the placing in the saved model's play
+    (:mod:`yacht_agents.search_value`): it picks by ``(1 - w) V + w R``, ``R`` the expected fraction of the opponents
+    it finishes ahead of (ties half) in the race. The self-play plans by ``V`` alone, so ``V`` stays the learned
+    chance of finishing first; the curve measures the model as saved. 0 (the default): ``V`` alone (0..1, below 1)."""
     aux_weight: float = 0.0
     """At a table: the weight in the loss of auxiliary outputs, every seat's points still to come after the afterstate
     (the mover's first, then the seats after it, in units of 100 points), which the network also predicts from its

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from yacht_agents.search import SearchAgent, TurnPlanner, ValueSpec, load_value, save_value
+from yacht_agents.search import SearchAgent, TurnPlanner, ValueNetwork, ValueSpec, load_value, save_value
 from yacht_env import rules as R
 from yacht_env.util import atomic_output
 from yacht_lab.training.config import TrainConfig, validated
@@ -212,8 +212,15 @@ def train_search(config: TrainConfig, output_dir: str | os.PathLike = "runs", **
             bar.close()
         run.end(state)
         run.check_free_space(state, "model.npz")
-        save_value(run.dir / "model.npz", state.learner.network())
+        save_value(run.dir / "model.npz", played(state.learner.network(), section.placing))
     return run.dir
+
+
+def played(network: ValueNetwork, placing: float) -> ValueNetwork:
+    """The network as the saved model plays it: its weights with ``search.placing`` in its spec."""
+    if not placing:
+        return network
+    return ValueNetwork(network.spec._replace(placing=placing), network.layers, network.solo)
 
 
 def _evaluate(config: TrainConfig, state: SearchState, start_network) -> dict[str, float]:
@@ -222,7 +229,7 @@ def _evaluate(config: TrainConfig, state: SearchState, start_network) -> dict[st
     from yacht_lab.measure.head_to_head import head_to_head, pair_key
 
     rules, players = R.get_rules(config.rules), config.search.players
-    learner = SearchAgent.from_network(state.learner.network(), rules, "search")
+    learner = SearchAgent.from_network(played(state.learner.network(), config.search.placing), rules, "search")
     row: dict[str, float] = {"timesteps": state.progress()}
     if players == 1:
         evaluation = evaluate([learner], config.eval.games, config.eval.seed, rules)

@@ -16,7 +16,8 @@ best of ``--repeats`` iterations is kept).
 ``--baseline REV`` also times the trainer of the git revision ``REV`` (its ``agents/``, ``yacht_env/`` and
 ``yacht_lab/`` taken by ``git archive`` into a temporary folder; this folder must be a git clone) on the same configs,
 the runs alternating, and prints the ratio. A revision's trainer without a feature a config asks for (``search.solo``,
-``search.race``) is timed without it: what that revision could run.
+``search.race``, ``search.placing``: any key its config does not know) is timed without it: what that revision could
+run.
 
 ``--json PATH`` writes the figures.
 """
@@ -71,8 +72,8 @@ def measure(name: str, repeats: int) -> dict:
     if "solo" not in known:  # a trainer before the solo network
         data["search"].pop("solo", None)
     race = bool(data["search"].get("race")) and "race" in known
-    if "race" not in known:  # a trainer before the race
-        data["search"].pop("race", None)
+    for key in set(data["search"]) - known:  # a trainer before the race, or before the placing (play only)
+        data["search"].pop(key)
     config = validate(from_dict(data))
     section = config.search
     if "solo_net_arch" in search.ValueSpec._fields:

@@ -15,10 +15,11 @@ A network ``V`` values the *afterstate* of a turn, the sheets once the pick is m
   (:mod:`yacht_env.score_recurrence`, :func:`yacht_agents.win_model.table_win_probabilities`: the win agent's model
   over the agent's own solo play); its logit is ``V``'s starting point, to which the network adds what it learned.
 
-A race network at a table of three or more may also play for its *placing* (``placing``, a weight ``w`` in the
-``.json``): it then picks by ``(1 - w) V + w R``, ``R`` the expected fraction of the opponents it finishes ahead of
-(ties half) if every seat played its solo network's search to the end (each opponent's pairwise race). ``V`` is
-unchanged: the learned chance of finishing first; ``R`` separates the afterstates where that chance is spent.
+A table network with a solo network, under rules without bonuses, may also play for its *placing* (``placing``, a
+weight ``w`` in the ``.json``): it then picks by ``(1 - w) V + w R``, ``R`` the expected fraction of the opponents it
+finishes ahead of (ties half) if every seat played its solo network's search to the end (each opponent's pairwise
+race; at two seats the race itself). ``V`` is unchanged: the learned chance of finishing first; ``R`` separates the
+afterstates where that chance is spent, and at two seats tempers ``V``'s errors with the race's exact model.
 
 It sees nothing of a solver: its inputs are the sheets (:func:`features`) and what its own solo network makes of them.
 Inference is plain numpy: the weights are a ``.npz`` of float32 arrays and a ``.json`` beside it (the rules, the table
@@ -74,7 +75,8 @@ POINTS_SCALE = 100.0
 class ValueSpec(NamedTuple):
     """What a saved value network is (its ``.json``): the rules, the table size (1: solo), the hidden widths, the
     input encoding (:data:`FEATURE_VERSIONS`), the hidden widths of the solo network it carries (empty: none) and the
-    weight of the placing in its play (``0 <= placing < 1``; above 0 only for a race network at three seats or more).
+    weight of the placing in its play (``0 <= placing < 1``; above 0 only for a table network with a solo network,
+    under rules without bonuses).
     """
 
     rules: str
@@ -184,8 +186,8 @@ class ValueNetwork:
         self.rules = R.get_rules(spec.rules)
         if (solo is None) != (not spec.solo_net_arch) or (solo is not None and solo.spec != spec.solo_spec):
             raise ValueError(f"the solo network does not fit the spec {spec}")
-        if spec.placing and not (0 < spec.placing < 1 and spec.players > 2 and spec.features > 2):
-            raise ValueError(f"placing weighs a race network's placing at three seats or more, in (0, 1): {spec}")
+        if spec.placing and not (0 < spec.placing < 1 and _plays_a_race(spec)):
+            raise ValueError(f"placing weighs the race of a table network's solo network, in (0, 1): {spec}")
         self._to_come: np.ndarray | None = None  # the solo network's points to come by sheet, filled as asked
         self._distributions = None  # a solo network's policy's score distributions (the race's), made on first use
         self._race_cdf: np.ndarray | None = None  # and their cumulative sums
@@ -456,9 +458,17 @@ def _read_spec(path: Path) -> ValueSpec:
     placing = meta.get("placing", 0.0)
     if not (type(placing) in (int, float) and 0 <= placing < 1):
         raise Refused(f"its {path.name}'s placing is not a number in [0, 1)")
-    if placing and (players < 3 or version < 3):
-        raise Refused(f"its {path.name}'s placing weighs a race network's placing at three seats or more")
-    return ValueSpec(rules, players, tuple(arch), version, tuple(solo_arch), float(placing))
+    spec = ValueSpec(rules, players, tuple(arch), version, tuple(solo_arch), float(placing))
+    if placing and not _plays_a_race(spec):
+        raise Refused(
+            f"its {path.name}'s placing weighs the race of a table network's solo network (rules without bonuses)"
+        )
+    return spec
+
+
+def _plays_a_race(spec: ValueSpec) -> bool:
+    """Whether a network of ``spec`` has a race to play for its placing: at a table, a solo network, no bonuses."""
+    return spec.players > 1 and bool(spec.solo_net_arch) and not R.PRESETS[spec.rules].has_bonuses
 
 
 __all__ = [

@@ -653,16 +653,17 @@ def test_the_trainer_speed_benchmark_prints_every_table_config(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name, rules, players, version, placing",
+    "name, config, rules, players, version, placing",
     [
-        ("selfplay3_standard", "standard", 3, 3, 0.35),
-        ("selfplay4_standard", "standard", 4, 3, 0.35),
-        ("selfplay5_standard", "standard", 5, 3, 0.35),
-        ("selfplay_yahtzee", "yahtzee", 2, 2, 0.0),
+        ("selfplay3_standard", "search_selfplay3_standard", "standard", 3, 3, 0.35),
+        ("selfplay4_standard", "search_selfplay4_standard", "standard", 4, 3, 0.35),
+        ("selfplay5_standard", "search_selfplay5_standard", "standard", 5, 3, 0.35),
+        ("selfplay_standard", "search_selfplay", "standard", 2, 2, 0.15),
+        ("selfplay_yahtzee", "search_selfplay_yahtzee", "yahtzee", 2, 2, 0.0),
     ],
 )
 def test_each_shipped_table_model_plays_in_the_versus_env_the_pettingzoo_env_and_a_head_to_head(
-    name, rules, players, version, placing
+    name, config, rules, players, version, placing
 ):
     import gymnasium as gym
 
@@ -672,10 +673,8 @@ def test_each_shipped_table_model_plays_in_the_versus_env_the_pettingzoo_env_and
     agent = make_agent(f"search:{name}")  # the rules its .json names
     assert agent.rules.name == rules and agent.table_players == players
     assert agent.network.spec.features == version and agent.network.solo is not None  # 3: the race
-    assert agent.network.spec.placing == placing  # the weight its config's search.placing names
-    if placing:
-        config = yaml.safe_load((Path(__file__).parents[1] / "configs" / f"search_{name}.yaml").read_text())
-        assert config["search"]["placing"] == placing
+    section = yaml.safe_load((Path(__file__).parents[1] / "configs" / f"{config}.yaml").read_text())["search"]
+    assert agent.network.spec.placing == section.get("placing", 0.0) == placing  # its config's search.placing
     others = [make_agent("optimal" if i == 0 else f"optimal#{i + 1}", rules) for i in range(players - 1)]
     outcome = head_to_head([agent, *others], players, 1, seed=0, rules=rules, calibration=False)
     assert outcome.games[agent.name] == players * players

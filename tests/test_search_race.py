@@ -339,25 +339,48 @@ def test_a_placing_network_plays_its_value_mixed_with_the_placing_race(solo, tmp
         path.with_suffix(".json").write_text(json.dumps({**meta, **change}))
         with pytest.raises(ValueError, match="placing is not a number in \\[0, 1\\)"):
             load_value(path)
-    for change in ({"players": 2}, {"features": 2}):
+    for change in ({"rules": "yahtzee", "features": 2}, {"players": 1, "features": 1, "solo_net_arch": []}):
         path.with_suffix(".json").write_text(json.dumps({**meta, **change}))
-        with pytest.raises(ValueError, match="placing weighs a race network's placing at three seats or more"):
+        with pytest.raises(ValueError, match="placing weighs the race of a table network's solo network"):
             load_value(path)
-    two = race_network(solo, 2)
-    with pytest.raises(ValueError, match="placing weighs a race network's placing"):
-        ValueNetwork(two.spec._replace(placing=0.1), two.layers, solo)
+    alone = network("standard", 1, (8,), seed=1)
+    with pytest.raises(ValueError, match="placing weighs the race of a table network's solo network"):
+        ValueNetwork(alone.spec._replace(placing=0.1), alone.layers)
+
+
+def test_at_two_seats_the_placing_mixes_the_value_with_the_race(solo):
+    """Two seats: the placing's race is the race itself, and a network that does not read it (features 2) plays
+    ``(1 - w) V + w`` race; a finished table is its result."""
+    rules = R.get_rules("standard")
+    plain = network("standard", 2, (8,), seed=3, version=2, solo=solo)
+    placed = ValueNetwork(plain.spec._replace(placing=0.15), plain.layers, solo)
+    own, theirs = yacht_contexts(2, 30, seed=11)
+    masks, totals = np.column_stack([own[0], theirs[0]]), np.column_stack([own[3], theirs[3]])
+    race = solo.race(masks, totals)
+    np.testing.assert_array_equal(solo.race(masks, totals, placing=1.0), race)
+    expected = 0.85 * plain.values(own, theirs, exact=True) + 0.15 * race
+    np.testing.assert_array_equal(placed.values(own, theirs, exact=True), expected)
+    planner = TurnPlanner(rules, 2, placed, exact=True)
+    done = (np.array([0, 0]), np.array([0, 0]), np.array([0, 0]), np.array([150, 149]))
+    full = (np.array([[0], [0]]), np.array([[0], [0]]), np.array([[0], [0]]), np.array([[149, 149]]).T)
+    np.testing.assert_array_equal(planner.afterstate_values(done, full), [1.0, 0.5])
 
 
 def test_a_placing_setting_is_checked():
     table = {**TINY_SEARCH, "reward": "win", "search": {**TINY_SEARCH["search"], "players": 3, "solo": "standard"}}
     for change, message in [
-        ({"placing": 0.1}, "set search.race"),
+        ({"solo": None, "placing": 0.1}, "name it in search.solo"),
         ({"race": True, "placing": 1.0}, "search.placing must be a number in \\[0, 1\\)"),
         ({"race": True, "placing": "0.1"}, "search.placing must be a number"),
         ({"race": True, "placing": float("nan")}, "search.placing must be a number"),
-        ({"race": True, "placing": 0.1, "players": 2}, "at a table of three or more"),
+        ({"race": True, "placing": True}, "search.placing must be a number"),
     ]:
         with pytest.raises(ValueError, match=message):
             validate(from_dict({**table, "search": {**table["search"], **change}}))
+    yahtzee = {**table, "rules": "yahtzee", "search": {**table["search"], "solo": "yahtzee", "placing": 0.1}}
+    with pytest.raises(ValueError, match="rules without bonuses"):
+        validate(from_dict(yahtzee))
     placed = validate(from_dict({**table, "search": {**table["search"], "race": True, "placing": 0.1}}))
     assert placed.search.placing == 0.1
+    two = {**table, "search": {**table["search"], "players": 2, "placing": 0.15}}  # the race without reading it
+    assert validate(from_dict(two)).search.placing == 0.15

@@ -429,8 +429,11 @@ def _check_search_inputs(config: TrainConfig) -> None:
     placing = section.placing
     if type(placing) not in (int, float) or not 0 <= placing < 1:
         raise ValueError(f"search.placing must be a number in [0, 1), got {placing!r}")
-    if placing and not (section.race and section.players >= 3):
-        raise ValueError("search.placing weighs the race's placing at a table of three or more: set search.race")
+    if placing and (section.solo is None or R.get_rules(config.rules).has_bonuses):
+        raise ValueError(
+            "search.placing weighs the race of the table network's solo network: name it in search.solo "
+            "(rules without bonuses)"
+        )
 
 
 def _check_jax_memory(config: TrainConfig) -> None:

@@ -325,8 +325,15 @@ def test_custom_rules_observation_stays_in_space():
 GAMES_PER_CASE = 500  # x 4 cases = 2,000 games
 
 
-@pytest.mark.parametrize("observation_type", OBSERVATION_TYPES)
-@pytest.mark.parametrize("preset", PRESET_NAMES)
+@pytest.mark.parametrize(
+    ("preset", "observation_type"),
+    [
+        # classic's flat and masked games run with -m slow (its dict games here; standard's every type)
+        pytest.param(preset, kind, marks=pytest.mark.slow) if preset == "classic" and kind != "dict" else (preset, kind)
+        for preset in PRESET_NAMES
+        for kind in OBSERVATION_TYPES
+    ],
+)
 def test_invariants_over_random_legal_games(preset, observation_type):
     """At most 3 rolls a turn, kept dice stay, 12 picks, rewards = score(), masks = rules, obs = state."""
     env = YachtEnv(rules=preset, observation_type=observation_type)

@@ -81,8 +81,17 @@ def all_but(rules: str, *names: str) -> list[str]:
 # --------------------------------------------------------------------------------------------------
 # greedy and optimal play every preset
 # --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("preset", FAMILY)
-@pytest.mark.parametrize("spec", ["greedy", "optimal"])
+@pytest.mark.parametrize(
+    ("spec", "preset"),
+    [
+        # the two slowest of the solver's games run with -m slow (greedy plays those presets here)
+        pytest.param(spec, preset, marks=pytest.mark.slow)
+        if (spec, preset) in {("optimal", "yatzy"), ("optimal", "yahtzee_forced_joker")}
+        else (spec, preset)
+        for spec in ("greedy", "optimal")
+        for preset in FAMILY
+    ],
+)
 def test_whole_games_with_legal_actions_and_the_envs_totals(spec, preset):
     rewards, totals, sheets = play(make_agent(spec, preset), preset, games=24)
     rules = R.get_rules(preset)

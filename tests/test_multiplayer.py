@@ -397,8 +397,11 @@ def test_observations_and_infos_are_built_fresh_every_step(num_players, rules):
                     table.step(int(rng.integers(44)) if illegal else uniform(rng, observation["action_mask"]))
 
 
-@pytest.mark.parametrize("rules", ["standard", "yahtzee"])
-@pytest.mark.parametrize("num_players", [1, 2, 3, 5])
+@pytest.mark.parametrize(
+    ("num_players", "rules"),
+    [(p, r) for p in (1, 2, 3) for r in ("standard", "yahtzee")]
+    + [(5, "standard"), pytest.param(5, "yahtzee", marks=pytest.mark.slow)],
+)
 def test_the_table_view_of_one_table_is_the_batchs(num_players, rules):
     """``MultiplayerEncoder.observe`` of one table (its own game, then ``table_part``, or given ``pick_part``) equals
     the batched observation of the same table bit for bit, margin included, for every seat at every step of random

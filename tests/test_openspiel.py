@@ -70,7 +70,7 @@ SHEET_NAMES = {
 }
 
 # (players, games, seed): 2,000 games in all.
-GAME_COUNTS = [(1, 600, 101), (2, 600, 102), (3, 450, 103), (5, 350, 105)]
+GAME_COUNTS = [(1, 600, 101), (2, 600, 102), (3, 450, 103), pytest.param(5, 350, 105, marks=pytest.mark.slow)]
 
 
 def _load(players: int):

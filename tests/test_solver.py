@@ -270,7 +270,7 @@ def play_games(solution: Solution, games: int, seed: int) -> np.ndarray:
     return finals
 
 
-@pytest.mark.parametrize("preset", PRESET_NAMES)
+@pytest.mark.parametrize("preset", ["standard", pytest.param("classic", marks=pytest.mark.slow)])
 def test_optimal_play_in_the_env_scores_the_expected_score(solutions, preset):
     solution = solutions[preset]
     finals = play_games(solution, games=2000, seed=1000)

@@ -222,6 +222,7 @@ def test_the_odds_features_read_the_familys_observation():
     np.testing.assert_allclose(chase.numpy(), expected, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_train_script_runs_on_yahtzee(tmp_path):
     pytest.importorskip("sb3_contrib")
     config = {

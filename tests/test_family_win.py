@@ -157,6 +157,7 @@ def test_choices_from_the_table_view_are_legal_best_and_decided_games_follow_the
     assert (actions[~decided] != best[~decided]).any()
 
 
+@pytest.mark.slow
 def test_make_agent_plays_the_family():
     agent = make_agent("win:3", "clubhouse")
     assert agent.table_players == 3 and agent.rules.name == "clubhouse"

@@ -174,6 +174,7 @@ def test_an_agent_keeps_its_dice_whatever_its_seat():
     assert not (own[0] == own[1]).all()
 
 
+@pytest.mark.slow
 def test_results_are_reproducible_and_do_not_depend_on_the_batch_size():
     def run(seed, batch_size, random_seed=0):
         agents = [make_agent("random", seed=random_seed), make_agent("greedy")]

@@ -358,6 +358,7 @@ def test_an_odds_policy_trains_at_a_table():
     assert agent.table_players == 2
 
 
+@pytest.mark.slow
 def test_evaluate_py_refuses_a_model_of_the_other_preset_in_one_line(tmp_path):
     model, _ = odds_model(rules="classic")
     path = tmp_path / "classic.zip"

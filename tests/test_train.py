@@ -409,6 +409,7 @@ def test_sigterm_behaves_like_sigint(tmp_path):
     check_interrupted(outcome, tmp_path / "runs")
 
 
+@pytest.mark.slow
 def test_resume_continues_in_the_same_folder(interrupted, tmp_path):
     original, _, step = check_interrupted(interrupted["outcome"], interrupted["output_dir"])
     run = copy_run(original, tmp_path)
@@ -962,6 +963,7 @@ def test_a_resume_that_cannot_start_changes_nothing(e2e, tmp_path):
     assert snapshot(run) == before
 
 
+@pytest.mark.slow
 def test_a_second_sigint_quits_at_once_without_a_traceback(tmp_path):
     config = write_config(tmp_path / "long.yaml", total_timesteps=LONG_BUDGET)
     output_dir = tmp_path / "runs"
@@ -1173,6 +1175,7 @@ def test_a_versus_learning_curve_png_is_a_png(versus):
     assert width > height > 100
 
 
+@pytest.mark.slow
 def test_a_versus_run_resumes_with_its_own_opponents(versus, tmp_path):
     run = copy_run(versus["run"], tmp_path)
     checkpoint = run / "checkpoints" / "step_1024.zip"
@@ -1220,6 +1223,7 @@ def test_bad_versus_inputs_are_one_clear_error(tmp_path, case):
     check_clean_error(result, tmp_path / "runs", fragment)
 
 
+@pytest.mark.slow
 def test_a_ppo_opponent_of_another_table_size_is_one_clear_error(versus, tmp_path):
     # The versus model sees a 2-player table: it cannot sit at a 3-player one, nor in a corrupt file.
     model = versus["run"] / "model.zip"

@@ -147,6 +147,7 @@ def test_train_py_init_runs_at_a_table_and_records_its_start(tmp_path):
     assert float(first[2]) > 0.5
 
 
+@pytest.mark.slow
 def test_train_py_refuses_a_bad_init_in_one_line_and_writes_nothing(tmp_path):
     output = tmp_path / "runs"
     done = subprocess.run(

@@ -379,6 +379,7 @@ def test_table_win_probabilities_match_the_agents_model_and_sum_to_one(players):
         assert chances[i, 0] == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_the_win_agreement_benchmark_measures_against_its_yardsticks(tmp_path):
     """benchmarks/win_agreement.py end to end: the solver's moves are the solver's everywhere, the win agent's are
     its own on the contested decisions, and the shipped model sits between; bad input is one line, exit 2."""

@@ -119,15 +119,15 @@ def _model_tables(distributions) -> tuple[np.ndarray, np.ndarray]:
 
 
 @functools.lru_cache(maxsize=4)
-def _padded_pmf(distributions) -> tuple[np.ndarray, np.ndarray]:
-    """``(4096, 3 * width)``: ``D[O][s]`` at column ``width + s`` (0 outside ``0..width-1``), and ``(4096,)``: the
-    last ``s`` with ``D[O][s] > 0`` (the most points still to come).
+def _padded_pmf(distributions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(4096, 3 * width)``: ``D[O][s]`` at column ``width + s`` (0 outside ``0..width-1``), and ``(4096,)`` each:
+    the first and the last ``s`` with ``D[O][s] > 0`` (the fewest and the most points still to come).
     """
     start, width = distributions.start, distributions.width
     pmf = np.zeros((len(start), 3 * width))
     pmf[:, width : 2 * width] = start
-    end = width - 1 - np.argmax(start[:, ::-1] > 0, axis=1)
-    return pmf, end
+    positive = start > 0
+    return pmf, np.argmax(positive, axis=1), width - 1 - np.argmax(positive[:, ::-1], axis=1)
 
 
 def table_win_probabilities(distributions, open_masks: np.ndarray, totals: np.ndarray) -> np.ndarray:
@@ -182,7 +182,7 @@ def _many_players(distributions, open_masks: np.ndarray, totals: np.ndarray) -> 
     n, p = open_masks.shape
     width = distributions.width
     _, mid = _model_tables(distributions)
-    pmf, end = _padded_pmf(distributions)
+    pmf, _, end = _padded_pmf(distributions)
     if (totals < 0).any() or (totals + end[open_masks] >= width).any():
         raise ValueError(f"totals must be >= 0 and at most what the filled categories can score (< {width})")
     codes = open_masks * width + totals  # a player's state as one int (below 2^21 for Yacht's 12 categories)
@@ -278,14 +278,15 @@ def first_seat_chances(
     first, inverse = distinct_rows(list(codes.T), len(cdf) * width)
     beaten = np.zeros((len(first), 2 * width + _SPAN_STEP))  # past the support: no weight reads it
     beaten[:, :width] = final_win_probability(cdf, *np.divmod(codes[first], width), placing)
-    start, low, span = _supports(distributions)
+    pmf, low, high = _padded_pmf(distributions)
     mine, lows = open_masks[:, 0], low[open_masks[:, 0]]
-    sizes = span[mine]
+    steps = -(-(high - low + 1) // _SPAN_STEP)  # each open mask's support, rounded up to whole steps
+    sizes = np.minimum(steps * _SPAN_STEP, 2 * width - low)[mine]  # within the padded rows (binds below 32 totals)
     out = np.empty(len(open_masks))
     for size in np.unique(sizes):
         rows = np.flatnonzero(sizes == size)
         for at in np.array_split(rows, -(-len(rows) // _TABLE_ROWS)):
-            chances = sliding_window_view(start, size, axis=1)[mine[at], lows[at]]
+            chances = sliding_window_view(pmf, size, axis=1)[mine[at], width + lows[at]]
             won = sliding_window_view(beaten, size, axis=1)[inverse[at], totals[at, 0] + lows[at]]
             out[at] = np.einsum("nv,nv->n", chances, won)
     return out
@@ -293,18 +294,3 @@ def first_seat_chances(
 
 #: :func:`first_seat_chances` sums each row over its first seat's support rounded up to a multiple of this.
 _SPAN_STEP = 32
-
-
-@functools.lru_cache(maxsize=4)
-def _supports(distributions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(4096, 2 * width + _SPAN_STEP)``: the points to come's probabilities (0 past the support), and per open mask
-    the fewest points still to come with a positive chance and the number of totals from there to the most, rounded
-    up to a multiple of :data:`_SPAN_STEP`.
-    """
-    start, width = distributions.start, distributions.width
-    padded = np.zeros((len(start), 2 * width + _SPAN_STEP))
-    padded[:, :width] = start
-    positive = start > 0
-    low = np.argmax(positive, axis=1)
-    high = width - 1 - np.argmax(positive[:, ::-1], axis=1)
-    return padded, low, -(-(high - low + 1) // _SPAN_STEP) * _SPAN_STEP

@@ -69,10 +69,8 @@ def measure(name: str, repeats: int) -> dict:
     data = yaml.safe_load((ROOT / "configs" / f"{name}.yaml").read_text())
     solo_name = data["search"].get("solo")
     known = {f.name for f in dataclasses.fields(SearchConfig)}
-    if "solo" not in known:  # a trainer before the solo network
-        data["search"].pop("solo", None)
     race = bool(data["search"].get("race")) and "race" in known
-    for key in set(data["search"]) - known:  # a trainer before the race, or before the placing (play only)
+    for key in set(data["search"]) - known:  # a trainer before the solo network, the race or the placing (play only)
         data["search"].pop(key)
     config = validate(from_dict(data))
     section = config.search

@@ -180,6 +180,25 @@ def decide(plan: Plan, index: np.ndarray, roll: np.ndarray, rolls_left: np.ndarr
     return values.argmax(axis=1)
 
 
+_KEEPS_LEGAL = R.legal_action_mask(np.arange(R.NUM_ROLLS), 1, 0)[:, : R.NUM_KEEPS]  # (252, 32): re-rolls left
+
+
+def turn_actions(plan: Plan) -> np.ndarray:
+    """``(3, 252, n)`` uint8: the action :func:`decide` takes at every roll and re-rolls left of each context's plan
+    (``[rolls_left, roll, context]``; the keeps the env's mask allows, the picks the plan values).
+    """
+    best_pick = plan.pick.argmax(axis=2)  # the first best pick
+    pick_value = np.take_along_axis(plan.pick, best_pick[..., None], axis=2)[..., 0]
+    actions = np.empty((R.ROLLS_PER_TURN, *best_pick.shape[::-1]), dtype=np.uint8)
+    actions[0] = (R.PICK_OFFSET + best_pick).T
+    for t in range(1, R.ROLLS_PER_TURN):
+        keeps = np.where(_KEEPS_LEGAL, plan.keep[:, t - 1][:, KEEP_PROPER], -np.inf)  # (n, 252, 32)
+        best_keep = keeps.argmax(axis=2)
+        keep_value = np.take_along_axis(keeps, best_keep[..., None], axis=2)[..., 0]
+        actions[t] = np.where(keep_value >= pick_value, best_keep, R.PICK_OFFSET + best_pick).T  # a tie: the keep
+    return actions
+
+
 def solo_policy_table(network) -> np.ndarray:
     """A solo network's whole policy as the agent plays it: uint8 ``(3, num_open_masks, 252)``, the action at every
     ``(rolls_left, open_mask, roll)`` (open mask 0 holds 0), from one plan of every open mask (rules without bonuses:
@@ -195,13 +214,45 @@ def solo_policy_table(network) -> np.ndarray:
     zeros = np.zeros_like(masks)
     plan = TurnPlanner(rules, 1, network, exact=True).plan((masks, zeros, zeros, zeros))
     policy = np.zeros((R.ROLLS_PER_TURN, rules.num_open_masks, R.NUM_ROLLS), dtype=np.uint8)
-    index, roll = (x.reshape(-1) for x in np.meshgrid(np.arange(len(masks)), np.arange(R.NUM_ROLLS), indexing="ij"))
-    for rolls_left in range(R.ROLLS_PER_TURN):
-        for at in np.array_split(np.arange(len(index)), 16):
-            t = np.full(len(at), rolls_left)
-            legal = R.legal_action_mask(roll[at], t, masks[index[at]], True, rules.num_categories)
-            policy[rolls_left, masks[index[at]], roll[at]] = decide(plan, index[at], roll[at], t, legal)
+    policy[:, 1:] = turn_actions(plan).transpose(0, 2, 1)
     return policy
 
 
-__all__ = ["Plan", "TurnPlanner", "decide", "result", "solo_policy_table"]
+class _SheetValues:
+    """A solo network's values of sheets read from its memo (:meth:`ValueNetwork.to_come`), every sheet asked for
+    valued first: then reading them computes nothing, so two threads may plan at once.
+    """
+
+    def __init__(self, network, open_mask: np.ndarray, upper: np.ndarray, armed: np.ndarray) -> None:
+        self.network = network
+        for at in range(0, len(open_mask), 1 << 16):
+            network.to_come(*(x[at : at + (1 << 16)] for x in (open_mask, upper, armed)))
+
+    def values(self, own: tuple, opponents=None, exact: bool = False) -> np.ndarray:
+        return self.network.to_come(own[0], own[1], own[2])
+
+
+def family_policy(network, states: np.ndarray):
+    """A solo network's policy under a family's rules as :func:`yacht_env.family_distributions.build` takes one:
+    ``(open_mask, bonus) -> (3, 252, n)`` (``bonus = upper * armed_states + armed``), the agent's own actions
+    (:func:`turn_actions` of its exact plans), from its values of ``states`` (flat ``open_mask * width + bonus``:
+    every turn start a game reaches, which holds every afterstate of theirs), computed first.
+
+    Raises:
+        ValueError: a table network, or rules without bonuses (:func:`solo_policy_table`).
+    """
+    rules = network.rules
+    if network.spec.players != 1 or not rules.has_bonuses:
+        raise ValueError("a family policy is a solo network's, under rules with bonuses")
+    uppers, armeds = rules.bonus_shape
+    open_mask, bonus = np.divmod(np.asarray(states, dtype=np.intp), uppers * armeds)
+    planner = TurnPlanner(rules, 1, _SheetValues(network, open_mask, *np.divmod(bonus, armeds)), exact=True)
+
+    def policy(open_mask: np.ndarray, bonus: np.ndarray) -> np.ndarray:
+        upper, armed = np.divmod(np.asarray(bonus, dtype=np.intp), armeds)
+        return turn_actions(planner.plan((np.asarray(open_mask), upper, armed, np.zeros_like(upper))))
+
+    return policy
+
+
+__all__ = ["Plan", "TurnPlanner", "decide", "family_policy", "result", "solo_policy_table", "turn_actions"]

@@ -15,11 +15,13 @@ A network ``V`` values the *afterstate* of a turn, the sheets once the pick is m
   (:mod:`yacht_env.score_recurrence`, :func:`yacht_agents.win_model.table_win_probabilities`: the win agent's model
   over the agent's own solo play); its logit is ``V``'s starting point, to which the network adds what it learned.
 
-A table network with a solo network, under rules without bonuses, may also play for its *placing* (``placing``, a
-weight ``w`` in the ``.json``): it then picks by ``(1 - w) V + w R``, ``R`` the expected fraction of the opponents it
-finishes ahead of (ties half) if every seat played its solo network's search to the end (each opponent's pairwise
-race; at two seats the race itself). ``V`` is unchanged: the learned chance of finishing first; ``R`` separates the
-afterstates where that chance is spent, and at two seats tempers ``V``'s errors with the race's exact model.
+A table network with a solo network may also play for its *placing* (``placing``, a weight ``w`` in the ``.json``):
+it then picks by ``(1 - w) V + w R``, ``R`` the expected fraction of the opponents it finishes ahead of (ties half) if
+every seat played its solo network's search to the end (each opponent's pairwise race; at two seats the race itself),
+from the exact score distributions of that play (under the family's rules, :mod:`yacht_env.family_distributions` over
+the solo network's plan of every reachable turn start, :func:`yacht_agents.win_family.FamilyModel.start_chances`).
+``V`` is unchanged: the learned chance of finishing first; ``R`` separates the afterstates where that chance is spent,
+and at two seats tempers ``V``'s errors with the race's exact model.
 
 It sees nothing of a solver: its inputs are the sheets (:func:`features`) and what its own solo network makes of them.
 Inference is plain numpy: the weights are a ``.npz`` of float32 arrays and a ``.json`` beside it (the rules, the table
@@ -46,9 +48,12 @@ from yacht_agents.archive import (
     read_spec_json,
     resolve_npz,
 )
-from yacht_agents.search_turn import solo_policy_table
+from yacht_agents.search_turn import family_policy, solo_policy_table
+from yacht_agents.win_family import FamilyModel
 from yacht_agents.win_model import cdf_before, first_seat_chances
+from yacht_env import family_distributions as FD
 from yacht_env import rules as R
+from yacht_env import solver as S
 from yacht_env.score_recurrence import policy_start_distributions
 
 FORMAT = "yacht-rl search value 1"
@@ -64,7 +69,8 @@ MAX_LAYER_WIDTH = 2048
 #: The most a value network's ``.npz`` may expand to, and its members (two per layer).
 MAX_VALUE_BYTES = 64 * 2**20
 MAX_VALUE_MEMBERS = 4 * (MAX_LAYERS + 1)  # the network's layers and its solo network's
-#: The solo networks' score distributions made in this process, by the hash of their weights (about 13 MB each).
+#: The solo networks' score distributions made in this process, by the hash of their weights (Yacht's about 13 MB
+#: each; the family's memory-mapped files).
 _DISTRIBUTIONS: dict[bytes, object] = {}
 _DISTRIBUTIONS_LOCK = threading.Lock()
 _MAX_DISTRIBUTIONS = 8
@@ -75,8 +81,7 @@ POINTS_SCALE = 100.0
 class ValueSpec(NamedTuple):
     """What a saved value network is (its ``.json``): the rules, the table size (1: solo), the hidden widths, the
     input encoding (:data:`FEATURE_VERSIONS`), the hidden widths of the solo network it carries (empty: none) and the
-    weight of the placing in its play (``0 <= placing < 1``; above 0 only for a table network with a solo network,
-    under rules without bonuses).
+    weight of the placing in its play (``0 <= placing < 1``; above 0 only for a table network with a solo network).
     """
 
     rules: str
@@ -163,7 +168,13 @@ def features(
         if version > 2:
             if race is None:
                 raise ValueError("encoding 3 reads the race: pass race (a solo network's, ValueNetwork.race)")
-            chance = race(np.column_stack([open_mask, opponent_open]), np.column_stack([total, opponent_total]))
+            chance = race(
+                np.column_stack([open_mask, opponent_open]),
+                np.column_stack([total, opponent_total]),
+                0.0,
+                np.column_stack([upper, opponent_upper]),
+                np.column_stack([armed, opponent_armed]),
+            )
             chance = np.clip(chance, RACE_CLIP, 1.0 - RACE_CLIP)
             parts += [chance[:, None], np.log(chance / (1.0 - chance))[:, None]]
     return np.concatenate([np.asarray(p, dtype=np.float32) for p in parts], axis=1)
@@ -191,6 +202,7 @@ class ValueNetwork:
         self._to_come: np.ndarray | None = None  # the solo network's points to come by sheet, filled as asked
         self._distributions = None  # a solo network's policy's score distributions (the race's), made on first use
         self._race_cdf: np.ndarray | None = None  # and their cumulative sums
+        self._family_model: FamilyModel | None = None  # or the family's race over them
         self._exact_layers: list[tuple[np.ndarray, np.ndarray]] | None = None  # float64 copies, made on first use
 
     def __call__(self, x: np.ndarray, exact: bool = False) -> np.ndarray:
@@ -234,8 +246,10 @@ class ValueNetwork:
         value = self(self.features(own, opponents), exact)
         placing = self.spec.placing
         if placing:
-            masks, totals = (np.column_stack([np.asarray(own[i]), np.asarray(opponents[i])]) for i in (0, 3))
-            value = (1.0 - placing) * value + placing * self.solo.race(masks, totals, placing=1.0)
+            masks, uppers, armeds, totals = (
+                np.column_stack([np.asarray(own[i]), np.asarray(opponents[i])]) for i in range(4)
+            )
+            value = (1.0 - placing) * value + placing * self.solo.race(masks, totals, 1.0, uppers, armeds)
         return value
 
     def to_come(self, open_mask: np.ndarray, upper: np.ndarray, armed: np.ndarray) -> np.ndarray:
@@ -261,22 +275,27 @@ class ValueNetwork:
         return self._to_come[index]
 
     def distributions(self):
-        """A solo network's exact score distributions under its own search's play
-        (:class:`~yacht_env.score_recurrence.StartDistributions`, rules without bonuses): its whole policy read
-        (:func:`yacht_agents.search_turn.solo_policy_table`) and evaluated by the recurrence; made once per process for
-        each solo network's weights (a few seconds; the last eight kept).
+        """A solo network's exact score distributions under its own search's play: under rules without bonuses
+        (:class:`~yacht_env.score_recurrence.StartDistributions`) its whole policy read
+        (:func:`yacht_agents.search_turn.solo_policy_table`) and evaluated by the recurrence, a few seconds; under the
+        family's (:class:`~yacht_env.family_distributions.FamilyDistributions`) its plan of every reachable turn start
+        (:func:`yacht_agents.search_turn.family_policy`) evaluated by the family's recurrence and kept in files beside
+        the solver's cache, named by the weights (Yahtzee: 1.4 GB, some minutes; memory-mapped after). Made once per
+        process for each solo network's weights (the last eight kept).
         """
-        if self.spec.players != 1 or self.rules.has_bonuses:
-            raise ValueError("the score distributions are a solo network's, under rules without bonuses")
+        if self.spec.players != 1:
+            raise ValueError("the score distributions are a solo network's")
         if self._distributions is None:
-            key = hashlib.sha256(self.spec.rules.encode())
+            key = hashlib.sha256(json.dumps(self.rules.as_dict(), sort_keys=True).encode())
             for w, b in self.layers:
                 key.update(w.tobytes())
                 key.update(b.tobytes())
             key = key.digest()  # the same weights play the same policy: the shipped table models share one
             with _DISTRIBUTIONS_LOCK:
                 found = _DISTRIBUTIONS.get(key)
-            if found is None:
+            if found is None and self.rules.has_bonuses:
+                found = _own_family_distributions(self, key)
+            elif found is None:
                 found = policy_start_distributions(self.rules, solo_policy_table(self))
                 with _DISTRIBUTIONS_LOCK:
                     _DISTRIBUTIONS[key] = found
@@ -285,12 +304,21 @@ class ValueNetwork:
             self._distributions = found
         return self._distributions
 
-    def race(self, open_masks: np.ndarray, totals: np.ndarray, placing: float = 0.0) -> np.ndarray:
+    def race(
+        self, open_masks: np.ndarray, totals: np.ndarray, placing: float = 0.0, uppers=None, armeds=None
+    ) -> np.ndarray:
         """``(m,)``: the first seat's chance of finishing first (ties split) at tables of turn starts, ``open_masks``
-        and ``totals`` ``(m, P)`` ints each, if every seat plays this solo network's search to the end, the dice
-        independent (:func:`yacht_agents.win_model.first_seat_chances` over :meth:`distributions`; ``placing`` as
-        there: 1, the expected fraction of the opponents finished ahead of).
+        and ``totals`` ``(m, P)`` ints each (under the family's rules ``uppers`` and ``armeds`` too), if every seat
+        plays this solo network's search to the end, the dice independent
+        (:func:`yacht_agents.win_model.first_seat_chances` over :meth:`distributions`, under the family's rules
+        :meth:`yacht_agents.win_family.FamilyModel.start_chances`; ``placing`` as there: 1, the expected fraction of
+        the opponents finished ahead of).
         """
+        if self.rules.has_bonuses:
+            if self._family_model is None:
+                self._family_model = FamilyModel(self.distributions())
+            rows = self.distributions().rows(open_masks, uppers, armeds)
+            return self._family_model.start_chances(rows, totals, placing)
         if self._race_cdf is None:
             self._race_cdf = cdf_before(self.distributions())
         return first_seat_chances(self.distributions(), open_masks, totals, self._race_cdf, placing)
@@ -443,8 +471,8 @@ def _read_spec(path: Path) -> ValueSpec:
         raise Refused(f"its {path.name}'s net_arch is not 1..{MAX_LAYERS} widths of 1..{MAX_LAYER_WIDTH}")
     if not (type(version) is int and version in FEATURE_VERSIONS):
         raise Refused(f"its {path.name}'s features is not one of {list(FEATURE_VERSIONS)}")
-    if version > 2 and (not solo_arch or R.PRESETS[rules].has_bonuses):
-        raise Refused(f"its {path.name}'s features 3 (the race) needs a solo network and rules without bonuses")
+    if version > 2 and not solo_arch:
+        raise Refused(f"its {path.name}'s features 3 (the race) needs a solo network")
     if not (
         isinstance(solo_arch, list)
         and len(solo_arch) <= MAX_LAYERS
@@ -460,15 +488,26 @@ def _read_spec(path: Path) -> ValueSpec:
         raise Refused(f"its {path.name}'s placing is not a number in [0, 1)")
     spec = ValueSpec(rules, players, tuple(arch), version, tuple(solo_arch), float(placing))
     if placing and not _plays_a_race(spec):
-        raise Refused(
-            f"its {path.name}'s placing weighs the race of a table network's solo network (rules without bonuses)"
-        )
+        raise Refused(f"its {path.name}'s placing weighs the race of a table network's solo network")
     return spec
 
 
 def _plays_a_race(spec: ValueSpec) -> bool:
-    """Whether a network of ``spec`` has a race to play for its placing: at a table, a solo network, no bonuses."""
-    return spec.players > 1 and bool(spec.solo_net_arch) and not R.PRESETS[spec.rules].has_bonuses
+    """Whether a network of ``spec`` has a race to play for its placing: at a table, with a solo network."""
+    return spec.players > 1 and bool(spec.solo_net_arch)
+
+
+def _own_family_distributions(network: ValueNetwork, digest: bytes):
+    """The family's distributions of a solo network's own play (:meth:`ValueNetwork.distributions`): the verified
+    files ``<name>-search-dist-<key prefix>.npz`` (and its ``.cdf`` and ``.policy``) beside the solver's cache, the
+    key the weights' digest, else built into them.
+    """
+    rules = network.rules
+    key = hashlib.sha256(digest + f"family {FD.FAMILY_DISTRIBUTION_FORMAT_VERSION}".encode()).hexdigest()
+    solver_file = S.cache_path(rules)
+    path = solver_file.with_name(f"{solver_file.name.rsplit('-', 1)[0]}-search-dist-{key[:16]}.npz")
+    states = np.flatnonzero(FD.state_ids(rules).ravel() >= 0)
+    return FD.cached(path, key, rules, functools.partial(family_policy, network, states))
 
 
 __all__ = [

@@ -182,11 +182,37 @@ class FamilyModel:
         with ThreadPoolExecutor(_THREADS) as pool:
             list(pool.map(work, spans))
 
+    def start_chances(self, rows: np.ndarray, totals: np.ndarray, placing: float = 0.0) -> np.ndarray:
+        """``(m,)``: the first seat's chance of finishing first (ties split) at tables of turn starts, ``rows`` (the
+        distributions' rows, :meth:`row`) and ``totals`` ``(m, P)`` ints each, if every seat plays the distributions'
+        policy to the end, the dice independent; with ``placing`` ``w``, that chance weighs ``1 - w`` and the
+        expected fraction of the opponents it finishes ahead of (ties half: each opponent's two-seat race) ``w``.
+        """
+        rows, totals = np.asarray(rows, dtype=np.intp), np.asarray(totals, dtype=np.intp)
+        out = np.empty(len(rows))
+        seats = range(1, rows.shape[1])
+        for lo in range(0, len(rows), _CHUNK):
+            r, t = rows[lo : lo + _CHUNK], totals[lo : lo + _CHUNK]
+            pairs = np.arange(len(r))
+            chance = self._chances(t[:, 0], r[:, 1:], t[:, 1:], pairs, 0, r[:, 0])
+            if placing and r.shape[1] > 2:  # at two seats the race is the placing's
+                ahead = [self._chances(t[:, 0], r[:, j, None], t[:, j, None], pairs, 0, r[:, 0]) for j in seats]
+                chance = (1.0 - placing) * chance + placing * np.mean(ahead, axis=0)
+            out[lo : lo + _CHUNK] = chance
+        return out
+
     def _after_pick(self, open_mask, bonus, total, opponent_rows, opponent_total, context, outcome) -> np.ndarray:
         """``H`` of pairs ``(context, outcome)`` ``(m,)`` of one chunk of contexts (the module docstring)."""
         points, after = self.outcomes.at(open_mask, bonus)
-        shift = points[outcome, context]
-        rest = self._rows[after[outcome, context]]
+        return self._chances(
+            total, opponent_rows, opponent_total, context, points[outcome, context], self._rows[after[outcome, context]]
+        )
+
+    def _chances(self, total, opponent_rows, opponent_total, context, shift, rest) -> np.ndarray:
+        """``H`` of pairs ``(context, ...)`` ``(m,)`` of one chunk of contexts ``(total, opponent_rows,
+        opponent_total)``: each pair earns ``shift`` points and goes on from the row ``rest``.
+        """
+        shift = np.broadcast_to(shift, np.shape(rest))
         low = shift + self._offset[rest]  # each pair's first own points to come x with C > 0
         length = self._length[rest]
         span = int((low + length).max())  # every x read: 0 .. span - 1

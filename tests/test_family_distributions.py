@@ -47,18 +47,19 @@ TINY = [
 LEVELS = {"tiny_bonus": 4, "tiny_yatzy": 4, "tiny_free": 3, "tiny_forced": 2}
 
 
-def turn_distributions(rules: R.Rules, dist: dict, mask: int, upper: int, armed: int) -> list[np.ndarray]:
+def turn_distributions(rules: R.Rules, dist: dict, mask: int, upper: int, armed: int, act=None) -> list[np.ndarray]:
     """``[V_0, V_1, V_2]``, ``(252, width)`` each: the distribution of the points to come from each roll with ``t``
-    re-rolls left in the turn from ``(mask, upper, armed)``, under the solver's policy, by recursion over the turn
-    with whole distributions: at each roll the solver's best action (``Solution.best_action``); a pick is its points
-    (``pick_outcome``, bonuses and jokers included) plus the distribution of the turn start it leaves (``dist``); a
-    keep mixes the rolls it can lead to (``TRANSITION``) with one re-roll fewer."""
-    solution = solve(rules)
+    re-rolls left in the turn from ``(mask, upper, armed)``, under a policy, by recursion over the turn with whole
+    distributions: at each roll the policy's action (``act(rolls, t, mask, upper, armed)``; by default the solver's
+    ``Solution.best_action``); a pick is its points (``pick_outcome``, bonuses and jokers included) plus the
+    distribution of the turn start it leaves (``dist``); a keep mixes the rolls it can lead to (``TRANSITION``) with
+    one re-roll fewer."""
+    act = act or solve(rules).best_action
     width = R.max_total(rules) + 1
     rolls = np.arange(R.NUM_ROLLS)
     turn = []
     for t in range(R.ROLLS_PER_TURN):
-        best = solution.best_action(rolls, t, mask, upper, armed)
+        best = np.asarray(act(rolls, t, mask, upper, armed))
         here = np.zeros((R.NUM_ROLLS, width))
         if turn:  # a keep: the mixture of the rolls it can lead to, one re-roll fewer
             keeps = np.flatnonzero(best < R.PICK_OFFSET)
@@ -82,10 +83,10 @@ def turn_distributions(rules: R.Rules, dist: dict, mask: int, upper: int, armed:
 
 
 @functools.cache
-def recursion_over_the_turn(rules: R.Rules, levels: int) -> dict[tuple[int, int, int], np.ndarray]:
+def recursion_over_the_turn(rules: R.Rules, levels: int, act=None) -> dict[tuple[int, int, int], np.ndarray]:
     """Every reachable turn start with at most ``levels`` boxes open -> the distribution of the points to come under
-    the solver's policy (:func:`turn_distributions`; a turn start mixes the first roll's). Kept for the session:
-    ``tests/test_family_win.py`` reads the same rules' (the dict is never written to).
+    a policy (:func:`turn_distributions`' ``act``: by default the solver's; a turn start mixes the first roll's). Kept
+    for the session: ``tests/test_family_win.py`` reads the same rules' (the dict is never written to).
     """
     width = R.max_total(rules) + 1
     reachable = reachable_states(rules)
@@ -94,7 +95,7 @@ def recursion_over_the_turn(rules: R.Rules, levels: int) -> dict[tuple[int, int,
     for level in range(1, levels + 1):
         for mask, upper, armed in zip(*np.nonzero(reachable & (popcount == level)[:, None, None]), strict=True):
             state = (int(mask), int(upper), int(armed))
-            dist[state] = R.TRANSITION[0] @ turn_distributions(rules, dist, *state)[-1]
+            dist[state] = R.TRANSITION[0] @ turn_distributions(rules, dist, *state, act)[-1]
     return dist
 
 
@@ -188,14 +189,14 @@ def test_an_index_that_reads_past_its_data_is_refused(tmp_path):
     rules = TINY[0]
     solution = solve(rules, cache=False)
     path, key = Dm.cache_path(rules, tmp_path), Dm.cache_key(rules)
-    FD.build_to_disk(path, key, solution)
-    assert FD.load(path, key, solution) is not None
-    assert FD.load(path, Dm.cache_key(TINY[1]), solution) is None
+    FD.build_to_disk(path, key, rules, FD.solver_policy(solution))
+    assert FD.load(path, key, rules) is not None
+    assert FD.load(path, Dm.cache_key(TINY[1]), rules) is None
     arrays = load_arrays(path, key, FD.index_specs(rules))
     arrays["length"] = arrays["length"].copy()
     arrays["length"][0] += 1  # one value more than the data file holds
     save_arrays(path, key, arrays)
-    assert FD.load(path, key, solution) is None
+    assert FD.load(path, key, rules) is None
 
 
 def test_the_family_is_covered_a_policy_table_and_a_huge_sheet_are_refused():

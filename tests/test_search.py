@@ -163,7 +163,7 @@ def test_a_network_with_its_solo_network_round_trips(tmp_path):
     np.testing.assert_array_equal(loaded.values(own, theirs), net.values(own, theirs))
     bad = {**meta, "solo_net_arch": [6]}
     for change, message in (
-        ({"features": 3}, "features 3 \\(the race\\) needs a solo network and rules without bonuses"),
+        ({"features": 3, "solo_net_arch": []}, "features 3 \\(the race\\) needs a solo network"),
         ({"features": 4}, "features is not one of"),
         ({"players": 1}, "solo_net_arch is not"),
         ({"features": 1}, "solo_net_arch is not"),

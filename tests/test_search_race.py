@@ -197,8 +197,7 @@ def test_a_race_network_round_trips_and_its_file_is_checked(solo, tmp_path):
     agent = make_agent(f"search:{path}", players=2)
     assert agent.network.spec.features == 3
     for change, message in (
-        ({"rules": "yahtzee"}, "features 3 \\(the race\\) needs a solo network and rules without bonuses"),
-        ({"solo_net_arch": []}, "needs a solo network"),
+        ({"solo_net_arch": []}, "features 3 \\(the race\\) needs a solo network"),
         ({"features": 4}, "features is not one of"),
     ):
         path.with_suffix(".json").write_text(json.dumps({**meta, **change}))
@@ -240,8 +239,7 @@ def test_a_race_section_is_checked():
         with pytest.raises(ValueError, match=message):
             validate(from_dict({**table, "search": {**table["search"], **change}}))
     yahtzee = {**table, "rules": "yahtzee", "search": {**table["search"], "race": True, "solo": "yahtzee"}}
-    with pytest.raises(ValueError, match="covers rules without bonuses"):
-        validate(from_dict(yahtzee))
+    assert validate(from_dict(yahtzee)).search.race  # the family's race (tests/test_search_family_race.py)
     assert validate(from_dict({**table, "search": {**table["search"], "race": True, "solo": "standard"}})).search.race
 
 
@@ -339,7 +337,7 @@ def test_a_placing_network_plays_its_value_mixed_with_the_placing_race(solo, tmp
         path.with_suffix(".json").write_text(json.dumps({**meta, **change}))
         with pytest.raises(ValueError, match="placing is not a number in \\[0, 1\\)"):
             load_value(path)
-    for change in ({"rules": "yahtzee", "features": 2}, {"players": 1, "features": 1, "solo_net_arch": []}):
+    for change in ({"players": 1, "features": 1, "solo_net_arch": []}, {"features": 2, "solo_net_arch": []}):
         path.with_suffix(".json").write_text(json.dumps({**meta, **change}))
         with pytest.raises(ValueError, match="placing weighs the race of a table network's solo network"):
             load_value(path)
@@ -377,9 +375,6 @@ def test_a_placing_setting_is_checked():
     ]:
         with pytest.raises(ValueError, match=message):
             validate(from_dict({**table, "search": {**table["search"], **change}}))
-    yahtzee = {**table, "rules": "yahtzee", "search": {**table["search"], "solo": "yahtzee", "placing": 0.1}}
-    with pytest.raises(ValueError, match="rules without bonuses"):
-        validate(from_dict(yahtzee))
     placed = validate(from_dict({**table, "search": {**table["search"], "race": True, "placing": 0.1}}))
     assert placed.search.placing == 0.1
     two = {**table, "search": {**table["search"], "players": 2, "placing": 0.15}}  # the race without reading it

@@ -40,10 +40,10 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +53,7 @@ from yacht_env import rules as R
 from yacht_env import score_recurrence as SR
 from yacht_env import solver as S
 from yacht_env.score_recurrence import max_total
-from yacht_env.util import check_writable, load_arrays, memoised_cache, save_arrays
+from yacht_env.util import load_arrays, memoised_cache, save_arrays
 
 DISTRIBUTION_FORMAT_VERSION = 1  # bump when the arrays or their meaning change; old cache files are ignored
 
@@ -330,21 +330,11 @@ def _family(solution: S.Solution, cache: bool, cache_dir) -> FD.FamilyDistributi
     """
     rules = solution.rules
     if not cache:
-        return FD.build_in_memory(solution)
+        return FD.build_in_memory(rules, FD.solver_policy(solution), solution)
     if rules in _MEMO:
         return _MEMO[rules]
     path, key = cache_path(rules, cache_dir), cache_key(rules)
-    result = FD.load(path, key, solution)
-    if result is None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            check_writable(path)
-            FD.build_to_disk(path, key, solution)
-            result = FD.load(path, key, solution, source="computed")
-        except (OSError, ValueError) as error:
-            warnings.warn(f"could not write the distribution cache {path}: {error}", RuntimeWarning, stacklevel=3)
-        if result is None:
-            result = FD.build_in_memory(solution)
+    result = FD.cached(path, key, rules, functools.partial(FD.solver_policy, solution), solution)
     _MEMO[rules] = result
     return result
 

@@ -1,12 +1,14 @@
-"""Exact score distributions of the solver's policy under the family's rules (an upper bonus, a Yahtzee bonus, a
-joker: Yahtzee, Yatzy, Clubhouse), from every reachable turn start.
+"""Exact score distributions of a policy under the family's rules (an upper bonus, a Yahtzee bonus, a joker: Yahtzee,
+Yatzy, Clubhouse), from every reachable turn start: the solver's (:func:`solver_policy`), or any other given as its
+actions at every roll of a batch of turn starts (the search agent's own solo play,
+:func:`yacht_agents.search_turn.family_policy`).
 
 :mod:`yacht_env.distributions` states the recurrence and computes it for Yacht's presets, whose turn start is an open
 mask. Under the family's rules a turn start is ``(open_mask, upper, armed)`` (:mod:`yacht_env.family_solver`): some
 0.5 M reachable states for Yahtzee, 1.4 M for Yatzy, each with a distribution over up to ``max_total + 1`` values
 (1,576 for Yahtzee). The recurrence is Yacht's, a level of states (one number of open boxes) at a time:
 
-* the solver's action at every ``(state, roll, rolls_left)`` (:func:`solver_actions`: exactly
+* the policy's action at every ``(state, roll, rolls_left)`` (the solver's, :func:`solver_actions`: exactly
   :meth:`~yacht_env.solver.Solution.best_action`, ties to the smallest action, from the same float operations);
 * the turn run forwards under it (:func:`turn_ends`, Yacht's forward run laid out by rows, re-rolled one die at a
   time): the probability ``W[s, o]`` that the turn from state ``s`` ends in pick outcome ``o`` (:class:`Outcomes`: a
@@ -21,8 +23,9 @@ passes ``1 - 2^-25`` (stored as exactly 1). So every stored value is within ``2^
 cut off (a handful of Yahtzee bonuses more than the last stored total) hold less than ``2^-25`` each. Rows are
 stored one after the other, a level at a time (states ordered by their number of open boxes, then by ``open_mask,
 upper, armed``): ``offset[i]`` (the first ``x`` stored) and ``length[i]`` per state, one flat float32 array; beside
-it the solver's policy, ``(states, 3, 252)`` uint8, which a player needs at every roll of its turn. On disk both are
-raw little-endian files beside the solver's cache (``<name>-dist-<key>.cdf`` and ``.policy``), memory-mapped on load,
+it the policy, ``(states, 3, 252)`` uint8, which a player needs at every roll of its turn. On disk both are raw
+little-endian files beside the solver's cache (the solver's policy's ``<name>-dist-<key>.cdf`` and ``.policy``; a
+search agent's ``<name>-search-dist-<key>``, keyed by its network's weights), memory-mapped on load,
 so a process holds only the rows it reads; the ``.npz`` beside them holds the index, the key and each data file's
 size and checksum, and is written last (:func:`load` checks them all).
 
@@ -35,6 +38,9 @@ preset         states     values      files (cdf + policy)   build CPU  peak
 ``yatzy``      1,430,528  237.6 M     951 MB + 1,082 MB      89 s       2.6 GB
 ``clubhouse``  178,816    26.0 M      104 MB + 135 MB        11 s       0.5 GB
 =============  =========  ==========  =====================  =========  ======
+
+The search agent's own play (``search:selfplay_yahtzee``'s solo network, its plan of every turn start included):
+240.6 M values, the same files' sizes, 134 s of CPU (99 s of wall time) and 3.7 GB at its peak.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import warnings
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -52,7 +59,7 @@ from yacht_env import rules as R
 from yacht_env import solver as S
 from yacht_env.family_solver import Picks, picks_for, reachable_states
 from yacht_env.turn_rows import KEEP_ROW, NUM_PROPER_KEPT, ROLL_ORDER, best_keeps, expected_keeps, one_die_less
-from yacht_env.util import atomic_output, load_arrays, save_arrays
+from yacht_env.util import atomic_output, check_writable, load_arrays, save_arrays
 
 FAMILY_DISTRIBUTION_FORMAT_VERSION = 1  # bump when the stored arrays or their meaning change
 #: The stored cumulative distributions' trim: below it a value is 0, from ``1 - TRIM`` on it is 1 (float32's
@@ -307,17 +314,17 @@ def _stored_rows(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _level(
     outcomes: Outcomes,
-    ahead: np.ndarray,
+    policy,
     flat: np.ndarray,
     previous: np.ndarray,
     previous_row: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The solver's actions ``(n, 3, 252)`` and the distributions ``(n, width)`` float64 of the states ``flat`` (one
+    """The policy's actions ``(n, 3, 252)`` and the distributions ``(n, width)`` float64 of the states ``flat`` (one
     level), from the level below: ``previous`` ``(m, w)``, whose row for a flat state ``x`` is ``previous_row[x]``.
     """
     width = outcomes.picks.width
     open_mask, bonus = np.divmod(flat, width)
-    actions = solver_actions(outcomes, ahead, open_mask, bonus)
+    actions = np.asarray(policy(open_mask, bonus), dtype=np.uint8)
     ends = turn_ends(actions, outcomes.of_pick, outcomes.count)  # (outcomes, n)
     points, after = outcomes.at(open_mask, bonus)
     outcome, state = np.nonzero(ends)
@@ -339,21 +346,29 @@ def _level(
     return actions.transpose(2, 0, 1), out
 
 
-def build(solution: S.Solution, write_cdf, write_policy) -> tuple[np.ndarray, np.ndarray]:
-    """The distributions of ``solution``'s policy from every reachable turn start, a level at a time, streamed out.
+def solver_policy(solution: S.Solution):
+    """The solver's policy as :func:`build` takes one: ``(open_mask, bonus) -> (3, 252, n)``
+    (:func:`solver_actions`).
+    """
+    return functools.partial(solver_actions, outcomes_for(solution.rules), ahead_values(solution))
+
+
+def build(rules: R.Rules, policy, write_cdf, write_policy) -> tuple[np.ndarray, np.ndarray]:
+    """The distributions of a policy from every reachable turn start, a level at a time, streamed out.
 
     Args:
-        solution: The solver's solution of a family's rules.
+        rules: A family's rules.
+        policy: ``(open_mask, bonus) -> (3, 252, n)`` uint8: the action at ``[rolls_left, roll, state]`` of states
+            ``(n,)`` (:func:`solver_policy`, or an agent's own), legal there (canonical keeps); called from two
+            threads at once.
         write_cdf: Called with each level's stored cumulative distributions (float32, the rows one after the other),
             and last with as many zeros as the longest row has values.
-        write_policy: Called with each level's solver actions (uint8 ``(states, 3, 252)``).
+        write_policy: Called with each level's actions (uint8 ``(states, 3, 252)``).
 
     Returns:
         ``(offset, length)`` int32 per state (:func:`state_ids`' order).
     """
-    rules = solution.rules
     outcomes = outcomes_for(rules)
-    ahead = ahead_values(solution)
     ids = state_ids(rules).ravel()
     flat_of = np.empty(int((ids >= 0).sum()), dtype=np.intp)
     flat_of[ids[ids >= 0]] = np.flatnonzero(ids >= 0)
@@ -373,7 +388,7 @@ def build(solution: S.Solution, write_cdf, write_policy) -> tuple[np.ndarray, np
         previous_row[flat_of[below]] = np.arange(first - bounds[level - 1])
         flat = flat_of[first:stop]
         starts = range(0, len(flat), _CHUNK)
-        work = lambda s: _level(outcomes, ahead, flat[s : s + _CHUNK], previous, previous_row)  # noqa: E731,B023
+        work = lambda s: _level(outcomes, policy, flat[s : s + _CHUNK], previous, previous_row)  # noqa: E731,B023
         if _THREADS == 1 or len(starts) == 1:
             parts = [work(s) for s in starts]
         else:
@@ -400,12 +415,13 @@ def build(solution: S.Solution, write_cdf, write_policy) -> tuple[np.ndarray, np
 # The distributions, their disk cache and the in-process memo
 # --------------------------------------------------------------------------------------------------
 class FamilyDistributions:
-    """The distribution of the points still to come under the solver's policy from every reachable turn start of a
-    family's rules (see the module docstring), with the solver's policy itself.
+    """The distribution of the points still to come under a policy (the solver's, or an agent's own) from every
+    reachable turn start of a family's rules (see the module docstring), with the policy itself.
 
     Attributes:
         rules: The :class:`~yacht_env.rules.Rules`.
-        solution: The solver's :class:`~yacht_env.solver.Solution` whose policy is followed.
+        solution: The solver's :class:`~yacht_env.solver.Solution` whose policy is followed, or ``None`` (another
+            policy's).
         ids: ``(num_open_masks, *bonus_shape)`` int32: each turn start's row (:func:`state_ids`), -1 where no game goes.
         offset, length: ``(states,)`` int32: row ``i`` stores ``P(points to come <= x)`` for ``x = offset[i] ..
             offset[i] + length[i] - 1`` (0 below, 1 from the last on, which is stored as 1).
@@ -418,8 +434,10 @@ class FamilyDistributions:
         source: ``"computed"`` or ``"disk"``.
     """
 
-    def __init__(self, solution: S.Solution, offset, length, cdf, policy, source: str = "computed"):
-        self.rules = solution.rules
+    def __init__(
+        self, rules: R.Rules, offset, length, cdf, policy, source: str = "computed", solution: S.Solution | None = None
+    ):
+        self.rules = rules
         self.solution = solution
         self.ids = state_ids(self.rules)
         self.offset = np.asarray(offset, dtype=np.int32)
@@ -507,16 +525,18 @@ class _Writer:
         self.crc, self.size = zlib.crc32(data, self.crc), self.size + len(data)
 
 
-def build_in_memory(solution: S.Solution) -> FamilyDistributions:
-    """The distributions built into memory (no files: ``cache=False``, or a cache folder that cannot be written)."""
-    cdf, policy = [], []
-    offset, length = build(solution, cdf.append, policy.append)
-    return FamilyDistributions(solution, offset, length, np.concatenate(cdf), np.concatenate(policy))
+def build_in_memory(rules: R.Rules, policy, solution: S.Solution | None = None) -> FamilyDistributions:
+    """The distributions of ``policy`` (:func:`build`'s; ``solution``: the solver's whose it is) built into memory (no
+    files: ``cache=False``, or a cache folder that cannot be written).
+    """
+    cdf, actions = [], []
+    offset, length = build(rules, policy, cdf.append, actions.append)
+    return FamilyDistributions(rules, offset, length, np.concatenate(cdf), np.concatenate(actions), solution=solution)
 
 
-def build_to_disk(path: Path, key: str, solution: S.Solution) -> None:
-    """Builds and writes the data files, then the index (atomically each: the index last, naming their size and
-    checksum, so an index never refers to a half-written file).
+def build_to_disk(path: Path, key: str, rules: R.Rules, policy) -> None:
+    """Builds ``policy``'s distributions (:func:`build`'s) and writes the data files, then the index (atomically
+    each: the index last, naming their size and checksum, so an index never refers to a half-written file).
     """
     cdf_path, policy_path = _data_paths(path)
     with (
@@ -525,11 +545,33 @@ def build_to_disk(path: Path, key: str, solution: S.Solution) -> None:
         open(cdf_temp, "wb") as cdf_file,
         open(policy_temp, "wb") as policy_file,
     ):
-        cdf, policy = _Writer(cdf_file), _Writer(policy_file)
-        offset, length = build(solution, cdf, policy)
-    sizes = np.array([cdf.size, policy.size], dtype=np.int64)
-    checksums = np.array([cdf.crc, policy.crc], dtype=np.int64)
+        cdf, actions = _Writer(cdf_file), _Writer(policy_file)
+        offset, length = build(rules, policy, cdf, actions)
+    sizes = np.array([cdf.size, actions.size], dtype=np.int64)
+    checksums = np.array([cdf.crc, actions.crc], dtype=np.int64)
     save_arrays(path, key, {"offset": offset, "length": length, "sizes": sizes, "checksums": checksums})
+
+
+def cached(
+    path: Path, key: str, rules: R.Rules, make_policy, solution: S.Solution | None = None
+) -> FamilyDistributions:
+    """A policy's distributions: the verified files at ``path`` (the index) and beside it, else built into them, else,
+    where the folder cannot be written, built into memory with a warning; ``make_policy()`` gives the policy
+    (:func:`build`'s), called only to build.
+    """
+    result = load(path, key, rules, solution=solution)
+    if result is None:
+        policy = make_policy()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            check_writable(path)
+            build_to_disk(path, key, rules, policy)
+            result = load(path, key, rules, source="computed", solution=solution)
+        except (OSError, ValueError) as error:
+            warnings.warn(f"could not write the distribution cache {path}: {error}", RuntimeWarning, stacklevel=3)
+        if result is None:
+            result = build_in_memory(rules, policy, solution)
+    return result
 
 
 def _file_crc(path: Path) -> int:
@@ -554,12 +596,13 @@ def index_specs(rules: R.Rules) -> dict[str, tuple[tuple[int, ...], type]]:
     }
 
 
-def load(path: Path, key: str, solution: S.Solution, source: str = "disk") -> FamilyDistributions | None:
+def load(
+    path: Path, key: str, rules: R.Rules, source: str = "disk", solution: S.Solution | None = None
+) -> FamilyDistributions | None:
     """The cached distributions at ``path`` (the index) and beside it, or ``None`` if any file is missing or fails a
     check: the index's key, checksum, shapes and bounds (every row inside ``0 .. max_total``, the data files of
     exactly the sizes the rows need), and each data file's size and checksum.
     """
-    rules = solution.rules
     specs = index_specs(rules)
     states = specs["offset"][0][0]
     arrays = load_arrays(path, key, specs)
@@ -580,4 +623,4 @@ def load(path: Path, key: str, solution: S.Solution, source: str = "disk") -> Fa
         return None
     cdf = np.memmap(files[0], dtype="<f4", mode="r")
     policy = np.memmap(files[1], dtype=np.uint8, mode="r", shape=(states, R.ROLLS_PER_TURN, R.NUM_ROLLS))
-    return FamilyDistributions(solution, offset, length, cdf, policy, source=source)
+    return FamilyDistributions(rules, offset, length, cdf, policy, source=source, solution=solution)

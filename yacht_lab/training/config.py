@@ -424,16 +424,11 @@ def _check_search_inputs(config: TrainConfig) -> None:
         raise ValueError(f"search.race must be true or false, got {section.race!r}")
     if section.race and section.solo is None:
         raise ValueError("search.race is the race of a solo network's own play: name that network in search.solo")
-    if section.race and R.get_rules(config.rules).has_bonuses:
-        raise ValueError(f"search.race covers rules without bonuses (Yacht's presets), not {config.rules!r}")
     placing = section.placing
     if type(placing) not in (int, float) or not 0 <= placing < 1:
         raise ValueError(f"search.placing must be a number in [0, 1), got {placing!r}")
-    if placing and (section.solo is None or R.get_rules(config.rules).has_bonuses):
-        raise ValueError(
-            "search.placing weighs the race of the table network's solo network: name it in search.solo "
-            "(rules without bonuses)"
-        )
+    if placing and section.solo is None:
+        raise ValueError("search.placing weighs the race of the table network's solo network: name it in search.solo")
 
 
 def _check_jax_memory(config: TrainConfig) -> None:

@@ -272,7 +272,7 @@ class SearchConfig:
     is ``V``'s starting point: the fresh network plays the race, and the network learns what to add to it (features
     3). ``false`` (the default): features 2."""
     placing: float = 0.0
-    """At a table, with ``solo``, under rules without bonuses: the weight ``w`` of the placing in the saved model's play
+    """At a table, with ``solo``: the weight ``w`` of the placing in the saved model's play
     (:mod:`yacht_agents.search_value`): it picks by ``(1 - w) V + w R``, ``R`` the expected fraction of the opponents
     it finishes ahead of (ties half) in the race of its solo network's play (at two seats the race itself). The
     self-play plans by ``V`` alone, so ``V`` stays the learned chance of finishing first; the curve measures the model

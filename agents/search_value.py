@@ -10,10 +10,10 @@ A network ``V`` values the *afterstate* of a turn, the sheets once the pick is m
   and total in seat order after it (every sheet filled: exactly the game's result). A table network may carry a solo
   network of its own (``solo_net_arch``: a ``search:`` solo model, learned from its own solo games): its estimate of
   every sheet's points still to come is then part of the input, so ``V`` reads the race's expected margins. Encoding
-  3 (rules without bonuses) also reads *the race*: the mover's chance of finishing first if every seat played that
-  solo network's search to the end, their dice independent, from the exact score distributions of that policy
-  (:mod:`yacht_env.score_recurrence`, :func:`yacht_agents.win_model.table_win_probabilities`: the win agent's model
-  over the agent's own solo play); its logit is ``V``'s starting point, to which the network adds what it learned.
+  3 also reads *the race*: the mover's chance of finishing first if every seat played that solo network's search to
+  the end, their dice independent, from the exact score distributions of that policy (:meth:`ValueNetwork.race`:
+  the win agent's model over the agent's own solo play); its logit is ``V``'s starting point, to which the network
+  adds what it learned.
 
 A table network with a solo network may also play for its *placing* (``placing``, a weight ``w`` in the ``.json``):
 it then picks by ``(1 - w) V + w R``, ``R`` the expected fraction of the opponents it finishes ahead of (ties half) if
@@ -58,8 +58,8 @@ from yacht_env.score_recurrence import policy_start_distributions
 
 FORMAT = "yacht-rl search value 1"
 #: The input encodings (:func:`features`): 1 shows the opponents' open masks and totals only; 2 adds each opponent's
-#: bonus progress and, with a solo network, every sheet's points to come; 3 (a table network with a solo network, rules
-#: without bonuses) adds the race: its chance and its logit, the logit added to the network's output.
+#: bonus progress and, with a solo network, every sheet's points to come; 3 (a table network with a solo network) adds
+#: the race: its chance and its logit, the logit added to the network's output.
 FEATURE_VERSIONS = (1, 2, 3)
 #: The race's chance is clipped into ``[RACE_CLIP, 1 - RACE_CLIP]`` before its logit (at most 13.8 in size).
 RACE_CLIP = 1e-6

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from yacht_agents.win_model import after_keeps, first_place
+from yacht_agents.win_model import after_keeps, distinct_rows, first_place
 from yacht_env import rules as R
 from yacht_env import solver as S
 from yacht_env.encoding import TableView
@@ -189,16 +189,40 @@ class FamilyModel:
         expected fraction of the opponents it finishes ahead of (ties half: each opponent's two-seat race) ``w``.
         """
         rows, totals = np.asarray(rows, dtype=np.intp), np.asarray(totals, dtype=np.intp)
+        chance = self._race(rows, totals, list(range(1, rows.shape[1])))
+        if placing and rows.shape[1] > 2:  # at two seats the race is the placing's
+            ahead = [self._race(rows, totals, [j]) for j in range(1, rows.shape[1])]
+            chance = (1.0 - placing) * chance + placing * np.mean(ahead, axis=0)
+        return chance
+
+    def _race(self, rows: np.ndarray, totals: np.ndarray, opponents: list[int]) -> np.ndarray:
+        """The first seat's chance of finishing ahead of the seats ``opponents`` (columns of ``rows`` and ``totals``).
+
+        Rows that share those opponents (a turn's afterstates do) share one context of :meth:`_chances`: its total the
+        least of theirs, each row's own points to come shifted by the rest of its total.
+        """
+        radix = max(len(self._offset), int(totals.max(initial=0)) + 1)
+        first, inverse = distinct_rows([rows[:, j] for j in opponents] + [totals[:, j] for j in opponents], radix)
+        base = np.full(len(first), np.iinfo(np.intp).max)
+        np.minimum.at(base, inverse, totals[:, 0])
+        shift = totals[:, 0] - base[inverse]
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(0, len(first) + _CHUNK, _CHUNK))
         out = np.empty(len(rows))
-        seats = range(1, rows.shape[1])
-        for lo in range(0, len(rows), _CHUNK):
-            r, t = rows[lo : lo + _CHUNK], totals[lo : lo + _CHUNK]
-            pairs = np.arange(len(r))
-            chance = self._chances(t[:, 0], r[:, 1:], t[:, 1:], pairs, 0, r[:, 0])
-            if placing and r.shape[1] > 2:  # at two seats the race is the placing's
-                ahead = [self._chances(t[:, 0], r[:, j, None], t[:, j, None], pairs, 0, r[:, 0]) for j in seats]
-                chance = (1.0 - placing) * chance + placing * np.mean(ahead, axis=0)
-            out[lo : lo + _CHUNK] = chance
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            pairs = order[lo:hi]
+            if not len(pairs):
+                continue
+            at = first[inverse[pairs[0]] : inverse[pairs[-1]] + 1]  # the chunk's contexts, in order
+            local = inverse[pairs] - inverse[pairs[0]]
+            out[pairs] = self._chances(
+                base[inverse[pairs[0]] : inverse[pairs[-1]] + 1],
+                rows[at][:, opponents],
+                totals[at][:, opponents],
+                local,
+                shift[pairs],
+                rows[pairs, 0],
+            )
         return out
 
     def _after_pick(self, open_mask, bonus, total, opponent_rows, opponent_total, context, outcome) -> np.ndarray:

@@ -266,9 +266,9 @@ class SearchConfig:
     ``standard``, a ``.npz`` or a run folder), learned from its own solo games, whose estimate of every sheet's points
     still to come enters ``V``'s input (the saved model carries a copy; it is not trained further). ``null``: none."""
     race: bool = False
-    """At a table, with ``solo``, under rules without bonuses (Yacht's): ``V``'s input also holds the race, the mover's
-    chance of finishing first if every seat played that solo network's search to the end (the exact score
-    distributions of its own play, :mod:`yacht_env.score_recurrence`; the win agent's model over them), and its logit
+    """At a table, with ``solo``: ``V``'s input also holds the race, the mover's chance of finishing first if every
+    seat played that solo network's search to the end (the exact score distributions of its own play,
+    :meth:`yacht_agents.search_value.ValueNetwork.race`; the win agent's model over them), and its logit
     is ``V``'s starting point: the fresh network plays the race, and the network learns what to add to it (features
     3). ``false`` (the default): features 2."""
     placing: float = 0.0

@@ -214,7 +214,8 @@ def solo_policy_table(network) -> np.ndarray:
     zeros = np.zeros_like(masks)
     plan = TurnPlanner(rules, 1, network, exact=True).plan((masks, zeros, zeros, zeros))
     policy = np.zeros((R.ROLLS_PER_TURN, rules.num_open_masks, R.NUM_ROLLS), dtype=np.uint8)
-    policy[:, 1:] = turn_actions(plan).transpose(0, 2, 1)
+    for at in range(0, len(masks), 512):  # the keeps' (n, 252, 32) values a chunk at a time
+        policy[:, masks[at : at + 512]] = turn_actions(Plan(*(x[at : at + 512] for x in plan))).transpose(0, 2, 1)
     return policy
 
 
@@ -233,13 +234,13 @@ class _SheetValues:
 
 
 def family_policy(network, states: np.ndarray):
-    """A solo network's policy under a family's rules as :func:`yacht_env.family_distributions.build` takes one:
+    """A solo network's policy under a family's rules as :func:`yacht_env.family_recurrence.build` takes one:
     ``(open_mask, bonus) -> (3, 252, n)`` (``bonus = upper * armed_states + armed``), the agent's own actions
     (:func:`turn_actions` of its exact plans), from its values of ``states`` (flat ``open_mask * width + bonus``:
     every turn start a game reaches, which holds every afterstate of theirs), computed first.
 
     Raises:
-        ValueError: a table network, or rules without bonuses (:func:`solo_policy_table`).
+        ValueError: a table network, or rules without bonuses (whose policy :func:`solo_policy_table` reads).
     """
     rules = network.rules
     if network.spec.players != 1 or not rules.has_bonuses:

@@ -18,7 +18,7 @@ A network ``V`` values the *afterstate* of a turn, the sheets once the pick is m
 A table network with a solo network may also play for its *placing* (``placing``, a weight ``w`` in the ``.json``):
 it then picks by ``(1 - w) V + w R``, ``R`` the expected fraction of the opponents it finishes ahead of (ties half) if
 every seat played its solo network's search to the end (each opponent's pairwise race; at two seats the race itself),
-from the exact score distributions of that play (under the family's rules, :mod:`yacht_env.family_distributions` over
+from the exact score distributions of that play (under the family's rules, :mod:`yacht_env.family_recurrence` over
 the solo network's plan of every reachable turn start, :func:`yacht_agents.win_family.FamilyModel.start_chances`).
 ``V`` is unchanged: the learned chance of finishing first; ``R`` separates the afterstates where that chance is spent,
 and at two seats tempers ``V``'s errors with the race's exact model.
@@ -51,10 +51,11 @@ from yacht_agents.archive import (
 from yacht_agents.search_turn import family_policy, solo_policy_table
 from yacht_agents.win_family import FamilyModel
 from yacht_agents.win_model import cdf_before, first_seat_chances
-from yacht_env import family_distributions as FD
+from yacht_env import family_recurrence as FR
 from yacht_env import rules as R
-from yacht_env import solver as S
+from yacht_env.family_states import state_ids
 from yacht_env.score_recurrence import policy_start_distributions
+from yacht_env.util import cache_folder, cache_stem
 
 FORMAT = "yacht-rl search value 1"
 #: The input encodings (:func:`features`): 1 shows the opponents' open masks and totals only; 2 adds each opponent's
@@ -278,7 +279,7 @@ class ValueNetwork:
         """A solo network's exact score distributions under its own search's play: under rules without bonuses
         (:class:`~yacht_env.score_recurrence.StartDistributions`) its whole policy read
         (:func:`yacht_agents.search_turn.solo_policy_table`) and evaluated by the recurrence, a few seconds; under the
-        family's (:class:`~yacht_env.family_distributions.FamilyDistributions`) its plan of every reachable turn start
+        family's (:class:`~yacht_env.family_recurrence.FamilyDistributions`) its plan of every reachable turn start
         (:func:`yacht_agents.search_turn.family_policy`) evaluated by the family's recurrence and kept in files beside
         the solver's cache, named by the weights (Yahtzee: 1.4 GB, some minutes; memory-mapped after). Made once per
         process for each solo network's weights (the last eight kept).
@@ -503,11 +504,10 @@ def _own_family_distributions(network: ValueNetwork, digest: bytes):
     key the weights' digest, else built into them.
     """
     rules = network.rules
-    key = hashlib.sha256(digest + f"family {FD.FAMILY_DISTRIBUTION_FORMAT_VERSION}".encode()).hexdigest()
-    solver_file = S.cache_path(rules)
-    path = solver_file.with_name(f"{solver_file.name.rsplit('-', 1)[0]}-search-dist-{key[:16]}.npz")
-    states = np.flatnonzero(FD.state_ids(rules).ravel() >= 0)
-    return FD.cached(path, key, rules, functools.partial(family_policy, network, states))
+    key = hashlib.sha256(digest + f"family {FR.FAMILY_DISTRIBUTION_FORMAT_VERSION}".encode()).hexdigest()
+    path = cache_folder() / f"{cache_stem(rules.name)}-search-dist-{key[:16]}.npz"
+    states = np.flatnonzero(state_ids(rules).ravel() >= 0)
+    return FR.cached(path, key, rules, functools.partial(family_policy, network, states))
 
 
 __all__ = [

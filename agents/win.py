@@ -21,7 +21,7 @@ batch (games in the same position share them) and kept for the next call (the sa
 of the turn): about one evaluation per turn, ~2,000 two-player games per second against ``optimal``.
 
 The family's rules (Yahtzee, Yatzy, Clubhouse) add the bonus states to every turn start, the agent's and each
-opponent's: :mod:`yacht_agents.win_family` computes the same values there, from :mod:`yacht_env.family_distributions`.
+opponent's: :mod:`yacht_agents.win_family` computes the same values there, from :mod:`yacht_env.family_recurrence`.
 
 The only approximation is the assumption about the future: the agent will in fact keep playing to win
 (against opponents that play the solver's policy that can only raise its chances, by the policy
@@ -296,7 +296,7 @@ class WinAgent(Agent):
         Returns:
             ``(after_pick, keep)``: ``(u, outcomes)`` (the win probability after each pick outcome: ``H_k[s]``, box
             ``k`` scoring ``s``, at column ``k * (top + 1) + s`` for rules without bonuses; the family's
-            :class:`~yacht_env.family_distributions.Outcomes`) and ``(u, 2, 210)`` (after keeping ``KEPT[K]`` with 1
+            :class:`~yacht_env.family_states.Outcomes`) and ``(u, 2, 210)`` (after keeping ``KEPT[K]`` with 1
             or 2 re-rolls left). The family's values are computed for the pick outcomes the solver's policy takes in
             the turn and the ``wanted`` ones (``(context, outcome)`` arrays: the decision's picks), NaN elsewhere.
 

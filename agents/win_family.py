@@ -1,9 +1,9 @@
 """The win agent's model under the family's rules (Yahtzee, Yatzy, Clubhouse): a turn's win probabilities from the
-family's score distributions (:mod:`yacht_env.family_distributions`).
+family's score distributions (:mod:`yacht_env.family_recurrence`).
 
 :mod:`yacht_agents.win` states the model: every player plays the solver's policy after the decision, so each final
 total is known in distribution, and the agent takes the action most likely to finish first. Under the family's rules
-a turn start is ``(open_mask, upper, armed)``, and a pick's outcome (:class:`~yacht_env.family_distributions.
+a turn start is ``(open_mask, upper, armed)``, and a pick's outcome (:class:`~yacht_env.family_states.
 Outcomes`: its box and a class of alike rolls, or a five of a kind) earns points that include the bonuses and leaves
 a turn start of its own. So for a context (the agent's turn start and total, each opponent's turn start and total):
 
@@ -27,9 +27,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from yacht_agents.win_model import after_keeps, distinct_rows, first_place
 from yacht_env import rules as R
-from yacht_env import solver as S
 from yacht_env.encoding import TableView
-from yacht_env.family_distributions import FamilyDistributions
+from yacht_env.family_recurrence import FamilyDistributions
+from yacht_env.turn_rows import KEEP_PROPER, NUM_PROPER_KEPT
 
 _CHUNK = 256  # contexts evaluated together
 _THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
@@ -48,7 +48,7 @@ class FamilyModel:
     """A :class:`~yacht_agents.win.WinAgent`'s values under a family's rules, per context.
 
     Args:
-        distributions: The rules' :class:`~yacht_env.family_distributions.FamilyDistributions`.
+        distributions: The rules' :class:`~yacht_env.family_recurrence.FamilyDistributions`.
     """
 
     def __init__(self, distributions: FamilyDistributions):
@@ -120,7 +120,7 @@ class FamilyModel:
         """
         n = len(contexts)
         after_pick = np.full((n, self.outcomes.count), np.nan)
-        keep = np.empty((n, R.MAX_ROLLS_LEFT, S.NUM_PROPER_KEPT))
+        keep = np.empty((n, R.MAX_ROLLS_LEFT, NUM_PROPER_KEPT))
         actions = np.asarray(self.distributions.policy[self.row(contexts[:, 0], contexts[:, 1])]).astype(np.intp)
         pick = actions[:, :2] >= R.PICK_OFFSET  # no re-roll left, one: the solver's pick's outcome, -1 for a keep
         taken = np.where(pick, self.of_pick[self._rolls, np.where(pick, actions[:, :2] - R.PICK_OFFSET, 0)], -1)
@@ -135,7 +135,7 @@ class FamilyModel:
             keep[:, t - 1] = after_keeps(value, self._roll_as_kept)
             if t == R.MAX_ROLLS_LEFT:
                 break
-            kept = S.KEEP_PROPER[self._rolls, np.where(taken[:, t] < 0, actions[:, t], 0)]
+            kept = KEEP_PROPER[self._rolls, np.where(taken[:, t] < 0, actions[:, t], 0)]
             kept = np.take_along_axis(keep[:, t - 1], kept, axis=1)
             value = np.where(taken[:, t] >= 0, after_pick[index, taken[:, t]], kept)
         return after_pick, keep

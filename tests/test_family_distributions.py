@@ -1,4 +1,5 @@
-"""Score distributions of the solver's policy under the family's rules (yacht_env/family_distributions.py): equal to
+"""Score distributions of the solver's policy under the family's rules (yacht_env/family_recurrence.py over
+yacht_env/family_distributions.py's policy): equal to
 a recursion over the turn with whole distributions, the solver's own policy, cached as checked files."""
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import pytest
 
 from yacht_env import distributions as Dm
 from yacht_env import family_distributions as FD
+from yacht_env import family_recurrence as FR
 from yacht_env import rules as R
-from yacht_env.family_solver import reachable_states
+from yacht_env.family_states import reachable_states
 from yacht_env.solver import solve
 
 UPPER_SIX = ("ones", "twos", "threes", "fours", "fives", "sixes")
@@ -107,7 +109,7 @@ def tiny(request):
 
 def test_every_stored_row_equals_the_recursion_over_the_turn(tiny):
     rules, dist, expected = tiny
-    assert isinstance(dist, FD.FamilyDistributions) and dist.source == "computed"
+    assert isinstance(dist, FR.FamilyDistributions) and dist.source == "computed"
     for (mask, upper, armed), row in expected.items():
         stored = dist.cdf_at(dist.rows(mask, upper, armed), np.arange(dist.width))
         exact = np.minimum(np.cumsum(row), 1.0)
@@ -189,14 +191,14 @@ def test_an_index_that_reads_past_its_data_is_refused(tmp_path):
     rules = TINY[0]
     solution = solve(rules, cache=False)
     path, key = Dm.cache_path(rules, tmp_path), Dm.cache_key(rules)
-    FD.build_to_disk(path, key, rules, FD.solver_policy(solution))
-    assert FD.load(path, key, rules) is not None
-    assert FD.load(path, Dm.cache_key(TINY[1]), rules) is None
-    arrays = load_arrays(path, key, FD.index_specs(rules))
+    FR.build_to_disk(path, key, rules, FD.solver_policy(solution))
+    assert FR.load(path, key, rules) is not None
+    assert FR.load(path, Dm.cache_key(TINY[1]), rules) is None
+    arrays = load_arrays(path, key, FR.index_specs(rules))
     arrays["length"] = arrays["length"].copy()
     arrays["length"][0] += 1  # one value more than the data file holds
     save_arrays(path, key, arrays)
-    assert FD.load(path, key, rules) is None
+    assert FR.load(path, key, rules) is None
 
 
 def test_the_family_is_covered_a_policy_table_and_a_huge_sheet_are_refused():

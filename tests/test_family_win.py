@@ -16,7 +16,7 @@ from yacht_agents import make_agent
 from yacht_agents.win import WinAgent
 from yacht_env import rules as R
 from yacht_env.encoding import MultiplayerEncoder
-from yacht_env.family_solver import reachable_states
+from yacht_env.family_states import reachable_states
 from yacht_env.game import TableState
 from yacht_env.solver import solve
 

@@ -18,9 +18,9 @@ from yacht_agents.search import TurnPlanner, ValueNetwork, load_value, save_valu
 from yacht_agents.search_turn import decide, family_policy
 from yacht_agents.win_family import FamilyModel
 from yacht_env import distributions as Dm
-from yacht_env import family_distributions as FD
+from yacht_env import family_recurrence as FR
 from yacht_env import rules as R
-from yacht_env.family_solver import reachable_states
+from yacht_env.family_states import reachable_states, state_ids
 from yacht_lab.training.config import from_dict, validate
 
 pytest.importorskip("torch")
@@ -47,14 +47,14 @@ def agent_act(rules: R.Rules):
 
 
 def states(rules: R.Rules) -> np.ndarray:
-    return np.flatnonzero(FD.state_ids(rules).ravel() >= 0)
+    return np.flatnonzero(state_ids(rules).ravel() >= 0)
 
 
 @pytest.fixture(scope="module", params=TINY, ids=[rules.name for rules in TINY])
 def own(request):
     """The rules, the distributions of a small solo network's own play, and the recursion over its turns."""
     rules = request.param
-    dist = FD.build_in_memory(rules, family_policy(solo(rules), states(rules)))
+    dist = FR.build_in_memory(rules, family_policy(solo(rules), states(rules)))
     return rules, dist, recursion_over_the_turn(rules, LEVELS[rules.name], agent_act(rules))
 
 
@@ -131,13 +131,13 @@ def test_a_solo_networks_family_distributions_are_cached_by_its_weights(tmp_path
     rules = TINY[0]
     net = network(rules, 1, (10,), seed=3)
     built = net.distributions()
-    assert isinstance(built, FD.FamilyDistributions) and built.source == "computed"
+    assert isinstance(built, FR.FamilyDistributions) and built.source == "computed"
     files = sorted(p.name for p in tmp_path.iterdir())
     assert len(files) == 3 and all("-search-dist-" in name for name in files)
     again = network(rules, 1, (10,), seed=3)  # the same weights: the files
     assert again.distributions().source == "disk"
     np.testing.assert_array_equal(np.asarray(again.distributions().cdf), np.asarray(built.cdf))
-    expected = FD.build_in_memory(rules, family_policy(solo(rules), states(rules)))
+    expected = FR.build_in_memory(rules, family_policy(solo(rules), states(rules)))
     np.testing.assert_array_equal(np.asarray(built.cdf), expected.cdf)
     network(rules, 1, (10,), seed=4).distributions()  # other weights: files of their own
     assert len(list(tmp_path.iterdir())) == 6

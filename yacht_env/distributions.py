@@ -22,7 +22,7 @@ writes), verified on every load, and memoised in-process.
 
 Under the family's rules (bonuses: Yahtzee, Yatzy, Clubhouse) a turn start is ``(open_mask, upper, armed)`` and a
 pick's points include the bonuses it earns: :func:`score_distributions` returns the same recurrence's results for
-every reachable turn start there, computed and stored by :mod:`yacht_env.family_distributions` (float32 cumulative
+every reachable turn start there, computed and stored by :mod:`yacht_env.family_recurrence` (float32 cumulative
 distributions over trimmed supports, memory-mapped from the cache: 1.4 GB for Yahtzee).
 
 Nothing above needs the policy to be the solver's: :func:`policy_distributions` runs the same recurrence
@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from yacht_env import family_distributions as FD
+from yacht_env import family_recurrence as FR
 from yacht_env import rules as R
 from yacht_env import score_recurrence as SR
 from yacht_env import solver as S
@@ -70,7 +71,7 @@ def unsupported(rules: str | R.Rules) -> str | None:
     or ``None`` if they can: every preset, and custom rules of any size without bonuses.
 
     A turn start is an open mask for Yacht (4,096 of them); the family's bonuses add the upper subtotal and the
-    Yahtzee box's status to it (:mod:`yacht_env.family_distributions`), each state with a distribution of
+    Yahtzee box's status to it (:mod:`yacht_env.family_recurrence`), each state with a distribution of
     ``max_total + 1`` values. Custom rules whose turn starts would take more than :data:`MAX_FAMILY_BYTES` so are
     refused.
     """
@@ -236,7 +237,7 @@ class ScoreDistributions(SR.StartDistributions):
 # --------------------------------------------------------------------------------------------------
 # The disk cache and the in-process memo
 # --------------------------------------------------------------------------------------------------
-_MEMO: dict[R.Rules, ScoreDistributions | FD.FamilyDistributions] = {}
+_MEMO: dict[R.Rules, ScoreDistributions | FR.FamilyDistributions] = {}
 
 
 def cache_key(rules: str | R.Rules = "standard") -> str:
@@ -249,13 +250,13 @@ def cache_key(rules: str | R.Rules = "standard") -> str:
     }
     if rules.has_bonuses:  # the family's files (Yacht's presets keep their keys and files)
         payload["family_solver_format_version"] = S.FAMILY_FORMAT_VERSION
-        payload["family_distribution_format_version"] = FD.FAMILY_DISTRIBUTION_FORMAT_VERSION
+        payload["family_distribution_format_version"] = FR.FAMILY_DISTRIBUTION_FORMAT_VERSION
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 def cache_path(rules: str | R.Rules = "standard", cache_dir: str | os.PathLike | None = None) -> Path:
     """``<cache_dir>/<name>-dist-<key prefix>.npz``, beside the solver's file (same folder and default). The family's
-    is the index of two data files beside it, ``.cdf`` and ``.policy`` (:mod:`yacht_env.family_distributions`).
+    is the index of two data files beside it, ``.cdf`` and ``.policy`` (:mod:`yacht_env.family_recurrence`).
     """
     solver_file = S.cache_path(rules, cache_dir)
     name = solver_file.name.rsplit("-", 1)[0]
@@ -289,7 +290,7 @@ def clear_memo() -> None:
 
 def score_distributions(
     rules: str | R.Rules = "standard", *, cache: bool = True, cache_dir: str | os.PathLike | None = None
-) -> ScoreDistributions | FD.FamilyDistributions:
+) -> ScoreDistributions | FR.FamilyDistributions:
     """The score distributions of the solver's policy under ``rules`` (see the module docstring).
 
     Args:
@@ -300,7 +301,7 @@ def score_distributions(
             ``~/.cache/yacht-rl``).
 
     Returns:
-        :class:`ScoreDistributions` for rules without bonuses; :class:`~yacht_env.family_distributions.
+        :class:`ScoreDistributions` for rules without bonuses; :class:`~yacht_env.family_recurrence.
         FamilyDistributions` for the family's (Yahtzee's presets, Yatzy, Clubhouse).
 
     Raises:
@@ -324,17 +325,17 @@ def score_distributions(
     return memoised_cache(_MEMO, "distribution cache", rules, cache_path(rules, cache_dir), load, compute, _save)
 
 
-def _family(solution: S.Solution, cache: bool, cache_dir) -> FD.FamilyDistributions:
+def _family(solution: S.Solution, cache: bool, cache_dir) -> FR.FamilyDistributions:
     """The family's distributions: the memo, else the verified cache files, else built into them (or into memory
     where the cache folder cannot be written, with a warning; or ``cache`` is False).
     """
     rules = solution.rules
     if not cache:
-        return FD.build_in_memory(rules, FD.solver_policy(solution), solution)
+        return FR.build_in_memory(rules, FD.solver_policy(solution), solution)
     if rules in _MEMO:
         return _MEMO[rules]
     path, key = cache_path(rules, cache_dir), cache_key(rules)
-    result = FD.cached(path, key, rules, functools.partial(FD.solver_policy, solution), solution)
+    result = FR.cached(path, key, rules, functools.partial(FD.solver_policy, solution), solution)
     _MEMO[rules] = result
     return result
 

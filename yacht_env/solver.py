@@ -46,20 +46,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
 
 import numpy as np
 
 from yacht_env import rules as R
-from yacht_env.family_solver import in_chunks, picks_for, reachable_states, solve_family, turn
+from yacht_env.family_solver import in_chunks, solve_family, turn
+from yacht_env.family_states import check_bonus_states, check_state_array, picks_for, reachable_states
 from yacht_env.turn_rows import KEEP_PROPER, KEEP_ROW, KEPT_SIZE, NUM_PROPER_KEPT, one_die_less
-from yacht_env.util import load_arrays, memoised_cache, save_arrays
+from yacht_env.util import CACHE_DIR_ENV as CACHE_DIR_ENV  # the cache folder's variable, the solver's name for it
+from yacht_env.util import cache_folder, cache_stem, load_arrays, memoised_cache, save_arrays
 
 SOLVER_FORMAT_VERSION = 1  # bump when the recurrence or the stored arrays change; old cache files are ignored
 FAMILY_FORMAT_VERSION = 1  # likewise for the family's files only (Yacht's presets keep their keys and files)
-CACHE_DIR_ENV = "YACHT_RL_CACHE_DIR"
-DEFAULT_CACHE_DIR = Path("~/.cache/yacht-rl")
 
 
 def keep_values_shape(rules: str | R.Rules = "standard") -> tuple[int, int, int]:
@@ -143,20 +142,6 @@ def _solve_arrays(rules: R.Rules) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------------------------------
 # The solution and its queries
 # --------------------------------------------------------------------------------------------------
-def check_state_array(name: str, value: object, low: int, high: int, what: str) -> np.ndarray:
-    """``value`` as an ``intp`` array of ints in ``low..high``, or one ``ValueError`` naming ``name``, the first bad
-    value and ``what`` the values are.
-    """
-    array = np.asarray(value)
-    if not np.issubdtype(array.dtype, np.integer):
-        shown = f"{value!r} of " if array.ndim == 0 else "an array of "
-        raise ValueError(f"{name} must be int(s) in {low}..{high} ({what}), got {shown}dtype {array.dtype}")
-    if array.size and (array.min() < low or array.max() > high):
-        bad = array[(array < low) | (array > high)].ravel()[0]
-        raise ValueError(f"{name} must be int(s) in {low}..{high} ({what}), got {bad}")
-    return array.astype(np.intp, copy=False)
-
-
 def check_states(rules: R.Rules, roll, rolls_left, open_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(roll, rolls_left, open_mask)`` as broadcast ``intp`` arrays, each checked against ``rules`` (at least one
     category open): one ``ValueError`` naming the first bad value.
@@ -177,23 +162,6 @@ def check_states(rules: R.Rules, roll, rolls_left, open_mask) -> tuple[np.ndarra
             f"roll, rolls_left and open_mask must have equal (or broadcastable) shapes, got "
             f"{roll.shape}, {rolls_left.shape} and {open_mask.shape}"
         ) from None
-
-
-def check_bonus_states(rules: R.Rules, upper, armed) -> tuple[np.ndarray, np.ndarray]:
-    """``upper`` and ``armed`` as intp arrays, always 0 where the rules do not track them (``rules.bonus_shape``)."""
-    uppers, armed_states = rules.bonus_shape
-    checked = []
-    for name, value, size, what, absent in (
-        ("upper", upper, uppers, "the upper subtotal, capped at the bonus threshold", "no upper bonus"),
-        ("armed", armed, armed_states, "whether the Yahtzee box holds its points", "no Yahtzee bonus"),
-    ):
-        array = np.asarray(value)
-        array = array.astype(np.intp) if array.dtype == bool else array
-        if size == 1 and np.issubdtype(array.dtype, np.integer) and array.any():
-            bad = array[array != 0].ravel()[0]
-            raise ValueError(f"{name} must be 0: rules {rules.name!r} have {absent}, got {bad}")
-        checked.append(check_state_array(name, array, 0, size - 1, what))
-    return checked[0], checked[1]
 
 
 def _scalar_or_array(result: np.ndarray, kind: type):
@@ -236,7 +204,7 @@ class Solution:
         self.source = source
         self._score = R.score_table(rules).astype(np.float64)
         self._category_bits = _category_bits(rules)
-        if rules.has_bonuses:  # ahead[1 + flat state]: S of every turn start, -inf in front (see family_solver.Picks)
+        if rules.has_bonuses:  # ahead[1 + flat state]: S of every turn start, -inf in front (see family_states.Picks)
             self._ahead = np.concatenate([[-np.inf], self.start_values.ravel()])
 
     def __repr__(self) -> str:
@@ -391,19 +359,7 @@ def cache_path(rules: str | R.Rules = "standard", cache_dir: str | os.PathLike |
         ValueError: unknown rules, or a folder whose ``~`` or ``~user`` cannot be expanded (no such user, no home).
     """
     rules = R.get_rules(rules)
-    source = ""
-    if cache_dir is None:
-        source = f" (from ${CACHE_DIR_ENV})" if os.environ.get(CACHE_DIR_ENV) else ""
-        cache_dir = os.environ.get(CACHE_DIR_ENV) or DEFAULT_CACHE_DIR
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", rules.name)[:40]
-    try:
-        folder = Path(cache_dir).expanduser()
-    except RuntimeError:  # "~nosuchuser/x", or "~" without a home directory
-        home = os.fspath(cache_dir).split("/", 1)[0]
-        raise ValueError(
-            f"cannot use the cache folder '{os.fspath(cache_dir)}'{source}: '{home}' names no user's home directory"
-        ) from None
-    return folder / f"{name}-{cache_key(rules)[:16]}.npz"
+    return cache_folder(cache_dir) / f"{cache_stem(rules.name)}-{cache_key(rules)[:16]}.npz"
 
 
 def _save(path: Path, solution: Solution) -> None:

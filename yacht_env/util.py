@@ -30,6 +30,37 @@ TEMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>[1-9][0-9]{0,9})-[0-9a-f]{8}" +
 NAME_MAX = 255
 
 
+#: The environment variable naming the cache folder of the solver and of everything kept beside it.
+CACHE_DIR_ENV = "YACHT_RL_CACHE_DIR"
+DEFAULT_CACHE_DIR = Path("~/.cache/yacht-rl")
+
+
+def cache_folder(cache_dir: str | os.PathLike | None = None) -> Path:
+    """The cache folder: ``cache_dir``, else ``$YACHT_RL_CACHE_DIR``, else ``~/.cache/yacht-rl``, its ``~`` expanded.
+
+    Raises:
+        ValueError: a folder whose ``~`` or ``~user`` cannot be expanded (no such user, no home).
+    """
+    source = ""
+    if cache_dir is None:
+        source = f" (from ${CACHE_DIR_ENV})" if os.environ.get(CACHE_DIR_ENV) else ""
+        cache_dir = os.environ.get(CACHE_DIR_ENV) or DEFAULT_CACHE_DIR
+    try:
+        return Path(cache_dir).expanduser()
+    except RuntimeError:  # "~nosuchuser/x", or "~" without a home directory
+        home = os.fspath(cache_dir).split("/", 1)[0]
+        raise ValueError(
+            f"cannot use the cache folder '{os.fspath(cache_dir)}'{source}: '{home}' names no user's home directory"
+        ) from None
+
+
+def cache_stem(name: str) -> str:
+    """A rules name as the start of a cache file's name: other characters than ``A-Za-z0-9_.-`` as ``_``, 40 at
+    most.
+    """
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:40]
+
+
 def _temp_name(path: Path) -> Path:
     # Hidden and ending in .tmp, so no glob of the real files (``step_*.zip``, ``*.npz``) matches it; the
     # pid lets a later run tell a stale file (its writer is gone) from one being written right now. The name's

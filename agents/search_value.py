@@ -294,10 +294,11 @@ class ValueNetwork:
             key = key.digest()  # the same weights play the same policy: the shipped table models share one
             with _DISTRIBUTIONS_LOCK:
                 found = _DISTRIBUTIONS.get(key)
-            if found is None and self.rules.has_bonuses:
-                found = _own_family_distributions(self, key)
-            elif found is None:
-                found = policy_start_distributions(self.rules, solo_policy_table(self))
+            if found is None:
+                if self.rules.has_bonuses:
+                    found = _own_family_distributions(self, key)
+                else:
+                    found = policy_start_distributions(self.rules, solo_policy_table(self))
                 with _DISTRIBUTIONS_LOCK:
                     _DISTRIBUTIONS[key] = found
                     while len(_DISTRIBUTIONS) > _MAX_DISTRIBUTIONS:

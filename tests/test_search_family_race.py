@@ -134,7 +134,11 @@ def test_a_solo_networks_family_distributions_are_cached_by_its_weights(tmp_path
     assert isinstance(built, FR.FamilyDistributions) and built.source == "computed"
     files = sorted(p.name for p in tmp_path.iterdir())
     assert len(files) == 3 and all("-search-dist-" in name for name in files)
-    again = network(rules, 1, (10,), seed=3)  # the same weights: the files
+    assert network(rules, 1, (10,), seed=3).distributions() is built  # the same weights: made once in a process
+    from yacht_agents import search_value
+
+    search_value._DISTRIBUTIONS.clear()  # a new process: the files
+    again = network(rules, 1, (10,), seed=3)
     assert again.distributions().source == "disk"
     np.testing.assert_array_equal(np.asarray(again.distributions().cdf), np.asarray(built.cdf))
     expected = FR.build_in_memory(rules, family_policy(solo(rules), states(rules)))

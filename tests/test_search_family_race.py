@@ -147,6 +147,19 @@ def test_a_solo_networks_family_distributions_are_cached_by_its_weights(tmp_path
     assert len(list(tmp_path.iterdir())) == 6
 
 
+def two_seat_tables(alone: ValueNetwork, n: int, seed: int):
+    """``n`` two-seat tables of reachable sheets and random totals: ``(own, opponents)`` as :func:`features` takes them,
+    and the race of ``alone``'s play at them (:meth:`ValueNetwork.race`)."""
+    reach = np.argwhere(reachable_states(alone.rules))
+    rng = np.random.default_rng(seed)
+    mine, theirs = reach[rng.integers(len(reach), size=n)], reach[rng.integers(len(reach), size=n)]
+    totals = rng.integers(0, 80, (n, 2))
+    own = (*mine.T, totals[:, 0])
+    opponents = tuple(np.column_stack([x]) for x in (*theirs.T, totals[:, 1]))
+    seats = [np.column_stack([mine[:, i], theirs[:, i]]) for i in range(3)]
+    return own, opponents, alone.race(seats[0], totals, uppers=seats[1], armeds=seats[2])
+
+
 def test_a_family_placing_network_mixes_its_value_with_the_race(tmp_path, monkeypatch):
     """Two seats of the family: ``(1 - w) V + w`` race over the solo network's own play, a finished table its
     result; a Yahtzee table network with a placing saves, loads and is configured."""
@@ -155,21 +168,10 @@ def test_a_family_placing_network_mixes_its_value_with_the_race(tmp_path, monkey
     alone = network(rules, 1, (10,), seed=3)
     plain = network(rules, 2, (8,), seed=5, version=2, solo=alone)
     placed = ValueNetwork(plain.spec._replace(placing=0.4), plain.layers, alone)
-    reach = np.argwhere(reachable_states(rules))
-    rng = np.random.default_rng(9)
-    pick = lambda n: reach[rng.integers(len(reach), size=n)]  # noqa: E731
-    mine, theirs = pick(40), pick(40)
-    totals = rng.integers(0, 80, (40, 2))
-    own = (*mine.T, totals[:, 0])
-    opponents = tuple(np.column_stack([x]) for x in (*theirs.T, totals[:, 1]))
-    race = alone.race(
-        np.column_stack([mine[:, 0], theirs[:, 0]]),
-        totals,
-        uppers=np.column_stack([mine[:, 1], theirs[:, 1]]),
-        armeds=np.column_stack([mine[:, 2], theirs[:, 2]]),
-    )
+    own, opponents, race = two_seat_tables(alone, 40, seed=9)
     dist = alone.distributions()
-    rows = np.column_stack([dist.rows(*mine.T), dist.rows(*theirs.T)])
+    rows = np.column_stack([dist.rows(*own[:3]), dist.rows(*(x[:, 0] for x in opponents[:3]))])
+    totals = np.column_stack([own[3], opponents[3][:, 0]])
     np.testing.assert_array_equal(race, FamilyModel(dist).start_chances(rows, totals))
     assert 0.2 < race.std()
     expected = 0.6 * plain.values(own, opponents, exact=True) + 0.4 * race
@@ -209,17 +211,7 @@ def test_a_family_race_network_starts_as_the_race(tmp_path, monkeypatch):
     layers = [(rng.normal(0, 0.3, (a, b)).astype(np.float32), np.zeros(b, np.float32)) for a, b in layer_shapes(spec)]
     layers[-1] = (np.zeros_like(layers[-1][0]), np.zeros_like(layers[-1][1]))
     net = ValueNetwork(spec, layers, alone)
-    reach = np.argwhere(reachable_states(rules))
-    mine, theirs = reach[rng.integers(len(reach), size=30)], reach[rng.integers(len(reach), size=30)]
-    totals = rng.integers(0, 80, (30, 2))
-    own = (*mine.T, totals[:, 0])
-    opponents = tuple(np.column_stack([x]) for x in (*theirs.T, totals[:, 1]))
-    race = alone.race(
-        np.column_stack([mine[:, 0], theirs[:, 0]]),
-        totals,
-        uppers=np.column_stack([mine[:, 1], theirs[:, 1]]),
-        armeds=np.column_stack([mine[:, 2], theirs[:, 2]]),
-    )
+    own, opponents, race = two_seat_tables(alone, 30, seed=2)
     x = net.features(own, opponents)
     chance = np.clip(race, RACE_CLIP, 1 - RACE_CLIP)
     np.testing.assert_allclose(x[:, -2], chance, rtol=1e-6)
